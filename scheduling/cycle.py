@@ -83,6 +83,7 @@ def run(
     keep_spent_bookmark: bool = True,
     multikueue_delays_topology: bool = True,
     replacement_annotation: bool = True,
+    jobless_deactivation_evicts: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -116,7 +117,11 @@ def run(
     (``Deactivated``, "The workload is deactivated"), and keeps its quota until its job stops
     (workload_controller.go evicts it; the job reconciler clears the reservation once the job is
     stopped); ``deactivation_evicts`` False (admitter logic 15 and earlier, for replay) released it
-    at once, before its job was stopped.
+    at once, before its job was stopped. A Workload of no job deactivated while it holds quota (admitted
+    or waiting for its checks) is evicted the same way and keeps its quota until whoever plays its job
+    clears its QuotaReserved condition (a WorkloadStopped), as Kueue's workload controller evicts any
+    inactive workload and no job reconciler releases a jobless one; ``jobless_deactivation_evicts``
+    False (admitter logic 38 and earlier, for replay) released it at once, with no eviction.
 
     ``kueue_multiple_preemptions`` (admitter logic 17; False: 16 and earlier, for replay): a preempting
     entry's fit check takes the victims of the cycle's earlier preemptions out too, as Kueue's
@@ -211,7 +216,7 @@ def run(
     for key in sorted(state.releasable):
         wl = state.workloads[key]
         assert wl.reservation is not None
-        if deactivation_evicts and _stops_before_release(wl):
+        if deactivation_evicts and _stops_before_release(wl, jobless=jobless_deactivation_evicts):
             if wl.eviction is None:
                 decisions.append(
                     types.EvictionRequested(
@@ -1047,20 +1052,21 @@ DEACTIVATED_MESSAGE = "The workload is deactivated"
 """Its message (workload_controller.go)."""
 
 
-def _stops_before_release(wl: WorkloadState) -> bool:
-    """Whether ``wl``, in ``state.releasable``, is a workload deactivated by hand whose job may be running:
-    admitted, of a job (a Workload of no job has no job to stop), not finished or deleted, and not an
-    evicted one whose job has stopped already. A reservation waiting for its checks never started its job:
-    it is released at once, as Kueue's reconciler clears the reservation of a suspended job's evicted
-    workload."""
-    return (
-        not wl.workload.spec.active
-        and wl.admitted
-        and wl.workload.owner is not None
-        and wl.finished is None
-        and not wl.deleted_seq
-        and not (wl.stopped_seq and wl.eviction is not None)
-    )
+def _stops_before_release(wl: WorkloadState, *, jobless: bool) -> bool:
+    """Whether ``wl``, in ``state.releasable``, is a workload deactivated by hand that is evicted first and
+    keeps its quota until it is stopped: not finished or deleted, not an evicted one stopped already, and
+    either of a job and admitted (its job may be running), or (``jobless``, admitter logic 35) of no job at
+    all (workload_controller.go evicts every inactive workload; with no job reconciler to clear the
+    reservation, whoever plays the job clears QuotaReserved, as Kueue's tests do). A job's reservation
+    waiting for its checks never started its job: it is released at once, as Kueue's reconciler clears the
+    reservation of a suspended job's evicted workload."""
+    if wl.workload.spec.active or wl.finished is not None or wl.deleted_seq:
+        return False
+    if wl.stopped_seq and wl.eviction is not None:
+        return False
+    if wl.workload.owner is None:
+        return jobless
+    return wl.admitted
 
 
 def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased | types.FinishedRelease:

@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 38
+LOGIC_VERSION = 39
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -57,8 +57,11 @@ EARLIER_LOGIC_VERSIONS = (
     35,
     36,
     37,
+    38,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 37 and earlier applied
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 38 and earlier released
+the quota of a Workload of no job deactivated by hand at once, with no eviction (39 evicts it ``Deactivated``
+and releases it once it is stopped, as Kueue's workload controller evicts every inactive workload). 37 and earlier applied
 resources.transformations in whole amounts (an output factor rounded up to one unit, a CPU product rounded
 down) and summed the generated outputs into the requests before flooring them (38 multiplies exact
 quantities and floors a negative output total on its own, as Kueue #12953 and #14032). 36 and earlier read none of
@@ -179,6 +182,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         replacement_annotation=True,
         ordering_gates=True,
         exact_transformations=True,
+        jobless_deactivation_evicts=True,
     )
 
 
@@ -214,6 +218,7 @@ def _decide(
     replacement_annotation: bool,
     ordering_gates: bool,
     exact_transformations: bool,
+    jobless_deactivation_evicts: bool,
 ) -> list[types.Output]:
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
@@ -262,6 +267,7 @@ def _decide(
             keep_spent_bookmark=keep_spent_bookmark,
             multikueue_delays_topology=multikueue_delays_topology,
             replacement_annotation=replacement_annotation,
+            jobless_deactivation_evicts=jobless_deactivation_evicts,
         )
     finally:
         tree.rollback()
@@ -278,6 +284,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 38 released a jobless Workload deactivated by hand at once, with no eviction.
     Versions 9 to 37 applied resource transformations in whole amounts.
     Versions 9 to 36 read none of the ordering gates (PriorityBoost, PrioritySortingWithinCohort and the rest).
     Versions 9 to 35 read the workload-slice-replacement-for annotation only beside elastic-job: "true".
@@ -339,6 +346,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     replacement_annotation = version >= 36
     ordering_gates = version >= 37
     exact_transformations = version >= 38
+    jobless_deactivation_evicts = version >= 39
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -374,6 +382,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             replacement_annotation=replacement_annotation,
             ordering_gates=ordering_gates,
             exact_transformations=exact_transformations,
+            jobless_deactivation_evicts=jobless_deactivation_evicts,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
