@@ -234,6 +234,15 @@ FINALIZED_KINDS = ("ClusterQueue", "ResourceFlavor", "AdmissionCheck", "Topology
 clusterqueue, resourceflavor, admissioncheck and tas topology controllers)."""
 
 
+OWN_PRIORITY_ANNOTATION = "kueue-es.dev/own-priority"
+"""Set (value ``"true"``) on a Workload observed as an object (a Workload made by hand, a prebuilt one)
+that names a WorkloadPriorityClass and has a ``spec.priority``; a value a user set is dropped. Its
+``spec.priority`` is then its priority, as Kueue's scheduler reads it (pkg/util/priority Priority), a
+change of it by hand included, until the class's value changes, when the fold writes that value in,
+as Kueue's WorkloadPriorityClass controller rewrites ``spec.priority`` of every Workload naming the
+class. Without it (a job's workload, every log before it) the class's current value is the priority."""
+
+
 def is_terminating(meta: ObjectMeta) -> bool:
     """Whether the object with ``meta`` is marked for deletion and held (:data:`TERMINATING_ANNOTATION`)."""
     return TERMINATING_ANNOTATION in meta.annotations

@@ -610,7 +610,10 @@ def apply(
             state.trigger(f"cq:{obj.spec.cluster_queue}", seq)
             state.partitions.on_local_queue(state, (obj.metadata.namespace, obj.metadata.name), seq)
         case types.WorkloadPriorityClassObserved(priority_class=obj):
+            previous = state.priority_classes.get(obj.metadata.name)
             state.priority_classes[obj.metadata.name] = obj
+            if previous is None or previous.value != obj.value:
+                _rewrite_own_priorities(state, obj)
             _reorder_priority_class(state, obj.metadata.name)
             state.trigger("*", seq)
         case types.AdmissionCheckObserved(admission_check=obj):
@@ -1274,13 +1277,34 @@ def _priority_changed(before: models.WorkloadSpec, after: models.WorkloadSpec) -
 
 
 def priority_of(workload: models.Workload, state: ClusterState) -> int:
-    """Effective priority (SEMANTICS §1.7, §2.4): the current value of the referenced
-    WorkloadPriorityClass, else ``spec.priority``, else 0."""
-    ref = workload.spec.priority_class_ref
+    """Effective priority (SEMANTICS §1.7, §2.4): the ``spec.priority`` of a Workload observed as an object
+    (:data:`~kueue_es.events.models.OWN_PRIORITY_ANNOTATION`: Kueue's pkg/util/priority Priority reads it,
+    a change by hand included); else the current value of the referenced WorkloadPriorityClass (a job's
+    workload: its reconciler writes that value in); else ``spec.priority``, else 0."""
+    spec = workload.spec
+    if spec.priority is not None and models.OWN_PRIORITY_ANNOTATION in workload.metadata.annotations:
+        return spec.priority
+    ref = spec.priority_class_ref
     if ref is not None and ref.kind == "WorkloadPriorityClass" and ref.name in state.priority_classes:
         # Kueue's WorkloadPriorityClass controller rewrites spec.priority when the class's value changes.
         return state.priority_classes[ref.name].value
-    return workload.spec.priority or 0
+    return spec.priority or 0
+
+
+def _rewrite_own_priorities(state: ClusterState, priority_class: models.WorkloadPriorityClass) -> None:
+    """A WorkloadPriorityClass made or given another value: the workloads naming it whose own ``spec.priority``
+    counts (:data:`~kueue_es.events.models.OWN_PRIORITY_ANNOTATION`) take its value, as Kueue's
+    WorkloadPriorityClass controller writes it into each of them (workloadpriorityclass_controller.go
+    Reconcile). A later change of ``spec.priority`` by hand counts again."""
+    name, value = priority_class.metadata.name, priority_class.value
+    for wl in state.workloads.values():
+        workload = wl.workload
+        ref = workload.spec.priority_class_ref
+        if ref is None or ref.kind != "WorkloadPriorityClass" or ref.name != name:
+            continue
+        if models.OWN_PRIORITY_ANNOTATION not in workload.metadata.annotations or workload.spec.priority == value:
+            continue
+        wl.workload = msgspec.structs.replace(workload, spec=msgspec.structs.replace(workload.spec, priority=value))
 
 
 PRIORITY_BOOST_ANNOTATION: Final = "kueue.x-k8s.io/priority-boost"

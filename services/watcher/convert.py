@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from kueue_es.events import manifests, types
+from kueue_es.events import manifests, models, types
 from kueue_es.jobframework import adjust, workloads
 
 _OBSERVED: dict[str, Callable[[Any], types.Fact]] = {
@@ -39,6 +39,8 @@ def kueue_fact(manifest: dict[str, Any], *, now_ms: int = 0) -> types.Fact:
         obj = manifests.parse_object(manifest, strict=False)  # the API server checked its fields
     except manifests.ManifestError as err:
         return workloads.rejected(manifest, err, now_ms=now_ms)
+    if isinstance(obj, models.Workload):
+        obj = own_priority_marked(obj)
     return _OBSERVED[type(obj).__name__](obj)
 
 
@@ -83,3 +85,19 @@ def adjusted(
     except manifests.ManifestError as err:
         return workloads.rejected(manifest, err, now_ms=now_ms)
     return fact if workload is fact.workload else msgspec.structs.replace(fact, workload=workload)
+
+
+def own_priority_marked(workload: models.Workload) -> models.Workload:
+    """``workload`` (observed as a Workload object) with :data:`~kueue_es.events.models.OWN_PRIORITY_ANNOTATION`
+    when it names a WorkloadPriorityClass and has a ``spec.priority`` (then that number is its priority, as
+    Kueue reads it), without it otherwise (a value a user set is dropped)."""
+    ref = workload.spec.priority_class_ref
+    own = ref is not None and ref.kind == "WorkloadPriorityClass" and workload.spec.priority is not None
+    annotations = workload.metadata.annotations
+    if own == (models.OWN_PRIORITY_ANNOTATION in annotations):
+        return workload
+    kept = {k: v for k, v in annotations.items() if k != models.OWN_PRIORITY_ANNOTATION}
+    if own:
+        kept[models.OWN_PRIORITY_ANNOTATION] = "true"
+    meta = msgspec.structs.replace(workload.metadata, annotations=kept)
+    return msgspec.structs.replace(workload, metadata=meta)
