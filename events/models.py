@@ -243,6 +243,20 @@ as Kueue's WorkloadPriorityClass controller rewrites ``spec.priority`` of every 
 class. Without it (a job's workload, every log before it) the class's current value is the priority."""
 
 
+POD_GROUP_MEMBERS_ANNOTATION = "kueue-es.dev/pod-group-members"
+"""Set by the watcher on a pod group's workload (``kueue.x-k8s.io/is-group-workload``): the names of the
+group's pods it was made from, sorted, joined with ``,``. Kueue's Workload of a pod group is owned by every
+pod of it (pod_controller.go EnsureWorkloadOwnedByAllMembers), while the log's ``owner`` is the first pod
+only; ``kueue-es list workload`` names them all, as ``kubectl kueue list workload`` reads the owner
+references. Not written on the Workload object (Kueue has no such annotation)."""
+
+
+def pod_group_members(meta: ObjectMeta) -> list[str]:
+    """The pod names of :data:`POD_GROUP_MEMBERS_ANNOTATION` (``[]`` without it)."""
+    text = meta.annotations.get(POD_GROUP_MEMBERS_ANNOTATION, "")
+    return [name for name in text.split(",") if name]
+
+
 def is_terminating(meta: ObjectMeta) -> bool:
     """Whether the object with ``meta`` is marked for deletion and held (:data:`TERMINATING_ANNOTATION`)."""
     return TERMINATING_ANNOTATION in meta.annotations

@@ -540,6 +540,8 @@ def _group_workload(
         pod_specs.append(("spec", pod_spec))
     previous = context.previous
     annotations = {IS_GROUP_WORKLOAD_ANNOTATION: "true"}
+    # every pod owns Kueue's group Workload (EnsureWorkloadOwnedByAllMembers); the log's owner is the first only
+    annotations[models.POD_GROUP_MEMBERS_ANNOTATION] = ",".join(sorted(_ref(p).name for p in pods))
     labels, marks = _parent_marks(pods[0], context)
     annotations.update(marks)
     workload = workloads.new_workload(

@@ -771,19 +771,23 @@ def workload_owners(workload: Any) -> list[tuple[str, str, str]]:
     ``(apiVersion, kind, name)``, in the order the dispatcher writes them on the Workload object: for a
     StatefulSet's or LeaderWorkerSet's serving group that parent first (read from the Workload's
     ``kueue.x-k8s.io/job-owner-gvk`` and ``-name`` annotations, Kueue statefulset_reconciler.go and
-    leaderworkerset_reconciler.go constructWorkload), then the job it was made for (``owner``; for a pod group,
-    the group's first pod). ``[]`` when it has none.
-
-    The log does not keep a pod group's other pods, which the Workload object also names as owners
-    (Kueue's EnsureWorkloadOwnedByAllMembers); ``kubectl kueue list workload`` reads those from the cluster."""
-    from kueue_es.events import job_owners
+    leaderworkerset_reconciler.go constructWorkload), then the job it was made for (``owner``); for a pod group
+    every pod it was made from, by name, as Kueue's Workload is owned by each (EnsureWorkloadOwnedByAllMembers;
+    the watcher's :data:`~kueue_es.events.models.POD_GROUP_MEMBERS_ANNOTATION`; the first pod alone in a log
+    written before it). ``[]`` when it has none."""
+    from kueue_es.events import job_owners, models
 
     owners = []
     parent = job_owners.serving_parent(workload)
     if parent is not None:
         owners.append((parent.api_version, parent.kind, parent.name))
-    if workload.owner is not None:
-        owners.append((workload.owner.api_version, workload.owner.kind, workload.owner.name))
+    owner = workload.owner
+    if owner is None:
+        return owners
+    members = models.pod_group_members(workload.metadata) if owner.kind == "Pod" else []
+    if not members:
+        members = [owner.name]
+    owners.extend((owner.api_version, owner.kind, name) for name in members)
     return owners
 
 

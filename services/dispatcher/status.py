@@ -1029,8 +1029,9 @@ def workload_object(
         metadata["labels"] = {JOB_UID_LABEL: owner.uid}
     elif parent is not None:
         metadata["labels"] = {JOB_UID_LABEL: parent["uid"]}  # the parent's reconciler's constructWorkload
-    if meta.annotations:
-        metadata["annotations"] = dict(sorted(meta.annotations.items()))
+    annotations = {k: v for k, v in meta.annotations.items() if k != models.POD_GROUP_MEMBERS_ANNOTATION}
+    if annotations:  # the log's own list of a pod group's pods is no annotation of Kueue's
+        metadata["annotations"] = dict(sorted(annotations.items()))
     if wl.finished is None:
         metadata["finalizers"] = [RESOURCE_IN_USE_FINALIZER]
     if (

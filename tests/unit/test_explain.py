@@ -873,3 +873,48 @@ def test_explain_and_list_name_a_statefulsets_workload_by_its_statefulset(
     code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "-o", "json")
     [row] = [row for row in json.loads(out) if row["NAME"] == name]
     assert (row["JOB TYPE"], row["JOB NAME"]) == ("pod, statefulset.apps", "nginx-statefulset, nginx-statefulset-0")
+
+
+def _group_pod(name: str, created: str) -> dict[str, Any]:
+    """A plain pod of pod group ``grp`` (three pods), gated as Kueue's pod webhook gates it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "creationTimestamp": created,
+            "labels": {workloads.QUEUE_LABEL: "a", pods.GROUP_NAME_KEY: "grp", "kueue.x-k8s.io/managed": "true"},
+            "annotations": {pods.GROUP_TOTAL_COUNT_ANNOTATION: "3"},
+        },
+        "spec": {
+            "schedulingGates": [{"name": pods.SCHEDULING_GATE}],
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "100m"}}}],
+        },
+    }
+
+
+def test_list_names_every_pod_of_a_pod_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Kueue's Workload of a pod group is owned by every pod of it (pod_controller.go
+    EnsureWorkloadOwnedByAllMembers), so ``kubectl kueue list workload`` names them all in JOB NAME; ``list``
+    from the log names them all too (the watcher's member list), not the first pod alone. The Workload object
+    the dispatcher writes carries no such annotation (its owner references say it)."""
+    from kueue_es.projections.cluster import WorkloadState
+    from kueue_es.services.dispatcher import status
+
+    members = [_group_pod(f"grp-{i}", f"2026-01-01T00:00:4{i}Z") for i in (2, 0, 1)]
+    fact = pods.group_facts(members)
+    assert isinstance(fact, types.WorkloadObserved)
+    assert fact.workload.owner is not None and fact.workload.owner.name == "grp-0"
+    log = _recorded()
+    log.fact(fact)
+    log.settle()
+    path = log.write(tmp_path / "group.jsonl")
+    code, out, err = _run(capsys, "list", "workload", "--file", str(path), "-o", "json")
+    assert code == 0, err
+    [row] = [row for row in json.loads(out) if row["NAME"] == "grp"]
+    assert (row["JOB TYPE"], row["JOB NAME"]) == ("pod", "grp-0, grp-1, grp-2")
+    held = WorkloadState(workload=fact.workload, observed_seq=1)
+    written = status.workload_object(held, ClusterState(), None)
+    assert models.POD_GROUP_MEMBERS_ANNOTATION not in written["metadata"].get("annotations", {})
