@@ -36,14 +36,18 @@ def replaced_slice(
 
     ``annotation_alone`` (admitter logic 36, preemptor 16): the ``workload-slice-replacement-for``
     annotation names the slice whatever ``elastic-job`` says, as Kueue's ReplacementForKey reads it
-    (:func:`kueue_es.events.slices.replacement_key`); False (earlier logic, for replay): only with
-    ``elastic-job: "true"`` too (:func:`kueue_es.events.slices.replacement_for`). The caller checks the
-    gate ElasticJobsViaWorkloadSlices (:func:`enabled`)."""
+    (:func:`kueue_es.events.slices.replacement_key`), and only a slice of ``wl``'s own namespace is
+    replaced (Kueue PR #13082: a hand-made Workload naming another namespace's workload would have it
+    finished as the replaced slice); False (earlier logic, for replay): only with ``elastic-job: "true"``
+    too (:func:`kueue_es.events.slices.replacement_for`), in any namespace. The caller checks the gate
+    ElasticJobsViaWorkloadSlices (:func:`enabled`)."""
     key = slices.replacement_key(wl.workload) if annotation_alone else slices.replacement_for(wl.workload)
     if key is None:
         return None
     old = state.workloads.get(key)
     if old is None or old is wl or old.reservation is None or old.gone or old.eviction is not None:
+        return None
+    if annotation_alone and old.workload.metadata.namespace != wl.workload.metadata.namespace:
         return None
     if old.reservation.cluster_queue != cluster_queue:
         return None
