@@ -268,7 +268,7 @@ def _kueue_object(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None)
     properties = {k: v for k, v in schema["properties"].items() if k not in ("metadata", "status")}
     causes = list(_walk(body, {**schema, "properties": properties}, "", old_body))
     if not causes:  # the webhook runs only on objects the schema accepted
-        causes += _webhook(str(manifest["kind"]), body)
+        causes += _webhook(str(manifest["kind"]), body, old=old_body)
     return causes
 
 
@@ -418,10 +418,13 @@ def _prune(value: Any, schema: Mapping[str, Any]) -> None:
             _prune(item, schema["items"])
 
 
-def _webhook(kind: str, body: Mapping[str, Any]) -> list[Cause]:
-    """Kueue's validating webhooks' checks that the CRD schema cannot say (pkg/webhooks)."""
+def _webhook(kind: str, body: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[Cause]:
+    """Kueue's validating webhooks' checks that the CRD schema cannot say (pkg/webhooks); ``old``: the
+    object an update replaces (defaulted as ``body``), None on a create."""
     causes: list[Cause] = []
     spec = body.get("spec") or {}
+    if kind == "ClusterQueue":
+        causes += _admission_check_on_flavors(spec, old_spec=None if old is None else old.get("spec") or {})
     if kind in ("ClusterQueue", "Cohort"):
         seen_resources: set[str] = set()
         seen_flavors: set[str] = set()
@@ -467,6 +470,48 @@ def _webhook(kind: str, body: Mapping[str, Any]) -> list[Cause]:
             if name in names[:i]:
                 causes.append(Cause(f"spec.podSets[{i}]", DUPLICATE, f'Duplicate value: {{"name":{json.dumps(name)}}}'))
     return causes
+
+
+def _admission_check_on_flavors(spec: Mapping[str, Any], *, old_spec: Mapping[str, Any] | None) -> list[Cause]:
+    """Each ``spec.admissionChecksStrategy.admissionChecks[i].onFlavors[j]`` must be a flavor of the
+    ClusterQueue's resource groups (Kueue PR #10336/#10369, pkg/webhooks/clusterqueue_webhook.go
+    validateAdmissionCheckOnFlavors): a check on a flavor the queue has no quota in would never apply.
+    An update (``old_spec`` not None) that keeps both the queue's flavors and a check's onFlavors as they
+    were lets that check through, so a ClusterQueue stored before the rule can still be edited
+    (validateAdmissionCheckOnFlavorsUpdate with the alpha gate RejectUpdatesToCQWithInvalidOnFlavors
+    off, its default)."""
+    checks = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+    flavors = _flavor_names(spec)
+    kept: dict[Any, set[Any]] = {}
+    if old_spec is not None and set(_flavor_names(old_spec)) == set(flavors):
+        old_checks = (old_spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
+        kept = {c.get("name"): set(c.get("onFlavors") or []) for c in old_checks if isinstance(c, Mapping)}
+    supported = ", ".join(json.dumps(f) for f in flavors)
+    causes: list[Cause] = []
+    for i, check in enumerate(checks):
+        if not isinstance(check, Mapping):
+            continue
+        on_flavors = check.get("onFlavors") or []
+        if kept.get(check.get("name")) == set(on_flavors):
+            continue
+        for j, flavor in enumerate(on_flavors):
+            if flavor not in flavors:
+                message = f"Unsupported value: {_show(flavor)}" + (
+                    f": supported values: {supported}" if flavors else ""
+                )
+                where = f"spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]"
+                causes.append(Cause(where, NOT_SUPPORTED, message))
+    return causes
+
+
+def _flavor_names(spec: Mapping[str, Any]) -> list[Any]:
+    """The flavors of a ClusterQueue spec's resource groups, in order, each once."""
+    names: list[Any] = []
+    for group in spec.get("resourceGroups") or []:
+        for flavor in (group or {}).get("flavors") or []:
+            if isinstance(flavor, Mapping) and flavor.get("name") not in names:
+                names.append(flavor.get("name"))
+    return names
 
 
 # -- pod resources (core API) ----------------------------------------------------------------

@@ -20,6 +20,7 @@ import yaml
 from kueue_es import crds, validation
 from tests.deploy import schemas
 from tests.deploy.test_crds import EXAMPLES, SERVED_EXAMPLES
+from tests.kube.examples import REFUSED_BY_KUEUE
 
 KUEUE_MIRROR = Path("/work/.mirror/kubernetes-sigs+kueue/repo")
 SCHEMAS = {kind.kind: crds.object_schema(kind) for kind in crds.KINDS}
@@ -229,8 +230,10 @@ def test_agrees_with_kueues_validation(kind: crds.Kind) -> None:
 @pytest.mark.skipif(not EXAMPLES.is_dir(), reason="../shared/kueue-examples is not beside the repo")
 @pytest.mark.parametrize(("label", "obj"), SERVED_EXAMPLES, ids=[label for label, _ in SERVED_EXAMPLES])
 def test_kueue_examples_pass_our_validation(label: str, obj: dict[str, Any]) -> None:
-    """What Kueue's docs apply is accepted: no cause, no unknown field (kubectl apply of the examples works)."""
-    assert validation.validate(obj) == []
+    """What Kueue's docs apply is accepted: no cause, no unknown field (kubectl apply of the examples works),
+    but for the files Kueue's own webhooks refuse (``REFUSED_BY_KUEUE``), refused on the same field."""
+    refused = REFUSED_BY_KUEUE.get(label.split(":")[0])
+    assert [c.field for c in validation.validate(obj)] == ([refused[0]] if refused else [])
     assert validation.unknown_fields(obj) == []
 
 
@@ -387,3 +390,69 @@ def test_topology_on_creation(obj: dict[str, Any], valid: bool) -> None:
 def test_topology_on_update(old: dict[str, Any], new: dict[str, Any], valid: bool) -> None:
     """Kueue's 'Updating a Topology' / 'Validate Topology on update' table: each entry by its name."""
     assert (validation.validate(new, old=old) == []) is valid
+
+
+def _checked(on_flavors: list[str], *flavors: str) -> dict[str, Any]:
+    """A ClusterQueue with one cpu quota in each of ``flavors`` and check ``ac1`` on ``on_flavors``."""
+    groups = [
+        {
+            "coveredResources": ["cpu"],
+            "flavors": [{"name": f, "resources": [{"name": "cpu", "nominalQuota": 1}]} for f in flavors],
+        }
+    ]
+    strategy = {"admissionChecks": [{"name": "ac1", "onFlavors": on_flavors}]}
+    return cluster_queue(resourceGroups=groups if flavors else [], admissionChecksStrategy=strategy)
+
+
+ON_FLAVORS = "spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]"
+
+
+@pytest.mark.parametrize(
+    ("obj", "want"),
+    [
+        (_checked(["alpha"], "alpha"), []),
+        (_checked(["flavor1"]), [f'{ON_FLAVORS}: Unsupported value: "flavor1"']),
+        (
+            _checked(["ghost"], "alpha", "beta"),
+            [f'{ON_FLAVORS}: Unsupported value: "ghost": supported values: "alpha", "beta"'],
+        ),
+    ],
+)
+def test_admission_check_on_flavors_must_be_in_quota(obj: dict[str, Any], want: list[str]) -> None:
+    """Kueue PR #10369 (clusterqueue_webhook_test.go TestValidateClusterQueue 'admissionCheckStrategy refers
+    to a flavor that is not in quota'): a check's onFlavors names only flavors the ClusterQueue has quota in."""
+    assert [str(c) for c in validation.validate(obj)] == want
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "want"),
+    [
+        # 'legacy cluster queue with invalid onFlavors allows unrelated updates'
+        (
+            _checked(["ghost"], "alpha"),
+            {
+                **_checked(["ghost"], "alpha"),
+                "spec": {**_checked(["ghost"], "alpha")["spec"], "queueingStrategy": "StrictFIFO"},
+            },
+            [],
+        ),
+        # 'invalid admissionCheckStrategy is rejected when the old cluster queue has no strategy'
+        (
+            cluster_queue(resourceGroups=_checked([], "alpha")["spec"]["resourceGroups"]),
+            _checked(["ghost"], "alpha"),
+            ["ghost"],
+        ),
+        # 'resourceGroup flavor change revalidates admissionCheck onFlavors for legacy cluster queue'
+        (_checked(["ghost"], "alpha"), _checked(["ghost"], "beta"), ["ghost"]),
+        # 'changing invalid onFlavors for a legacy cluster queue revalidates the new ref'
+        (_checked(["ghost"], "alpha"), _checked(["phantom"], "alpha"), ["phantom"]),
+    ],
+)
+def test_admission_check_on_flavors_on_update(old: dict[str, Any], new: dict[str, Any], want: list[str]) -> None:
+    """Kueue's TestValidateClusterQueueUpdate with the gate RejectUpdatesToCQWithInvalidOnFlavors off (its
+    default): a stored ClusterQueue's invalid onFlavors stay editable while they and the flavors stay as
+    they were; any change to either checks them again."""
+    causes = validation.validate(new, old=old)
+    assert [(c.field, c.type, c.message.split('"')[1]) for c in causes] == [
+        (ON_FLAVORS, validation.NOT_SUPPORTED, bad) for bad in want
+    ]
