@@ -419,6 +419,63 @@ def group_finished(
     return workloads.finished_fact(ref, name=name, succeeded=True, message=message, at_ms=at_ms, uid=uid)
 
 
+def holds_finalizer(pod: Mapping[str, Any]) -> bool:
+    """Whether the pod still carries Kueue's ``kueue.x-k8s.io/managed`` finalizer (:data:`POD_FINALIZER`)."""
+    return POD_FINALIZER in (workloads.as_mapping(pod.get("metadata")).get("finalizers") or ())
+
+
+def finalizer_released(
+    pod: Mapping[str, Any], members: Sequence[Mapping[str, Any]] = (), *, workload_finished: bool = False
+) -> bool:
+    """Whether Kueue's pod reconciler takes the :data:`POD_FINALIZER` off ``pod`` now, its pod webhook having put
+    it on at creation (``members``: every pod of the pod's group seen, the pod among them or not; unused for a
+    single pod; ``workload_finished``: the pod's Workload is Finished).
+
+    Only a pod that holds the finalizer and carries ``kueue.x-k8s.io/managed: "true"`` (pod_controller.go Skip:
+    any other is not reconciled) is let go:
+
+    - a single pod once it is being deleted (Load: ``removeFinalizers`` for a pod with a ``deletionTimestamp``)
+      or terminated, Succeeded or Failed (Finished, then finalizeJob);
+    - any pod once its Workload is Finished (reconciler.go: finalizeJob of a finished workload's job);
+    - a pod of a group once the group has finished (Finished: as many pods Succeeded as its
+      ``pod-group-total-count``, or none still running and one marked ``retriable-in-group: "false"``; a
+      serving group never finishes; Finalize lets every pod of the group go);
+    - a pod of a group once it is being deleted. Kueue keeps such a member until a replacement comes, its group
+      finishes or its Workload is deleted (FindMatchingWorkloads' finalizePods, Stop); kueue-es lets it go at
+      once, as its watcher forgets a deleted member (docs/kueue-job-integration.md "Pod groups"). The
+      dispatcher's deletions (a stopped group, an excess pod, a Workload deleted by hand) are among these, as
+      Kueue finalizes those pods too (Stop, removeExcessPods).
+
+    A Failed member of a group that is not being deleted keeps its finalizer until the group finishes (Kueue's
+    finalizePods of replaced inactive pods, once a replacement is active, is not done)."""
+    meta = workloads.as_mapping(pod.get("metadata"))
+    if not holds_finalizer(pod) or workloads.as_mapping(meta.get("labels")).get(workloads.MANAGED_LABEL) != "true":
+        return False
+    if meta.get("deletionTimestamp") or workload_finished:
+        return True
+    group = group_name(pod)
+    if not group:
+        return is_terminated(pod)
+    if is_serving(pod):
+        return False
+    namespace = str(meta.get("namespace") or "")
+    name = str(meta.get("name") or "")
+    of_group = [
+        m
+        for m in members
+        if group_name(m) == group and str(workloads.as_mapping(m.get("metadata")).get("namespace") or "") == namespace
+    ]
+    if not any(str(workloads.as_mapping(m.get("metadata")).get("name") or "") == name for m in of_group):
+        of_group.append(pod)
+    try:
+        total = group_total_count(pod)
+    except manifests.ManifestError:
+        return False  # a group Kueue cannot count never finishes (groupTotalCount's error)
+    succeeded = sum(1 for m in of_group if _phase(m) == "Succeeded")
+    unretriable = any(_ref(m).annotations.get(RETRIABLE_IN_GROUP_ANNOTATION) == "false" for m in of_group)
+    return succeeded == total or (unretriable and all(is_terminated(m) for m in of_group))
+
+
 def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int) -> None:
     queue = ref.labels.get(workloads.QUEUE_LABEL) or ""
     for pod in pods:
@@ -705,7 +762,21 @@ def role_hash(pod: Mapping[str, Any]) -> str:
     annotation = ref.annotations.get(ROLE_HASH_ANNOTATION) or ref.labels.get(PODSET_LABEL)
     if annotation:
         return str(annotation)
-    spec = workloads.as_mapping(pod.get("spec"))
+    return _shape_hash(workloads.as_mapping(pod.get("spec")))
+
+
+def spec_role_hash(spec: Any) -> str | None:
+    """The role hash of a pod spec (a mapping; anything else counts as empty) as Kueue's pod webhook writes it
+    into the ``kueue.x-k8s.io/role-hash`` annotation at creation (pod_webhook.go addRoleHash,
+    pkg/util/pod GenerateRoleHash): 8 hex digits (:func:`role_hash`); None when a quantity in the shape is not
+    one (the API server refuses such a pod)."""
+    try:
+        return _shape_hash(workloads.as_mapping(spec))
+    except quantities.QuantityError:
+        return None
+
+
+def _shape_hash(spec: Mapping[str, Any]) -> str:
     text = _go_json({"spec": spec_shape(spec)})
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 

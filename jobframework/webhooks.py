@@ -44,6 +44,8 @@ PREBUILT_WORKLOAD_KEY: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 #: The scheduling gates Kueue's pod webhook adds (kueue.x-k8s.io/admission; TopologySchedulingGate).
 ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
 TOPOLOGY_GATE: Final = "kueue.x-k8s.io/topology"
+#: The label Kueue's pod webhook copies a pod's index into under TAS (kueue.PodGroupPodIndexLabel).
+POD_GROUP_POD_INDEX_LABEL: Final = "kueue.x-k8s.io/pod-group-pod-index"
 
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS1123_SUBDOMAIN_MESSAGE = (
@@ -453,18 +455,19 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
       queue-labelled job, which is suspended wherever it is): a Job's ``spec.suspend``, an
       integration's ``suspend_path``, then the integration's ``on_create`` changes (for kinds run
       through their pods: their templates' labels);
-    - such a Pod gets the ``kueue.x-k8s.io/managed: "true"`` label, the ``kueue.x-k8s.io/admission``
-      scheduling gate and, with TopologyAwareScheduling, the ``kueue.x-k8s.io/topology`` gate
-      (pod_webhook.go Default); a pod whose template a managed Deployment, StatefulSet or
-      LeaderWorkerSet marked (``kueue.x-k8s.io/pod-suspending-parent``) gets the gates whatever its
-      labels and namespace (suspendByParent); any other Pod in a namespace the selector does not
-      select is left as it is, queue label or not (the pod webhook's namespace filter comes first).
+    - such a Pod gets the ``kueue.x-k8s.io/managed: "true"`` label, the ``kueue.x-k8s.io/managed``
+      finalizer, the ``kueue.x-k8s.io/admission`` scheduling gate, with TopologyAwareScheduling the
+      ``kueue.x-k8s.io/topology`` gate, and the ``kueue.x-k8s.io/role-hash`` annotation (pod_webhook.go
+      Default; :func:`gate_pod`); a pod whose template a managed Deployment, StatefulSet or
+      LeaderWorkerSet marked (``kueue.x-k8s.io/pod-suspending-parent``) gets the gates and the role hash
+      whatever its labels and namespace, but neither the label nor the finalizer (suspendByParent); any
+      other Pod in a namespace the selector does not select is left as it is, queue label or not (the pod
+      webhook's namespace filter comes first).
 
     - a Job or JobSet with a queue whose ClusterQueue has a MultiKueue check (``context.multikueue_queue``)
       and no ``spec.managedBy`` gets ``kueue.x-k8s.io/multikueue`` (ApplyDefaultForManagedBy).
 
-    Not done (docs/webhooks.md): the pod finalizer and role-hash annotation (kueue-es's dispatcher removes
-    no finalizer and computes the role hash itself), and defaulting the WorkloadPriorityClass label.
+    Not done (docs/webhooks.md): defaulting the WorkloadPriorityClass label.
     """
     out = copy.deepcopy(dict(obj))
     served = target(api_version, kind)
@@ -480,7 +483,7 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
     if served == POD and serving.parent_framework(out):
         # suspendByParent: a managed Deployment, StatefulSet or LeaderWorkerSet marked its template; the
         # pod is gated whatever its labels (its serving group's labels come from the parent: serving.py)
-        _gate_pod(out, topology=context.topology_aware_scheduling, managed=False)
+        gate_pod(out, topology=context.topology_aware_scheduling, managed=False)
         return out
     if served == POD and not context.namespace_managed:
         return out  # pod_webhook.go Default: the namespace filter, before the queue is even looked at
@@ -498,7 +501,7 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         if context.elastic_jobs and slices.is_elastic(_annotations(out)):
             _gate_template(out)
     elif served == POD:
-        _gate_pod(out, topology=context.topology_aware_scheduling)
+        gate_pod(out, topology=context.topology_aware_scheduling)
     elif served.integration is not None:
         if served.integration.suspend_path is not None:
             integrations.set_at(out, served.integration.suspend_path, True)
@@ -605,14 +608,38 @@ def _gate_template(job: dict[str, Any]) -> None:
         gates.append({"name": slices.ELASTIC_JOB_GATE})
 
 
-def _gate_pod(pod: dict[str, Any], *, topology: bool, managed: bool = True) -> None:
+def gate_pod(pod: dict[str, Any], *, topology: bool, managed: bool = True) -> None:
+    """Suspend a Pod as Kueue's pod webhook does (in place; pod_webhook.go Default, its ``suspend`` branch).
+
+    ``managed`` (False for a pod whose Deployment, StatefulSet or LeaderWorkerSet marked it: suspendByParent):
+    the ``kueue.x-k8s.io/managed: "true"`` label and the ``kueue.x-k8s.io/managed`` finalizer
+    (:data:`pods.POD_FINALIZER`), which keeps the pod until Kueue's pod reconciler lets it go
+    (:func:`pods.finalizer_released`). Always: the ``kueue.x-k8s.io/admission`` scheduling gate; with
+    ``topology`` (TopologyAwareScheduling) the ``kueue.x-k8s.io/topology`` gate and, for a pod annotated
+    ``kueue.x-k8s.io/pod-group-pod-index-label: <label>``, the ``kueue.x-k8s.io/pod-group-pod-index`` label
+    copied from that label (empty when the pod lacks it, as Kueue's map lookup gives); last, the
+    ``kueue.x-k8s.io/role-hash`` annotation: kept when the pod has one, else the hash of its spec's shape
+    (:func:`pods.spec_role_hash`, Kueue getRoleHash). A pod whose shape holds a bad quantity gets no hash:
+    the API server refuses such a pod before any webhook sees it."""
     metadata = pod.setdefault("metadata", {})
     if managed:
         metadata["labels"] = {**(metadata.get("labels") or {}), MANAGED_LABEL: "true"}
+        finalizers = list(metadata.get("finalizers") or [])
+        if pods.POD_FINALIZER not in finalizers:  # controllerutil.AddFinalizer: appended once
+            metadata["finalizers"] = [*finalizers, pods.POD_FINALIZER]
     gates = pod.setdefault("spec", {}).setdefault("schedulingGates", [])
     for gate in (ADMISSION_GATE, TOPOLOGY_GATE) if topology else (ADMISSION_GATE,):
         if not any(isinstance(g, dict) and g.get("name") == gate for g in gates):
             gates.append({"name": gate})
+    annotations = dict(metadata.get("annotations") or {})
+    if topology and (index_label := annotations.get(serving.POD_INDEX_LABEL_ANNOTATION)) is not None:
+        labels = dict(metadata.get("labels") or {})
+        labels[POD_GROUP_POD_INDEX_LABEL] = str(labels.get(str(index_label)) or "")
+        metadata["labels"] = labels
+    if pods.ROLE_HASH_ANNOTATION not in annotations:
+        role = pods.spec_role_hash(pod.get("spec"))
+        if role is not None:
+            metadata["annotations"] = {**annotations, pods.ROLE_HASH_ANNOTATION: role}
 
 
 # -- ValidateCreate ------------------------------------------------------------------------------

@@ -1741,11 +1741,12 @@ def gate_queued_pods(
 ) -> None:
     """A create hook doing what Kueue's Pod webhook does for a Pod that names a queue.
 
-    It gets the ``kueue.x-k8s.io/managed: "true"`` label and the
-    ``kueue.x-k8s.io/admission`` scheduling gate, which holds it until admitted,
-    and (TopologyAwareScheduling is on by default) the ``kueue.x-k8s.io/topology``
-    gate, which the start removes unless the pod's pod set got a topology assignment
-    (Kueue pkg/controller/jobs/pod/pod_webhook.go Default;
+    It gets the ``kueue.x-k8s.io/managed: "true"`` label, the ``kueue.x-k8s.io/managed``
+    finalizer (the dispatcher takes it off: :func:`kueue_es.jobframework.pods.finalizer_released`),
+    the ``kueue.x-k8s.io/role-hash`` annotation, the ``kueue.x-k8s.io/admission`` scheduling
+    gate, which holds it until admitted, and (TopologyAwareScheduling is on by default) the
+    ``kueue.x-k8s.io/topology`` gate, which the start removes unless the pod's pod set got a
+    topology assignment (Kueue pkg/controller/jobs/pod/pod_webhook.go Default;
     :func:`kueue_es.jobframework.webhooks.default`). Pods a Job or an integration's job
     controls are left alone: they belong to their owner's workload.
 
@@ -1773,11 +1774,9 @@ def gate_queued_pods(
 
 
 def _gate(pod: dict[str, Any]) -> None:
-    """Kueue's admission and topology scheduling gates on a pod (pod_webhook.go gate)."""
-    gates = pod.setdefault("spec", {}).setdefault("schedulingGates", [])
-    for gate in ("kueue.x-k8s.io/admission", "kueue.x-k8s.io/topology"):
-        if not any(isinstance(g, dict) and g.get("name") == gate for g in gates):
-            gates.append({"name": gate})
+    """What Kueue's pod webhook gives a pod its parent marked (suspendByParent): the admission and topology
+    scheduling gates and the role hash, no managed label nor finalizer (:func:`webhooks.gate_pod`)."""
+    webhooks.gate_pod(pod, topology=True, managed=False)
 
 
 #: The create hooks ClusterEmulator uses by default: Kueue's Job, integrations' and Pod webhooks.

@@ -59,6 +59,8 @@ class Ungating:
         self._dirty: dict[str, None] = {}
         self.group_pods: dict[objects.PodKey, objects.Pod] = {}
         self._late: dict[str, None] = {}  # pod groups (namespace/name) with a gated pod
+        # managed pods whose kueue.x-k8s.io/managed finalizer is to come off (pods.finalizer_released), as listed
+        self._release: dict[objects.PodKey, objects.Pod] = {}
         self._wakeup = asyncio.Event()
 
     def mark(self, key: str) -> None:
@@ -78,6 +80,8 @@ class Ungating:
 
     async def _watch_group_pods(self, selector: str) -> None:
         seen: set[objects.PodKey] = set()  # what this watch keeps: a resync drops only its own pods
+        # the managed pods' watch (every pod Kueue's webhook marked) also lets their finalizer go
+        releases = selector == MANAGED_LABEL
         async for item in self.api.watch_objects(POD_REF, label_selector=selector):
             if isinstance(item, kube.Resynced):
                 pods = [objects.as_pod(raw) for raw in item.objects]
@@ -88,14 +92,20 @@ class Ungating:
                     if pod_integration.group_name(pod):
                         self.group_pods[objects.pod_key(pod)] = pod
                         self._group_pod_changed(pod)
+                if releases:
+                    for pod in pods:
+                        self._check_release(pod)
             elif item.type == "DELETED":
                 gone = objects.as_pod(item.object)
                 key = objects.pod_key(gone)
+                self._release.pop(key, None)
                 if self.group_pods.pop(key, None) is not None and (group := pod_integration.group_name(gone)):
                     self._members_changed(key[0], group)
                 seen.discard(key)
             else:
                 pod = objects.as_pod(item.object)
+                if releases and not pod_integration.group_name(pod):
+                    self._check_release(pod)
                 if not (group := pod_integration.group_name(pod)):
                     continue
                 key = objects.pod_key(pod)
@@ -107,6 +117,59 @@ class Ungating:
                 ):
                     self._members_changed(key[0], group)
                 self._group_pod_changed(pod)
+                if releases:
+                    self._check_release(pod)
+
+    def _check_release(self, pod: objects.Pod) -> None:
+        """After a managed pod changed: queue it, and for a pod of a group every member of the group (a finished
+        group lets all go at once), for its finalizer to come off when Kueue's pod reconciler would take it
+        off now (:func:`pod_integration.finalizer_released`)."""
+        namespace = objects.pod_key(pod)[0]
+        group = pod_integration.group_name(pod)
+        if group:
+            members = [
+                m
+                for (ns, _), m in self.group_pods.items()
+                if ns == namespace and pod_integration.group_name(m) == group
+            ]
+            candidates = (
+                members if any(objects.pod_key(m) == objects.pod_key(pod) for m in members) else [*members, pod]
+            )
+        else:
+            members, candidates = [], [pod]
+        for candidate in candidates:
+            wl = self.view.cluster.workloads.get("/".join(pod_integration.workload_key(candidate)))
+            finished = wl is not None and wl.finished is not None
+            if pod_integration.finalizer_released(candidate, members, workload_finished=finished):
+                self._release[objects.pod_key(candidate)] = candidate
+                self._wakeup.set()
+
+    async def release_finalizers(self) -> bool:
+        """Take Kueue's ``kueue.x-k8s.io/managed`` finalizer off the pods queued by :meth:`_check_release`, the
+        other finalizers kept; the patch carries the pod's resourceVersion as precondition, and a pod changed
+        since (409) is looked at again on its watch event, one gone (404) is done with (Kueue
+        removePodFinalizers). False when a write failed otherwise: that pod stays queued, to be tried again."""
+        done = True
+        taken, self._release = list(self._release.values()), {}
+        for pod in taken:
+            meta = objects.meta(pod)
+            kept = [f for f in meta.get("finalizers") or [] if f != pod_integration.POD_FINALIZER]
+            patch = {"metadata": {"finalizers": kept or None, "resourceVersion": meta.get("resourceVersion")}}
+            await self.limiter.acquire(WriteClass.JOBS)  # a pod being deleted waits for it to go
+            try:
+                await self.api.patch_object(
+                    POD_REF, namespace=meta.get("namespace"), name=str(meta.get("name") or ""), patch=patch
+                )
+            except (kube_errors.NotFoundError, kube_errors.ConflictError):
+                continue  # gone, or changed since listed: its watch event queues it again if still held
+            except API_ERRORS as err:
+                log.warning("pod_finalizer_retry", pod=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
+                self._release.setdefault(objects.pod_key(pod), pod)
+                self._wakeup.set()
+                done = False
+                continue
+            log.info("pod_finalizer_removed", pod=f"{meta.get('namespace')}/{meta.get('name')}")
+        return done
 
     def members(self, namespace: str, group: str) -> list[tuple[str, str]]:
         """The pods of pod group ``namespace/group`` seen (not being deleted), as ``(name, uid)``: the Workload's
@@ -200,8 +263,9 @@ class Ungating:
                 await self._start_late()
             except API_ERRORS as err:
                 log.warning("late_start_retry", error=str(err))
-            if not await self.ungate_dirty():
-                await asyncio.sleep(retry_seconds)  # a write failed: the workload stays dirty
+            released = await self.release_finalizers()
+            if not await self.ungate_dirty() or not released:
+                await asyncio.sleep(retry_seconds)  # a write failed: the workload (or pod) stays marked
 
     async def ungate_dirty(self) -> bool:
         """Ungate what the dirty workloads need now; False when a write must be tried again."""

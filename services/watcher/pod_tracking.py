@@ -48,7 +48,7 @@ class PodGroups:
         self.groups: dict[Key, set[str]] = {}  # (namespace, pod group) -> names of its pods
         # (namespace, pod group) -> its pods deleted after they succeeded, by name, while its workload runs:
         # Kueue's kueue.x-k8s.io/managed finalizer keeps such a pod until the group finishes, so it still
-        # counts towards "Pods succeeded: n/total" (kueue-es puts no finalizer on pods)
+        # counts towards "Pods succeeded: n/total" (kueue-es lets a deleted member go at once)
         self.succeeded_gone: dict[Key, dict[str, objects.KubeObject]] = {}
 
     # -- the index --------------------------------------------------------------------------------

@@ -239,6 +239,10 @@ async def test_a_groups_workload_collected_after_its_owner_pod_went_deletes_no_p
         owners = {ref["name"] for ref in held["metadata"]["ownerReferences"]}
         for name in owners:  # the owners go; then the collector deletes the Workload
             await kube.delete_object(api, resources.PODS, namespace="default", name=name)
+            # gone for good: without the dispatcher's pod watches nothing takes Kueue's pod finalizer off
+            await kube.patch_object(
+                api, resources.PODS, namespace="default", name=name, patch={"metadata": {"finalizers": None}}
+            )
         await kube.delete_object(api, resources.WORKLOADS, namespace="default", name="col")
         await asyncio.sleep(1.0)
         left = await pods_until(api, lambda pods: True)
@@ -347,3 +351,57 @@ async def test_a_single_pod_and_a_group_run_to_the_end_on_the_simulated_cluster(
         "Succeeded",
         "Pods succeeded: 2/2.",
     )
+
+
+async def all_pods(api: Any) -> dict[str, dict[str, Any]]:
+    """Every pod of ``default`` by name, those being deleted too."""
+    listed, _ = await kube.list_objects(api, resources.PODS, namespace="default")
+    return {p["metadata"]["name"]: p for p in listed}
+
+
+async def test_deleted_pending_pods_lose_kueues_finalizer_and_go(api, bus: MemoryBus) -> None:
+    """Kueue's pod webhook puts its ``kueue.x-k8s.io/managed`` finalizer and the ``kueue.x-k8s.io/role-hash``
+    annotation on a managed pod (pod_webhook.go Default); deleted, a pending single pod and the pods of a pending
+    group go, as the dispatcher takes the finalizer off (Kueue pod_controller.go Load, Finalize). Before, pods got
+    no finalizer; with one nothing took off, they stayed terminating for ever."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=1)  # the group (2 CPU) and the lone pod (2 CPU) stay pending
+        for name in ("d-a", "d-b"):
+            await kube.apply_manifest(api, member(name, "del", total=2))
+        await kube.apply_manifest(api, member("lone", "", total=1, cpu="2"))
+        created = await all_pods(api)
+        await wait_for(bus, types.WorkloadObserved, count=2, timeout=10)  # the group's and the lone pod's
+        for name in created:
+            await kube.delete_object(api, resources.PODS, namespace="default", name=name)
+        async with asyncio.timeout(10):
+            while left := await all_pods(api):
+                await asyncio.sleep(0.05)
+    assert sorted(created) == ["d-a", "d-b", "lone"]
+    for pod in created.values():
+        assert pod["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
+        assert pod["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"] == pod_integration.role_hash(
+            {"spec": pod["spec"]}
+        )
+    assert left == {}
+
+
+async def test_a_finished_single_pod_loses_kueues_finalizer(api, bus: MemoryBus) -> None:
+    """A single pod that succeeded is let go (Kueue: Finished, then finalizeJob), and a group's pods once the group
+    finished, so a later deletion removes them at once; the pods of a running group keep it."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await running_group(api, bus, "fz", ("z-a", "z-b"))
+        await kube.apply_manifest(api, member("solo", "", total=1))
+        await pods_until(api, lambda pods: "solo" in ungated(pods))
+        await succeed(api, "solo")
+        await succeed(api, "z-a")
+        async with asyncio.timeout(10):
+            while (await all_pods(api))["solo"]["metadata"].get("finalizers"):
+                await asyncio.sleep(0.05)
+        running_member = (await all_pods(api))["z-a"]
+        await succeed(api, "z-b")
+        async with asyncio.timeout(10):
+            while any(p["metadata"].get("finalizers") for p in (await all_pods(api)).values()):
+                await asyncio.sleep(0.05)
+    assert running_member["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kueue_es.jobframework import integrations, webhooks
+from kueue_es.jobframework import integrations, pods, webhooks
 
 QUEUE = "kueue.x-k8s.io/queue-name"
 
@@ -154,6 +154,39 @@ def test_a_queued_pod_is_gated_and_marked_managed() -> None:
         "v1", "Pod", pod(labels={QUEUE: "q"}), context=webhooks.Context(topology_aware_scheduling=False)
     )
     assert [g["name"] for g in without_tas["spec"]["schedulingGates"]] == ["kueue.x-k8s.io/admission"]
+
+
+def test_a_queued_pod_gets_kueues_finalizer_and_role_hash() -> None:
+    """pod_webhook.go Default: the managed finalizer and the role-hash annotation (GenerateRoleHash of the spec;
+    Kueue's own tests give dc85db45 for one container requesting cpu: 1); a hash already there is kept."""
+    queued = pod(labels={QUEUE: "q"}, finalizers=["example.com/keep"])
+    queued["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    out = webhooks.default("v1", "Pod", queued)
+    assert out["metadata"]["finalizers"] == ["example.com/keep", "kueue.x-k8s.io/managed"]
+    assert out["metadata"]["annotations"] == {"kueue.x-k8s.io/role-hash": "dc85db45"}
+    hashed = pod(labels={QUEUE: "q"}, annotations={"kueue.x-k8s.io/role-hash": "mine"})
+    assert webhooks.default("v1", "Pod", hashed)["metadata"]["annotations"] == {"kueue.x-k8s.io/role-hash": "mine"}
+    assert webhooks.default("v1", "Pod", out) == out  # the finalizer once
+
+
+def test_a_pod_its_parent_suspends_gets_the_role_hash_but_no_finalizer() -> None:
+    """suspendByParent: the gates and the role hash, neither the managed label nor the finalizer; under TAS the
+    pod's index label named by pod-group-pod-index-label is copied to kueue.x-k8s.io/pod-group-pod-index."""
+    marked = pod(
+        labels={"apps.kubernetes.io/pod-index": "3"},
+        annotations={
+            "kueue.x-k8s.io/pod-suspending-parent": "statefulset",
+            "kueue.x-k8s.io/pod-group-pod-index-label": "apps.kubernetes.io/pod-index",
+        },
+    )
+    out = webhooks.default("v1", "Pod", marked)
+    assert "finalizers" not in out["metadata"]
+    assert out["metadata"]["labels"] == {"apps.kubernetes.io/pod-index": "3", "kueue.x-k8s.io/pod-group-pod-index": "3"}
+    assert out["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"] == pods.role_hash({"spec": marked["spec"]})
+
+
+def test_a_pod_left_alone_gets_no_finalizer() -> None:
+    assert "finalizers" not in webhooks.default("v1", "Pod", pod())["metadata"]
 
 
 def test_a_pod_of_a_job_is_not_gated() -> None:
