@@ -85,6 +85,42 @@ def check(
     TAS ResourceFlavor tolerations"). False: every cycle checks the taints with today's
     tolerations."""
     assert wl.reservation is not None and wl.topology is not None
+    failed = failed_nodes(state, wl, taints_on_change=taints_on_change)
+    if not failed:
+        return []
+    cq = wl.reservation.cluster_queue
+    if len(failed) > 1:
+        names = ", ".join(sorted(failed))
+        message = f"Workload eviction triggered due to multiple TAS assigned node failures, including: {names}"
+        return [_evict(wl, cq, message, now_ms=now_ms)]
+    if _keeps_assignment(state, wl):
+        return []  # A.13.4 step 1: the pod cannot move; its assignment stays as it is
+    node, ps_name = next(iter(failed.items()))
+    replaced = _replace(
+        state,
+        wl,
+        ps_name,
+        node,
+        usage,
+        balanced_slice_size=balanced_slice_size,
+        shared_hostnames=shared_hostnames,
+        preferred_affinity=preferred_affinity,
+    )
+    if isinstance(replaced, models.TopologyAssignment):
+        assignments = {**wl.topology, ps_name: replaced}
+        return [types.TopologyAssigned(workload=wl.ref, cluster_queue=cq, assignments=assignments, at_ms=now_ms)]
+    if not fail_fast:
+        return []  # tried again next cycle (Kueue: the second-pass queue)
+    message = f"Workload was evicted as there was no replacement for unhealthy node(s): {node}"
+    return [_evict(wl, cq, message, now_ms=now_ms)]
+
+
+def failed_nodes(state: ClusterState, wl: WorkloadState, *, taints_on_change: bool = True) -> dict[str, str]:
+    """The failed nodes (A.13.2) of an admitted workload's hostname-level topology assignments, each with the pod
+    set assigned to it first (node name -> pod set name), in assignment order; {} for a workload without a
+    reservation or topology. ``taints_on_change``: as for :func:`check`."""
+    if wl.reservation is None or wl.topology is None:
+        return {}
     specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
     updates = [u for c in wl.checks.values() for u in c.pod_set_updates]
     failed: dict[str, str] = {}  # node -> pod set
@@ -108,35 +144,33 @@ def check(
             taints = not taints_on_change or state.node_health_seq.get(node, 0) > wl.topology_seq
             if _failed(_node_of(state, tree, node), tolerations if taints else None):
                 failed[node] = psa.name
-    if not failed:
-        return []
-    cq = wl.reservation.cluster_queue
-    if len(failed) > 1:
-        names = ", ".join(sorted(failed))
-        message = f"Workload eviction triggered due to multiple TAS assigned node failures, including: {names}"
-        return [_evict(wl, cq, message, now_ms=now_ms)]
-    if state.configuration.feature_gates.get("SkipReassignmentForPodOwnedWorkloads", True) and _owned_by_single_pod(
-        wl.workload
-    ):
-        return []  # A.13.4 step 1: the pod cannot move; its assignment stays as it is
-    node, ps_name = next(iter(failed.items()))
-    replaced = _replace(
-        state,
-        wl,
-        ps_name,
-        node,
-        usage,
-        balanced_slice_size=balanced_slice_size,
-        shared_hostnames=shared_hostnames,
-        preferred_affinity=preferred_affinity,
-    )
-    if isinstance(replaced, models.TopologyAssignment):
-        assignments = {**wl.topology, ps_name: replaced}
-        return [types.TopologyAssigned(workload=wl.ref, cluster_queue=cq, assignments=assignments, at_ms=now_ms)]
-    if not fail_fast:
-        return []  # tried again next cycle (Kueue: the second-pass queue)
-    message = f"Workload was evicted as there was no replacement for unhealthy node(s): {node}"
-    return [_evict(wl, cq, message, now_ms=now_ms)]
+    return failed
+
+
+def unhealthy_nodes(state: ClusterState, wl: WorkloadState) -> tuple[str, ...]:
+    """The Workload's ``status.unhealthyNodes`` names as Kueue's TAS node controller and scheduler leave them
+    (A.13.3, A.13.4; pkg/controller/tas/node_controller.go, scheduler.go): the one failed node
+    (:func:`failed_nodes`) of an Admitted workload that is neither evicted nor finished, while its pods wait for
+    a replacement, which clears it (the new assignment no longer names the node). Empty otherwise: no failed node;
+    two or more (the second evicts the workload, NodeFailures, and an eviction clears the list); evicted or
+    finished; or a workload owned by a single Pod (SkipReassignmentForPodOwnedWorkloads: Kueue's second pass
+    admits it again with its assignment unchanged, which clears the list at once). The TAS placer decides the
+    replacement or the eviction in the cycle that sees the failure (:func:`check`), so the node is listed until
+    that decision is folded, or, with TASFailedNodeReplacementFailFast off and no room, until a later cycle finds
+    one."""
+    if not wl.admitted or wl.gone or wl.eviction is not None or wl.finished is not None:
+        return ()
+    failed = failed_nodes(state, wl)
+    if len(failed) != 1 or _keeps_assignment(state, wl):
+        return ()
+    return tuple(failed)
+
+
+def _keeps_assignment(state: ClusterState, wl: WorkloadState) -> bool:
+    """A.13.4 step 1: a workload owned by a single Pod keeps its assignment when a node fails (gate
+    SkipReassignmentForPodOwnedWorkloads, on by default)."""
+    gates = state.configuration.feature_gates
+    return gates.get("SkipReassignmentForPodOwnedWorkloads", True) and _owned_by_single_pod(wl.workload)
 
 
 def any_suspect_node(state: ClusterState) -> bool:

@@ -635,6 +635,13 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
         apply(state, event, seq=seq)
         queues += _queues_of_object_event(state, event) + _held_of_object_event(state, event)
         view.dirty_queues.update(dict.fromkeys(queues))
+        if isinstance(event, types.NodeObserved) or (isinstance(event, types.ObjectDeleted) and event.kind == "Node"):
+            # a node's health decides the status.unhealthyNodes of the TAS workloads placed on it (Kueue's TAS node
+            # controller looks at them on each change of a node)
+            for wl_key, wl in state.workloads.items():
+                listed = (record := view.records.get(wl_key)) is not None and record.unhealthy_nodes
+                if (wl.topology or listed) and status.refresh_unhealthy_nodes(view.records, state, wl_key):
+                    view.dirty_workloads[wl_key] = seq
         for name in _priority_class_of(event):  # the Workloads' spec.priority follows the class's value
             for wl_key, wl in state.workloads.items():
                 ref = wl.workload.spec.priority_class_ref
@@ -666,6 +673,8 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
         )
     else:
         changed = status.fold_record(view.records, event, key=key, before=before, state=state)
+    # its admission, topology, eviction or finish decide its status.unhealthyNodes too (a replacement clears them)
+    changed = status.refresh_unhealthy_nodes(view.records, state, key) or changed
     if isinstance(event, types.WorkloadAdmitted) and after is not None and after.admitted and not before.admitted:
         if after.reservation is not None:
             view.started[key] = pod_set_infos(state, after, view.records.get(key))

@@ -71,6 +71,7 @@ from kueue_es.projections.cluster import (
     replacement_of,
 )
 from kueue_es.scheduling import cycle, dra, fairsharing, lifecycle, readiness
+from kueue_es.scheduling.tas import replacement
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
@@ -97,6 +98,7 @@ WORKLOAD_STATUS_FIELDS = (
     "schedulingStats",
     "accumulatedPastExecutionTimeSeconds",
     "reclaimablePods",
+    "unhealthyNodes",
     "clusterName",
     "nominatedClusterNames",
 )
@@ -184,6 +186,7 @@ class WorkloadRecord:
     reclaimable: tuple[tuple[str, int], ...] = ()  # (pod set, count) in pod set order: status.reclaimablePods
     cluster_name: str = ""  # MultiKueue: the worker that admitted it (status.clusterName)
     nominated: tuple[str, ...] = ()  # MultiKueue: the workers nominated (status.nominatedClusterNames)
+    unhealthy_nodes: tuple[str, ...] = ()  # TAS: the failed node awaiting replacement (status.unhealthyNodes)
 
     def set(self, kind: str, status: bool, reason: str, message: str, *, at_ms: int, generation: bool = True) -> None:
         """apimeta.SetStatusCondition: the transition time moves only when the status changes."""
@@ -466,6 +469,21 @@ def _fold_into(
                 _check_changed(record, outcome)
         case _:
             assert_never(event)
+
+
+def refresh_unhealthy_nodes(records: dict[str, WorkloadRecord], state: ClusterState, key: str) -> bool:
+    """Set the ``status.unhealthyNodes`` of workload ``key``'s record from the folded cluster ``state``
+    (:func:`kueue_es.scheduling.tas.replacement.unhealthy_nodes`: the failed node of an admitted TAS workload
+    until its replacement or eviction; Kueue's node controller writes it, its scheduler and evictions clear it);
+    returns whether it changed. A workload without a record is left alone."""
+    record, wl = records.get(key), state.workloads.get(key)
+    if record is None:
+        return False
+    nodes = replacement.unhealthy_nodes(state, wl) if wl is not None and wl.topology else ()
+    if nodes == record.unhealthy_nodes:
+        return False
+    record.unhealthy_nodes = nodes
+    return True
 
 
 def merged_topology(
@@ -898,6 +916,7 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
         record.reclaimable,
         record.cluster_name,
         record.nominated,
+        record.unhealthy_nodes,
     )
 
 
@@ -1175,6 +1194,8 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
         status["accumulatedPastExecutionTimeSeconds"] = record.accumulated_seconds
     if record.reclaimable:
         status["reclaimablePods"] = [{"name": name, "count": count} for name, count in record.reclaimable]
+    if record.unhealthy_nodes:
+        status["unhealthyNodes"] = [{"name": name} for name in record.unhealthy_nodes]
     if record.cluster_name:
         status["clusterName"] = record.cluster_name
     if record.nominated:
