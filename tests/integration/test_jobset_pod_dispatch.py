@@ -153,7 +153,9 @@ async def test_kueue_pod_and_pod_group_are_ungated_on_their_flavor_and_stopped_b
     eviction deletes its running pods, and the watcher reports it stopped once they are gone."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     watcher = Watcher(bus=bus, api=api)
-    async with running(watcher.run(), admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+    # the dispatcher's pod watch takes Kueue's pod finalizer off the deleted pods, as Kueue's pod reconciler
+    services = (dispatcher.fold_forever(), dispatcher.consume(consumer), dispatcher.watch_pods())
+    async with running(watcher.run(), admitter(bus).run(), *services, dispatcher.ungate_forever()):
         await set_up_queues(api, cpu=9)
         [single] = await apply_example(api, "pods-kueue/kueue-pod.yaml")
         leader, worker = await apply_example(api, "pods-kueue/kueue-pod-group.yaml")
