@@ -425,10 +425,10 @@ def holds_finalizer(pod: Mapping[str, Any]) -> bool:
 
 
 def finalizer_released(
-    pod: Mapping[str, Any], members: Sequence[Mapping[str, Any]] = (), *, workload_finished: bool = False
+    pod: Mapping[str, Any], *, group_finished: bool = False, workload_finished: bool = False
 ) -> bool:
     """Whether Kueue's pod reconciler takes the :data:`POD_FINALIZER` off ``pod`` now, its pod webhook having put
-    it on at creation (``members``: every pod of the pod's group seen, the pod among them or not; unused for a
+    it on at creation (``group_finished``: the pod's group has finished, :func:`group_has_finished`; unused for a
     single pod; ``workload_finished``: the pod's Workload is Finished).
 
     Only a pod that holds the finalizer and carries ``kueue.x-k8s.io/managed: "true"`` (pod_controller.go Skip:
@@ -437,9 +437,7 @@ def finalizer_released(
     - a single pod once it is being deleted (Load: ``removeFinalizers`` for a pod with a ``deletionTimestamp``)
       or terminated, Succeeded or Failed (Finished, then finalizeJob);
     - any pod once its Workload is Finished (reconciler.go: finalizeJob of a finished workload's job);
-    - a pod of a group once the group has finished (Finished: as many pods Succeeded as its
-      ``pod-group-total-count``, or none still running and one marked ``retriable-in-group: "false"``; a
-      serving group never finishes; Finalize lets every pod of the group go);
+    - a pod of a group once the group has finished (Finalize lets every pod of the group go);
     - a pod of a group once it is being deleted. Kueue keeps such a member until a replacement comes, its group
       finishes or its Workload is deleted (FindMatchingWorkloads' finalizePods, Stop); kueue-es lets it go at
       once, as its watcher forgets a deleted member (docs/kueue-job-integration.md "Pod groups"). The
@@ -453,27 +451,24 @@ def finalizer_released(
         return False
     if meta.get("deletionTimestamp") or workload_finished:
         return True
-    group = group_name(pod)
-    if not group:
-        return is_terminated(pod)
-    if is_serving(pod):
+    return group_finished if group_name(pod) else is_terminated(pod)
+
+
+def group_has_finished(members: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the pod group of ``members`` (the pods of one group seen, at least one) has finished as Kueue's
+    Finished decides it for its finalizers (pod_controller.go): as many pods Succeeded as its
+    ``pod-group-total-count`` (the first member's), or none still running and one marked
+    ``retriable-in-group: "false"``; a serving group never finishes, nor one whose count is not a positive
+    integer (groupTotalCount's error)."""
+    if not members or is_serving(members[0]):
         return False
-    namespace = str(meta.get("namespace") or "")
-    name = str(meta.get("name") or "")
-    of_group = [
-        m
-        for m in members
-        if group_name(m) == group and str(workloads.as_mapping(m.get("metadata")).get("namespace") or "") == namespace
-    ]
-    if not any(str(workloads.as_mapping(m.get("metadata")).get("name") or "") == name for m in of_group):
-        of_group.append(pod)
     try:
-        total = group_total_count(pod)
+        total = group_total_count(members[0])
     except manifests.ManifestError:
-        return False  # a group Kueue cannot count never finishes (groupTotalCount's error)
-    succeeded = sum(1 for m in of_group if _phase(m) == "Succeeded")
-    unretriable = any(_ref(m).annotations.get(RETRIABLE_IN_GROUP_ANNOTATION) == "false" for m in of_group)
-    return succeeded == total or (unretriable and all(is_terminated(m) for m in of_group))
+        return False
+    succeeded = sum(1 for m in members if _phase(m) == "Succeeded")
+    unretriable = any(_ref(m).annotations.get(RETRIABLE_IN_GROUP_ANNOTATION) == "false" for m in members)
+    return succeeded == total or (unretriable and all(is_terminated(m) for m in members))
 
 
 def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int) -> None:

@@ -121,26 +121,27 @@ class Ungating:
                     self._check_release(pod)
 
     def _check_release(self, pod: objects.Pod) -> None:
-        """After a managed pod changed: queue it, and for a pod of a group every member of the group (a finished
-        group lets all go at once), for its finalizer to come off when Kueue's pod reconciler would take it
-        off now (:func:`pod_integration.finalizer_released`)."""
-        namespace = objects.pod_key(pod)[0]
-        group = pod_integration.group_name(pod)
-        if group:
+        """After a managed pod changed: queue it for its finalizer to come off when Kueue's pod reconciler would
+        take it off now (:func:`pod_integration.finalizer_released`), and every member of its group with it once
+        the group or its Workload has finished (Kueue's Finalize lets the whole group go)."""
+        key = objects.pod_key(pod)
+        wl = self.view.cluster.workloads.get("/".join(pod_integration.workload_key(pod)))
+        workload_finished = wl is not None and wl.finished is not None
+        candidates, group_finished = [pod], False
+        if group := pod_integration.group_name(pod):
             members = [
                 m
-                for (ns, _), m in self.group_pods.items()
-                if ns == namespace and pod_integration.group_name(m) == group
+                for (ns, name), m in self.group_pods.items()
+                if ns == key[0] and name != key[1] and pod_integration.group_name(m) == group
             ]
-            candidates = (
-                members if any(objects.pod_key(m) == objects.pod_key(pod) for m in members) else [*members, pod]
-            )
-        else:
-            members, candidates = [], [pod]
+            group_finished = pod_integration.group_has_finished([pod, *members])
+            if group_finished or workload_finished:
+                candidates += members
         for candidate in candidates:
-            wl = self.view.cluster.workloads.get("/".join(pod_integration.workload_key(candidate)))
-            finished = wl is not None and wl.finished is not None
-            if pod_integration.finalizer_released(candidate, members, workload_finished=finished):
+            released = pod_integration.finalizer_released(
+                candidate, group_finished=group_finished, workload_finished=workload_finished
+            )
+            if released:
                 self._release[objects.pod_key(candidate)] = candidate
                 self._wakeup.set()
 

@@ -53,22 +53,25 @@ def test_only_a_managed_pod_holding_the_finalizer() -> None:
 def test_a_groups_pods_go_when_the_group_finishes() -> None:
     done = pod("a", phase="Succeeded", group="g")
     running = pod("b", phase="Running", group="g")
-    assert not pods.finalizer_released(done, [done, running])
+    assert not pods.group_has_finished([done, running])
+    assert not pods.finalizer_released(done)  # a member that succeeded waits for its group
     both = [done, pod("b", phase="Succeeded", group="g")]
-    assert all(pods.finalizer_released(p, both) for p in both)
+    assert pods.group_has_finished(both)
+    assert all(pods.finalizer_released(p, group_finished=True) for p in both)
+    assert pods.finalizer_released(running, workload_finished=True)
     # a Failed member keeps it while the group may still retry (a replacement comes)
     failed = pod("b", phase="Failed", group="g")
-    assert not pods.finalizer_released(failed, [done, failed])
+    assert not pods.group_has_finished([done, failed])
     # unretriable: finished once none runs
     unretriable = pod("b", phase="Failed", group="g", annotations={"kueue.x-k8s.io/retriable-in-group": "false"})
-    assert pods.finalizer_released(done, [done, unretriable])
-    # members of another group or namespace do not count
-    other = pod("c", phase="Succeeded", group="h")
-    assert not pods.finalizer_released(done, [done, other])
+    assert pods.group_has_finished([done, unretriable])
+    assert not pods.group_has_finished([done, unretriable, running])
 
 
 def test_a_groups_pod_goes_once_deleted_and_a_serving_group_never_finishes() -> None:
     assert pods.finalizer_released(pod("a", phase="Running", group="g", deleting=True))
     serving = {"kueue.x-k8s.io/pod-group-serving": "true"}
     members = [pod(n, phase="Succeeded", group="g", annotations=serving) for n in ("a", "b")]
-    assert not pods.finalizer_released(members[0], members)
+    assert not pods.group_has_finished(members)
+    bad_count = [pod("a", phase="Succeeded", group="g", total=0)]
+    assert not pods.group_has_finished(bad_count)
