@@ -190,6 +190,12 @@ def any_suspect_node(state: ClusterState) -> bool:
     return False
 
 
+def node_suspect(node: models.Node | None) -> bool:
+    """Whether ``node`` may count as failed for some workload (A.13.2): gone (None), not Ready, or carrying a
+    NoSchedule/NoExecute taint (which a workload may tolerate: :func:`failed_nodes` decides per workload)."""
+    return _failed(node, [])
+
+
 def _node_of(state: ClusterState, tree: FlavorTopology | None, hostname: str) -> models.Node | None:
     """The node an assignment's hostname value names: the node of that name (Kueue's node
     controller matches node names against the values), else the tree's node carrying that

@@ -43,6 +43,7 @@ from kueue_es.jobframework.annotations import (
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GROUP_WORKLOAD_ANNOTATION
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
 from kueue_es.scheduling.queues import required_checks
+from kueue_es.scheduling.tas import replacement
 from kueue_es.services.dispatcher import lean, status, ungater
 
 
@@ -619,6 +620,29 @@ DELETED_STOPS_KEPT = 10_000
 """The most :attr:`DispatchState.deleted_stops` kept (each is one job's stop, about a kilobyte)."""
 
 
+def _node_of_event(event: types.Event) -> str | None:
+    """The Node a fact or deletion is about, None for any other event."""
+    if isinstance(event, types.NodeObserved):
+        return event.node.metadata.name
+    if isinstance(event, types.ObjectDeleted) and event.kind == "Node":
+        return event.name
+    return None
+
+
+def _refresh_unhealthy_nodes(view: DispatchState, node: str, before: models.Node | None, *, seq: int) -> None:
+    """After a fact about Node ``node`` (``before``: as it was; None: unknown): the ``status.unhealthyNodes`` of
+    the TAS workloads it may fail or heal, as Kueue's TAS node controller looks at a node's workloads on each of
+    its changes. A node healthy before and after (Ready, no NoSchedule/NoExecute taint) fails none, so only the
+    workloads listing a node look again then (a node deleted and made anew)."""
+    state = view.cluster
+    after = state.topology.nodes.get(node)
+    every = replacement.node_suspect(after) or (before is not None and replacement.node_suspect(before))
+    for wl_key, wl in state.workloads.items():
+        listed = (record := view.records.get(wl_key)) is not None and record.unhealthy_nodes
+        if ((every and wl.topology) or listed) and status.refresh_unhealthy_nodes(view.records, state, wl_key):
+            view.dirty_workloads[wl_key] = seq
+
+
 def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
     """Fold one event stored at ``seq`` into ``view`` (in place) and return it."""
     state = view.cluster
@@ -632,16 +656,13 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
     key = status.workload_key(event)
     if key is None:
         queues = _queues_of_object_event(state, event) + _held_of_object_event(state, event)
+        node = _node_of_event(event)
+        node_before = state.topology.nodes.get(node) if node is not None else None
         apply(state, event, seq=seq)
         queues += _queues_of_object_event(state, event) + _held_of_object_event(state, event)
         view.dirty_queues.update(dict.fromkeys(queues))
-        if isinstance(event, types.NodeObserved) or (isinstance(event, types.ObjectDeleted) and event.kind == "Node"):
-            # a node's health decides the status.unhealthyNodes of the TAS workloads placed on it (Kueue's TAS node
-            # controller looks at them on each change of a node)
-            for wl_key, wl in state.workloads.items():
-                listed = (record := view.records.get(wl_key)) is not None and record.unhealthy_nodes
-                if (wl.topology or listed) and status.refresh_unhealthy_nodes(view.records, state, wl_key):
-                    view.dirty_workloads[wl_key] = seq
+        if node is not None:
+            _refresh_unhealthy_nodes(view, node, node_before, seq=seq)
         for name in _priority_class_of(event):  # the Workloads' spec.priority follows the class's value
             for wl_key, wl in state.workloads.items():
                 ref = wl.workload.spec.priority_class_ref

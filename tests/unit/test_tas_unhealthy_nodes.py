@@ -83,3 +83,24 @@ def test_a_workload_of_a_single_pod_lists_none() -> None:
     job = models.OwnerReference(api_version="batch/v1", kind="Job", name="j", uid="u")
     assert "unhealthyNodes" not in _after_failure(pod)
     assert _after_failure(job)["unhealthyNodes"] == [{"name": "x3"}]
+
+
+def test_the_node_healthy_again_leaves_the_list() -> None:
+    """Kueue's node controller removes a node that is healthy again (node_controller.go removeUnhealthyNodes);
+    FailFast off, so nothing else cleared it before."""
+    doc = yaml.safe_load((SCENARIOS / "node-not-ready-no-replacement-fail-fast-evicts.yaml").read_text())
+    del doc["expect"]
+    gates = {"TASFailedNodeReplacementFailFast": False}
+    doc["objects"].insert(
+        0, {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates}
+    )
+    healthy = next(o for o in doc["objects"] if o["kind"] == "Node" and o["metadata"]["name"] == "x0")
+    run = core_engine.run_scenario(parse_scenario(yaml.safe_dump(doc)))
+    view = core.DispatchState()
+    for seq, event in run.log:
+        core.fold(view, event, seq=seq)
+    assert status.workload_status(view.records["default/foo"], generation=1)["unhealthyNodes"] == [{"name": "x0"}]
+    view.take_dirty_workloads()
+    core.fold(view, types.NodeObserved(node=manifests.parse_node(healthy)), seq=len(run.log) + 1)
+    assert "unhealthyNodes" not in status.workload_status(view.records["default/foo"], generation=1)
+    assert "default/foo" in view.take_dirty_workloads()  # written again
