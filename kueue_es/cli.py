@@ -1688,6 +1688,18 @@ def _replay(args: argparse.Namespace) -> int:
             return 2
         with _reading_as(found):
             return _replay_source(args)
+    if args.nats is not None:
+        from kueue_es import current
+        from kueue_es.events.bus import base
+
+        try:
+            named = current.find(args.nats)
+        except base.BusError as err:  # only one of the two user variables set
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        # a running demo or up named by its URL is read as the reader it recorded, as when found bare
+        with _reading_as(named):
+            return _replay_source(args)
     return _replay_source(args)
 
 

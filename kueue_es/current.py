@@ -4,8 +4,9 @@
 system. As kubectl finds its cluster in a kubeconfig, they find the system here, first match wins:
 
 1. ``--nats URL`` on the command line (the NATS user from ``$KUEUE_ES_NATS_USER`` and
-   ``$KUEUE_ES_NATS_PASSWORD_FILE``, as every command takes it);
-2. ``$KUEUE_ES_NATS_URL``, with the same user variables;
+   ``$KUEUE_ES_NATS_PASSWORD_FILE``, as every command takes it; without them, for the URL of a system
+   recorded as below, the reading user it recorded);
+2. ``$KUEUE_ES_NATS_URL``, with the same user variables and the same fallback;
 3. what ``demo --keep`` and ``up`` record while they run, one file per process in
    :func:`state_dir`/systems (``$KUEUE_ES_STATE_DIR``, else ``$XDG_STATE_HOME/kueue-es``, else
    ``~/.local/state/kueue-es``), the newest still running first: the NATS URL, the read-only ``reader``
@@ -114,9 +115,9 @@ def find(nats_url: str | None = None) -> System:
     """The system to read (see the module for the order). Raises NoSystemError when none is named or
     recorded, and BusError when only one of the NATS user variables is set."""
     if nats_url:
-        return System(nats_url=nats_url, credentials=credentials_from_env(), origin="--nats")
+        return _named(nats_url, origin="--nats")
     if from_env := os.environ.get(URL_ENV, "").strip():
-        return System(nats_url=from_env, credentials=credentials_from_env(), origin=f"${URL_ENV}")
+        return _named(from_env, origin=f"${URL_ENV}")
     if os.environ.get(FILE_ENV, "").strip():
         return _pinned()
     running = _running(state_dir() / "systems")
@@ -128,6 +129,26 @@ def find(nats_url: str | None = None) -> System:
     if others:
         origin += f" (the newest of {len(running)} running; also {', '.join(others)}: name one with --nats)"
     return _system(body, origin=origin, others=others)
+
+
+def _named(nats_url: str, *, origin: str) -> System:
+    """The system at ``nats_url``, named by ``origin`` (``--nats`` or ``$KUEUE_ES_NATS_URL``): as the user of
+    the environment's variables when they name one, else, when that URL is a recorded running system's (the
+    one the note of several running systems tells to name with ``--nats``), as its reading user and with its
+    kubeconfig; else with no user. Without this, naming a running demo by its URL was refused by its
+    nats-server (Authorization Violation), though the same demo read bare worked."""
+    credentials = credentials_from_env()
+    if credentials is not None:
+        return System(nats_url=nats_url, credentials=credentials, origin=origin)
+    for system in running():
+        if system.nats_url.rstrip("/") == nats_url.rstrip("/"):
+            return System(
+                nats_url=nats_url,
+                credentials=system.credentials,
+                origin=f"{origin}: {system.origin}",
+                kubeconfig=system.kubeconfig,
+            )
+    return System(nats_url=nats_url, credentials=None, origin=origin)
 
 
 def running() -> list[System]:

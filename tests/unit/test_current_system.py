@@ -105,3 +105,25 @@ def test_forget_leaves_another_process_record(tmp_path: Path) -> None:
     other = _other_record(tmp_path, pid=1, url="nats://other:1", at=time.time())
     current.forget()
     assert other.exists()
+
+
+def test_a_running_system_named_by_its_url_is_read_as_its_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With several running, the note says "name one with --nats": the one named must then be read as the
+    # reader it recorded, or its nats-server refuses the connection (Authorization Violation).
+    reader = Credentials(user="reader", password_file=tmp_path / "reader.password")
+    current.record(
+        nats_url="nats://127.0.0.1:4999", reader=reader, kubeconfig=tmp_path / "kc", run_dir=tmp_path, command="demo"
+    )
+    named = current.find("nats://127.0.0.1:4999/")
+    assert named.nats_url == "nats://127.0.0.1:4999/"
+    assert named.credentials == reader and named.kubeconfig == tmp_path / "kc"
+    assert named.origin.startswith("--nats: demo pid")
+    assert current.find("nats://127.0.0.1:5000").credentials is None  # no system recorded there
+    monkeypatch.setenv(current.URL_ENV, "nats://127.0.0.1:4999")
+    assert current.find().credentials == reader
+    own = tmp_path / "own.password"
+    monkeypatch.setenv("KUEUE_ES_NATS_USER", "admin")
+    monkeypatch.setenv("KUEUE_ES_NATS_PASSWORD_FILE", str(own))
+    assert current.find("nats://127.0.0.1:4999").credentials == Credentials(user="admin", password_file=own)
