@@ -44,7 +44,11 @@ Kueue's pod webhook and the watcher skip a pod whose controller is a Job
 (:func:`kueue_es.jobframework.pods.is_managed`), so no Workload is made for
 them.  An elastic Job's (``kueue.x-k8s.io/elastic-job: "true"``) pods are made by
 :mod:`kueue_es.sim.controllers`, which scales them with its parallelism.
-No Events are recorded (the emulator's controllers record none).
+The Job controller's Events on a Job are recorded as Kubernetes records them (source ``job-controller``;
+:func:`job_event`), so ``kubectl describe job`` lists what Kueue's "Run a Kubernetes Job" page shows:
+``Suspended`` ("Job suspended") when the Job's ``Suspended`` condition becomes True, ``Resumed`` ("Job
+resumed") when it turns False, ``SuccessfulCreate`` ("Created pod: NAME") and ``SuccessfulDelete``
+("Deleted pod: NAME") for each pod made or removed, and ``Completed`` ("Job completed"); pods get none.
 
 A Job whose ``spec.managedBy`` names another controller than Kubernetes' Job
 controller (MultiKueue's ``kueue.x-k8s.io/multikueue`` on a manager cluster) is left
@@ -74,6 +78,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import functools
+import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -126,6 +131,10 @@ class SimulatedKubelet:
         self._pod_runs: dict[str, asyncio.Task[None]] = {}
         self._task: asyncio.Task[None] | None = None
         self._log = logger.bind(namespace=namespace)
+        self._event_serial = itertools.count()  # keeps Event names apart within one clock tick
+        # Jobs whose Suspended Event was recorded and no Resumed since: a watch event still carrying the status
+        # from before this kubelet wrote Suspended must not record it twice
+        self._said_suspended: set[str] = set()
 
     def start(self) -> None:
         """Run ``run()`` in a background task (idempotent)."""
@@ -196,11 +205,15 @@ class SimulatedKubelet:
             return  # another controller runs it (MultiKueue's copy on a worker: docs/multikueue.md)
         if _is_finished(job) or job["metadata"].get("deletionTimestamp"):
             self._cancel_run(uid)
+            self._said_suspended.discard(uid)
         elif job.get("spec", {}).get("suspend"):
             cancelled = self._cancel_run(uid)
             if cancelled is not None:
                 await asyncio.gather(cancelled, return_exceptions=True)
             if cancelled is not None or _needs_suspended_status(job):
+                if not _suspended(job) and uid not in self._said_suspended:  # the condition becomes True
+                    self._said_suspended.add(uid)
+                    await self._record(job, "Suspended", "Job suspended")
                 if (
                     cancelled is not None
                     or job.get("status", {}).get("active")
@@ -283,6 +296,9 @@ class SimulatedKubelet:
         pods = await self._job_pods(job)
         if started_at is None:
             started_at = self._clock()
+            if _suspended(job) or _uid(job) in self._said_suspended:  # the condition turns False
+                self._said_suspended.discard(_uid(job))
+                await self._record(job, "Resumed", "Job resumed")
             pods = await self._create_pods(job, pods)
             await self._write_status(job, _started_status(job, now=started_at))
             log.info("sim_job_started", duration_seconds=duration)
@@ -301,6 +317,8 @@ class SimulatedKubelet:
             waves = min(waves - 1, _waves_left(current, pods)) if _completions_left(current, pods) else 0
             if waves < 1:
                 break
+        # the Event before the status: the finished Job's watch event cancels this run
+        await self._record(current, "Completed", "Job completed")
         await self._write_status(current, _succeeded_status(current, started_at=started_at, now=self._clock()))
         log.info("sim_job_completed", duration_seconds=duration)
 
@@ -358,6 +376,7 @@ class SimulatedKubelet:
             except errors.KubeError as exc:
                 self._log.warning("sim_job_pod_not_created", job=metadata["name"], error=str(exc))
                 continue
+            await self._record(job, "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
             out.append(created)
         return out
 
@@ -400,9 +419,22 @@ class SimulatedKubelet:
                     name=metadata["name"],
                 )
             except errors.NotFoundError:
-                pass
+                continue
             except errors.KubeError as exc:
                 self._log.warning("sim_pod_not_deleted", pod=metadata["name"], error=str(exc))
+                continue
+            await self._record(job, "SuccessfulDelete", f"Deleted pod: {metadata['name']}")
+
+    async def _record(self, job: dict[str, Any], reason: str, message: str) -> None:
+        """Record a Normal Event about ``job`` (:func:`job_event`); one the API server refuses is logged and
+        dropped, as a recorder drops it."""
+        body = job_event(job, reason=reason, message=message, now=self._clock(), serial=next(self._event_serial))
+        try:
+            await _until_reachable(
+                client.create_object, self._api, resources.EVENTS, namespace=body["metadata"]["namespace"], body=body
+            )
+        except errors.KubeError as exc:
+            self._log.warning("sim_job_event_not_recorded", job=job["metadata"]["name"], reason=reason, error=str(exc))
 
     async def _write_status(self, job: dict[str, Any], status: dict[str, Any]) -> None:
         """Merge-patch ``.status`` through the subresource, waiting out connection failures."""
@@ -465,6 +497,53 @@ def _uid(job: dict[str, Any]) -> str:
 def _is_finished(job: dict[str, Any]) -> bool:
     return any(
         condition.get("type") in _FINISHED_TYPES and condition.get("status") == "True"
+        for condition in job.get("status", {}).get("conditions") or []
+    )
+
+
+JOB_CONTROLLER_COMPONENT = "job-controller"
+"""The source of the Job controller's Events (kube-controller-manager's recorder for pkg/controller/job)."""
+
+
+def job_event(
+    job: dict[str, Any], *, reason: str, message: str, now: datetime.datetime, serial: int = 0
+) -> dict[str, Any]:
+    """The core v1 Event Kubernetes' Job controller records about ``job`` (a Job manifest as stored: its
+    ``metadata.name``, ``namespace`` and ``uid``): type Normal, ``reason`` and ``message`` (job_controller.go's
+    ``Suspended``/``Resumed``/``Completed``, controller_utils.go's ``SuccessfulCreate``/``SuccessfulDelete``),
+    source ``job-controller``, count 1, first and last seen ``now`` (an aware datetime). Its name is client-go's
+    ``<job>.<hex nanoseconds>``, ``serial`` added to the nanoseconds so that two Events of one instant differ."""
+    metadata = job["metadata"]
+    namespace = metadata.get("namespace") or "default"
+    stamp = store.format_timestamp(now)
+    nanos = int(now.timestamp()) * 1_000_000_000 + now.microsecond * 1000 + serial
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{metadata['name']}.{nanos:x}", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "namespace": namespace,
+            "name": metadata["name"],
+            "uid": _uid(job),
+        },
+        "type": "Normal",
+        "reason": reason,
+        "message": message,
+        "count": 1,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "source": {"component": JOB_CONTROLLER_COMPONENT},
+        "reportingComponent": JOB_CONTROLLER_COMPONENT,
+        "reportingInstance": "",
+    }
+
+
+def _suspended(job: dict[str, Any]) -> bool:
+    """Whether ``job``'s ``Suspended`` condition is True (what the Job controller compares to record an Event)."""
+    return any(
+        condition.get("type") == "Suspended" and condition.get("status") == "True"
         for condition in job.get("status", {}).get("conditions") or []
     )
 

@@ -116,6 +116,57 @@ async def test_suspending_a_running_job_cancels_it_and_unsuspending_reruns_it(
     assert done["succeeded"] == 1
 
 
+async def job_events(api: k8s_client.ApiClient, name: str) -> list[tuple[str, str, str, str]]:
+    """The Events about the Job ``name`` in ``default``, as (source, type, reason, message) in the order made."""
+    listed, _ = await client.list_objects(api, resources.EVENTS, namespace="default")
+    return [
+        (e["source"]["component"], e["type"], e["reason"], e["message"])
+        for e in sorted(listed, key=lambda e: e["metadata"]["name"])
+        if e["involvedObject"]["kind"] == "Job" and e["involvedObject"]["name"] == name
+    ]
+
+
+async def test_the_job_controller_records_its_events(
+    api: k8s_client.ApiClient, sim_kubelet: kubelet.SimulatedKubelet
+) -> None:
+    """kubectl describe job lists the Job controller's Events, as on Kueue's "Run a Kubernetes Job" page: Suspended
+    at creation, Resumed and a SuccessfulCreate per pod when unsuspended, SuccessfulDelete per pod when suspended
+    while running, Completed at the end; each once, from ``job-controller``."""
+    body = job("told", suspend=True, duration=30, parallelism=2, completions=2)
+    await client.create_object(api, resources.JOBS, namespace="default", body=body)
+    await wait_for_status(api, "told", lambda s: (condition(s, "Suspended") or {}).get("status") == "True")
+    await client.patch_object(api, resources.JOBS, namespace="default", name="told", patch={"spec": {"suspend": False}})
+    await wait_for_status(api, "told", lambda s: s.get("active") == 2)
+    await client.patch_object(api, resources.JOBS, namespace="default", name="told", patch={"spec": {"suspend": True}})
+    await wait_for_status(api, "told", lambda s: (condition(s, "Suspended") or {}).get("status") == "True")
+    pods, _ = await client.list_objects(api, resources.PODS, namespace="default")
+    assert not [pod for pod in pods if pod["metadata"]["name"].startswith("told-")]
+    annotate = {"metadata": {"annotations": {kubelet.SIM_DURATION_ANNOTATION: "0.1"}}, "spec": {"suspend": False}}
+    await client.patch_object(api, resources.JOBS, namespace="default", name="told", patch=annotate)
+    await wait_for_status(api, "told", is_complete)
+    async with asyncio.timeout(5):  # the Event follows the status write
+        while (recorded := await job_events(api, "told"))[-1][2] != "Completed":
+            await asyncio.sleep(0.05)
+    assert {source for source, *_ in recorded} == {"job-controller"}
+    assert {kind for _, kind, *_ in recorded} == {"Normal"}
+    said = [(reason, message.split(": ")[0]) for _, _, reason, message in recorded]
+    assert said == [
+        ("Suspended", "Job suspended"),
+        ("Resumed", "Job resumed"),
+        ("SuccessfulCreate", "Created pod"),
+        ("SuccessfulCreate", "Created pod"),
+        ("Suspended", "Job suspended"),
+        ("SuccessfulDelete", "Deleted pod"),
+        ("SuccessfulDelete", "Deleted pod"),
+        ("Resumed", "Job resumed"),
+        ("SuccessfulCreate", "Created pod"),
+        ("SuccessfulCreate", "Created pod"),
+        ("Completed", "Job completed"),
+    ]
+    created = {message.removeprefix("Created pod: ") for *_, message in recorded if message.startswith("Created")}
+    assert len(created) == 4 and all(name.startswith("told-") for name in created)
+
+
 @pytest.mark.usefixtures("sim_kubelet")
 async def test_duration_annotation_overrides_the_default(api: k8s_client.ApiClient) -> None:
     """A Job annotated with 1.0 s is still running when the default (0.2 s) Job is done."""
