@@ -527,6 +527,9 @@ class Kind:
     status: bool
     description: str
     columns: tuple[Column, ...] = field(default=())
+    #: ``selectableFields``: the paths (``status.admission.clusterQueue``) a field selector may name besides
+    #: ``metadata.name`` and ``metadata.namespace`` (Kueue's ``+kubebuilder:selectablefield`` markers)
+    selectable: tuple[str, ...] = field(default=())
 
     @property
     def kind(self) -> str:
@@ -610,6 +613,8 @@ KINDS: tuple[Kind, ...] = (
             Column("Finished", ".status.conditions[?(@.type=='Finished')].status", description="Finished or not"),
             Column("Age", ".metadata.creationTimestamp", "date", "Time since the workload was created"),
         ),
+        # apis/kueue/v1beta2/workload_types.go: kubectl get workloads --field-selector status.admission.clusterQueue=CQ
+        selectable=("status.admission.clusterQueue",),
     ),
     Kind(
         models.Topology,
@@ -674,6 +679,8 @@ def crd(kind: Kind) -> dict[str, Any]:
         version["subresources"] = {"status": {}}
     if kind.columns:
         version["additionalPrinterColumns"] = [c.render() for c in kind.columns]
+    if kind.selectable:
+        version["selectableFields"] = [{"jsonPath": f".{path}"} for path in kind.selectable]
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

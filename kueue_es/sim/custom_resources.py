@@ -87,7 +87,8 @@ class CustomKind:
     ``ref`` is the address (group, this version, plural, kind, scope, status subresource);
     ``storage`` the ref of the CRD's storage version (objects of every version are kept once, in
     it); ``schema`` the version's ``openAPIV3Schema`` (``{}`` when none: everything is kept);
-    ``printer_columns`` its ``additionalPrinterColumns`` as written in the CRD.
+    ``printer_columns`` its ``additionalPrinterColumns`` as written in the CRD; ``selectable`` the paths of
+    its ``selectableFields`` without the leading dot (``spec.color``), which field selectors may name.
     """
 
     ref: resources.ResourceRef
@@ -99,6 +100,7 @@ class CustomKind:
     schema: Mapping[str, Any] = dataclasses.field(default_factory=dict, compare=False, hash=False)
     printer_columns: tuple[Mapping[str, Any], ...] = dataclasses.field(default=(), compare=False, hash=False)
     scale: Scale | None = None
+    selectable: tuple[str, ...] = ()
 
 
 def kinds_of(crd: Mapping[str, Any]) -> list[CustomKind]:
@@ -158,9 +160,21 @@ def kinds_of(crd: Mapping[str, Any]) -> list[CustomKind]:
             schema=(version.get("schema") or {}).get("openAPIV3Schema") or {},
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
             scale=_scale_of(version),
+            selectable=_selectable_of(version),
         )
         for version in served
     ]
+
+
+def _selectable_of(version: Mapping[str, Any]) -> tuple[str, ...]:
+    """A version's ``selectableFields`` as field selector paths: each ``jsonPath`` (``.spec.color``) without its
+    leading dot; an entry without a path is skipped."""
+    paths = []
+    for entry in version.get("selectableFields") or ():
+        path = entry.get("jsonPath") if isinstance(entry, Mapping) else None
+        if isinstance(path, str) and path.strip("."):
+            paths.append(path.lstrip("."))
+    return tuple(paths)
 
 
 def _scale_of(version: Mapping[str, Any]) -> Scale | None:

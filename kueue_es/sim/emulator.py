@@ -840,8 +840,23 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         fields = selectors.parse_field_selector(call.params.get("fieldSelector"))
         ref = call.ref
         custom = not self._takes_strategic_merge(ref)
-        selectors.check_selectable(fields, group=ref.group, kind=ref.kind, namespaced=ref.namespaced, custom=custom)
+        selectors.check_selectable(
+            fields,
+            group=ref.group,
+            kind=ref.kind,
+            namespaced=ref.namespaced,
+            custom=custom,
+            selectable=self._selectable_fields(ref),
+        )
         return fields
+
+    def _selectable_fields(self, ref: resources.ResourceRef) -> tuple[str, ...]:
+        """The ``selectableFields`` of a custom kind's CRD: Kueue's own (:data:`kueue_es.crds.KINDS`) or an
+        installed CRD's; () for any other kind."""
+        if ref.group == crds.GROUP:
+            return next((kind.selectable for kind in crds.KINDS if kind.plural == ref.plural), ())
+        custom = self._custom.get((ref.group, ref.version, ref.plural))
+        return custom.selectable if custom is not None else ()
 
     def _read_reply(self, call: _ApiCall, payload: dict[str, Any]) -> _Reply:
         """A get or list answer: the object or list, or a Table of it when kubectl asks for one."""

@@ -12,9 +12,10 @@ Field selectors (comma = AND): ``path=v``, ``path==v``, ``path!=v`` where path
 is a dotted path such as ``metadata.name`` or ``status.phase``; a missing field
 compares as the empty string. As a real server, only the paths a kind declares
 selectable are accepted (:func:`check_selectable`: ``metadata.name``, a namespaced
-kind's ``metadata.namespace``, and a few per built-in kind, such as a Pod's
-``spec.nodeName`` or an Event's ``involvedObject.name``); any other is refused with the
-message of the kind's field label conversion.
+kind's ``metadata.namespace``, a few per built-in kind, such as a Pod's
+``spec.nodeName`` or an Event's ``involvedObject.name``, and a custom kind's CRD
+``selectableFields``, such as a Kueue Workload's ``status.admission.clusterQueue``); any
+other is refused with the message of the kind's field label conversion.
 """
 
 from __future__ import annotations
@@ -272,15 +273,24 @@ SELECTABLE: dict[tuple[str, str], frozenset[str]] = {
 }
 
 
-def check_selectable(selector: FieldSelector, *, group: str, kind: str, namespaced: bool, custom: bool) -> None:
+def check_selectable(
+    selector: FieldSelector,
+    *,
+    group: str,
+    kind: str,
+    namespaced: bool,
+    custom: bool,
+    selectable: tuple[str, ...] = (),
+) -> None:
     """Raise SelectorError for a field the kind's objects cannot be selected by, worded as the API server's
     field label conversion words it (then answered 400 BadRequest): a custom resource (a CRD's kind; Kueue's
-    kinds are ones) takes ``metadata.name``, and ``metadata.namespace`` when namespaced; a built-in kind its
-    own list (:data:`SELECTABLE`) or, without one, the two metadata fields."""
+    kinds are ones) takes ``metadata.name``, ``metadata.namespace`` when namespaced, and the paths of its
+    CRD's ``selectableFields`` (``selectable``, without the leading dot); a built-in kind its own list
+    (:data:`SELECTABLE`) or, without one, the two metadata fields."""
     for requirement in selector.requirements:
         label = requirement.path
         if custom:
-            if label == "metadata.name" or (namespaced and label == "metadata.namespace"):
+            if label == "metadata.name" or (namespaced and label == "metadata.namespace") or label in selectable:
                 continue
             raise SelectorError(f"field label not supported: {label}")
         own = SELECTABLE.get((group, kind))

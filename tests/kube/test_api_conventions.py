@@ -19,6 +19,7 @@ import aiohttp
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
+from kueue_es import crds
 from kueue_es.services.kube import client, resources
 from kueue_es.sim import emulator
 from tests.kube.test_kubectl import Kubectl, table
@@ -199,6 +200,73 @@ async def test_selectable_fields_still_select(cluster: emulator.ClusterEmulator)
     ):
         status, body = await call(cluster, "GET", path, params={"fieldSelector": selector})
         assert (status, body["items"]) == (200, [])
+
+
+async def test_a_workload_is_selected_by_the_clusterqueue_reserving_it(cluster: emulator.ClusterEmulator) -> None:
+    """Kueue's Workload CRD declares ``selectableFields: .status.admission.clusterQueue``, so on a cluster
+    ``kubectl get workloads --field-selector status.admission.clusterQueue=cq`` lists the workloads holding
+    quota in ``cq``; the emulator refused it (400, field label not supported), as it
+    refused every selectableFields path of an installed CRD."""
+    workloads = "/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads"
+    pod_set = {"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}
+    for name in ("held", "waiting"):
+        body = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": name},
+            "spec": {"queueName": "lq", "podSets": [pod_set]},
+        }
+        assert (await call(cluster, "POST", workloads, body))[0] == 201
+    assignment = {"name": "main", "count": 1, "flavors": {"cpu": "f"}, "resourceUsage": {"cpu": "1"}}
+    admission = {"status": {"admission": {"clusterQueue": "cq", "podSetAssignments": [assignment]}}}
+    merge = "application/merge-patch+json"
+    status, _ = await call(cluster, "PATCH", f"{workloads}/held/status", admission, content_type=merge)
+    assert status == 200
+    for selector, want in (
+        ("status.admission.clusterQueue=cq", ["held"]),
+        ("status.admission.clusterQueue!=cq", ["waiting"]),
+        ("status.admission.clusterQueue=other", []),
+    ):
+        status, body = await call(cluster, "GET", workloads, params={"fieldSelector": selector})
+        assert (status, [item["metadata"]["name"] for item in body["items"]]) == (200, want)
+    # and the CRD kueue-es deploys (deploy/crds) declares it, as Kueue's does
+    [version] = crds.crd(next(kind for kind in crds.KINDS if kind.kind == "Workload"))["spec"]["versions"]
+    assert version["selectableFields"] == [{"jsonPath": ".status.admission.clusterQueue"}]
+
+
+async def test_an_installed_crd_selects_by_its_selectable_fields(cluster: emulator.ClusterEmulator) -> None:
+    """A CRD's ``selectableFields`` may be named by a field selector of its kind; its other fields may not."""
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "shirts.example.com"},
+        "spec": {
+            "group": "example.com",
+            "names": {"plural": "shirts", "singular": "shirt", "kind": "Shirt"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    "selectableFields": [{"jsonPath": ".spec.color"}],
+                }
+            ],
+        },
+    }
+    assert (await call(cluster, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd))[0] == 201
+    shirts = "/apis/example.com/v1/namespaces/default/shirts"
+    async with asyncio.timeout(5):
+        while (await call(cluster, "GET", shirts))[0] != 200:
+            await asyncio.sleep(0.05)
+    for name, color in (("a", "blue"), ("b", "red")):
+        body = {"apiVersion": "example.com/v1", "kind": "Shirt", "metadata": {"name": name}, "spec": {"color": color}}
+        assert (await call(cluster, "POST", shirts, body))[0] == 201
+    status, body = await call(cluster, "GET", shirts, params={"fieldSelector": "spec.color=red"})
+    assert (status, [item["metadata"]["name"] for item in body["items"]]) == (200, ["b"])
+    status, body = await call(cluster, "GET", shirts, params={"fieldSelector": "spec.size=m"})
+    assert (status, body["message"]) == (400, "field label not supported: spec.size")
 
 
 async def test_a_limited_list_comes_in_pages_joined_by_continue_tokens(api: k8s_client.ApiClient) -> None:
