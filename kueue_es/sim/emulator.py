@@ -277,7 +277,13 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             default_queue.store = self._store
         if multikueue is not None:
             multikueue.store = self._store
-        for ref in (*resources.RESOURCES.values(), *aggregator.KINDS, *reviews.KINDS, *self.extra_resources):
+        for ref in (
+            *resources.RESOURCES.values(),
+            *aggregator.KINDS,
+            *reviews.KINDS,
+            *reviews.RBAC_KINDS,
+            *self.extra_resources,
+        ):
             self.register_resource(ref)
         self.register_resource(custom_resources.CRDS)
         self._store.create_system_priority_classes()

@@ -8,6 +8,12 @@ SelfSubjectAccessReview, ``--list`` a SelfSubjectRulesReview, ``kubectl auth who
 SelfSubjectReview, and a cluster without those kinds makes them fail (404). The reviews are answered,
 never stored: a create returns the review with its ``status`` filled (201), and the kinds take no other verb
 (405), as on a real server.
+
+RBAC's objects (``rbac.authorization.k8s.io/v1`` ClusterRole, ClusterRoleBinding, Role, RoleBinding) are
+served and stored as any kind, and grant or deny nothing, so a manifest that carries them applies as in a
+cluster: Kueue's "Monitor pending workloads" page has the reader of the visibility API apply
+``examples/visibility/cluster-role-and-binding.yaml``, which kubectl refused with a confusing validation
+error (its group was not in ``/openapi/v3``, and the protobuf ``/openapi/v2`` it then asks for is not served).
 """
 
 from __future__ import annotations
@@ -28,6 +34,21 @@ SELF_SUBJECT_RULES_REVIEWS = _review("authorization.k8s.io", "selfsubjectrulesre
 SUBJECT_ACCESS_REVIEWS = _review("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview")
 SELF_SUBJECT_REVIEWS = _review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview")
 KINDS = (SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_REVIEWS)
+
+
+def _rbac(plural: str, kind: str, *, namespaced: bool) -> resources.ResourceRef:
+    """An rbac.authorization.k8s.io/v1 kind (stored, never enforced)."""
+    return resources.ResourceRef(
+        group="rbac.authorization.k8s.io", version="v1", plural=plural, kind=kind, namespaced=namespaced
+    )
+
+
+CLUSTER_ROLES = _rbac("clusterroles", "ClusterRole", namespaced=False)
+CLUSTER_ROLE_BINDINGS = _rbac("clusterrolebindings", "ClusterRoleBinding", namespaced=False)
+ROLES = _rbac("roles", "Role", namespaced=True)
+ROLE_BINDINGS = _rbac("rolebindings", "RoleBinding", namespaced=True)
+#: RBAC's kinds: served so that manifests carrying them apply; they change no answer of this server.
+RBAC_KINDS = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, ROLES, ROLE_BINDINGS)
 
 #: Who an unauthenticated request is (the API server's anonymous user).
 ANONYMOUS = {"username": "system:anonymous", "groups": ["system:unauthenticated"]}

@@ -7,7 +7,7 @@ evaluated on each object) and, for built-in kinds, from its own printers.  The
 emulator does the same: the kueue.x-k8s.io kinds from the columns of
 :mod:`kueue_es.crds` (Kueue's own columns), the kinds of CRDs applied to it from their
 ``additionalPrinterColumns`` (``printer_columns``), the built-in kinds it serves (Pod,
-Node, Namespace, Event, Job, CronJob, PriorityClass, Lease, ConfigMap, CustomResourceDefinition,
+Node, Namespace, Event, Job, CronJob, PriorityClass, Lease, ConfigMap, CustomResourceDefinition, RBAC's roles and bindings,
 PodTemplate, Deployment, ReplicaSet, StatefulSet) with the columns of kube-apiserver's printers
 (Kubernetes pkg/printers/internalversion/printers.go, ``-o wide`` ones included), the
 custom kinds it serves without their CRD (JobSet, ProvisioningRequest) with that CRD's columns
@@ -533,6 +533,51 @@ def _priority_class_printer() -> tuple[list[dict[str, Any]], _Row]:
     return columns, row
 
 
+def _role_printer() -> tuple[list[dict[str, Any]], _Row]:
+    """A Role's or ClusterRole's: NAME and CREATED AT, the creation time as written (printers.go printRole)."""
+    columns = [_NAME, _column("Created At", "date", "Time at which the role was created")]
+
+    def row(role: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        return [_name(role), _created(role) or ""]
+
+    return columns, row
+
+
+def _role_binding_printer() -> tuple[list[dict[str, Any]], _Row]:
+    """A RoleBinding's or ClusterRoleBinding's: NAME, ROLE (``Kind/name`` of its roleRef), AGE, and with ``-o
+    wide`` its subjects by kind (printers.go printRoleBinding)."""
+    columns = [
+        _NAME,
+        _column("Role", description="Role indicates the Role or ClusterRole this binding refers to"),
+        _column("Age"),
+        _column("Users", description="Users in the roleBinding", priority=1),
+        _column("Groups", description="Groups in the roleBinding", priority=1),
+        _column("ServiceAccounts", description="ServiceAccounts in the roleBinding", priority=1),
+    ]
+
+    def row(binding: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        ref = binding.get("roleRef") or {}
+        subjects = [s for s in binding.get("subjects") or [] if isinstance(s, dict)]
+
+        def named(kind: str) -> str:
+            if kind == "ServiceAccount":
+                return ", ".join(
+                    f"{s.get('namespace', '')}/{s.get('name', '')}" for s in subjects if s.get("kind") == kind
+                )
+            return ", ".join(str(s.get("name", "")) for s in subjects if s.get("kind") == kind)
+
+        return [
+            _name(binding),
+            f"{ref.get('kind', '')}/{ref.get('name', '')}",
+            age(_created(binding), now),
+            named("User"),
+            named("Group"),
+            named("ServiceAccount"),
+        ]
+
+    return columns, row
+
+
 def _lease_printer() -> tuple[list[dict[str, Any]], _Row]:
     columns = [_NAME, _column("Holder", description="The holder of the lease"), _column("Age")]
 
@@ -688,6 +733,10 @@ _BUILT_IN: dict[str, Callable[[], tuple[list[dict[str, Any]], _Row]]] = {
     "PriorityClass": _priority_class_printer,
     "Lease": _lease_printer,
     "ConfigMap": _config_map_printer,
+    "Role": _role_printer,
+    "ClusterRole": _role_printer,
+    "RoleBinding": _role_binding_printer,
+    "ClusterRoleBinding": _role_binding_printer,
 }
 #: The API groups of the built-in kinds printed with kubectl's columns (others: NAME and AGE).
-_BUILT_IN_GROUPS = ("", "batch", "coordination.k8s.io", "apps", "scheduling.k8s.io")
+_BUILT_IN_GROUPS = ("", "batch", "coordination.k8s.io", "apps", "scheduling.k8s.io", "rbac.authorization.k8s.io")

@@ -493,3 +493,75 @@ async def test_jobsets_print_the_columns_of_jobsets_crd(kubectl: Kubectl) -> Non
     assert rows[1][:5] == [name, "Completed", "2", "True", "true"]  # suspended by Kueue's JobSet webhook
     # descriptions and JSONPaths too, as published (``-o wide`` and clients reading the Table's columns)
     assert list(tables.SERVED_KIND_COLUMNS["jobset.x-k8s.io", "JobSet"]) == published
+
+
+#: Kueue's examples/visibility/cluster-role-and-binding.yaml, which its "Monitor pending workloads" page applies
+VISIBILITY_READER = """\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: kueue-visibility-server-api
+rules:
+- apiGroups:
+  - "visibility.kueue.x-k8s.io"
+  resources:
+  - "clusterqueues/pendingworkloads"
+  - "localqueues/pendingworkloads"
+  verbs:
+  - get
+  - list
+  - watch
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: kueue-visibility-server-api
+  namespace: default
+subjects:
+- kind: ServiceAccount
+  name: default
+  namespace: default
+roleRef:
+  kind: ClusterRole
+  name: kueue-visibility-server-api
+  apiGroup: rbac.authorization.k8s.io
+"""
+
+
+async def test_rbac_objects_apply_as_in_a_cluster(kubectl: Kubectl) -> None:
+    """``kubectl apply`` of Kueue's visibility reader role and binding works (kubectl used to refuse it while
+    validating: no rbac.authorization.k8s.io in /openapi/v3, then no protobuf /openapi/v2); the objects are
+    stored and listed, and a namespaced Role and RoleBinding too. They grant nothing: the emulator allows all.
+    (``kubectl create role`` sends protobuf, which the emulator reads for a few kinds only: README.)"""
+    out = await kubectl.ok("apply", "-f", "-", stdin=VISIBILITY_READER)
+    assert out.split("\n")[:2] == [
+        "clusterrole.rbac.authorization.k8s.io/kueue-visibility-server-api created",
+        "clusterrolebinding.rbac.authorization.k8s.io/kueue-visibility-server-api created",
+    ]
+    stored = json.loads(await kubectl.ok("get", "clusterrole", "kueue-visibility-server-api", "-o", "json"))
+    assert stored["rules"][0]["resources"] == ["clusterqueues/pendingworkloads", "localqueues/pendingworkloads"]
+    binding = json.loads(await kubectl.ok("get", "clusterrolebinding", "kueue-visibility-server-api", "-o", "json"))
+    assert binding["roleRef"]["name"] == "kueue-visibility-server-api" and "namespace" not in binding["metadata"]
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "reader"},
+        "rules": [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get"]}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+    }
+    await kubectl.ok("apply", "-f", "-", stdin=yaml.safe_dump_all([role, binding]))
+    assert (await kubectl.ok("get", "roles,rolebindings", "-o", "name")).split() == [
+        "role.rbac.authorization.k8s.io/reader",
+        "rolebinding.rbac.authorization.k8s.io/reader",
+    ]
+    listed = table(await kubectl.ok("get", "clusterrolebindings", "-o", "wide"))
+    assert listed[0][:3] == ["NAME", "ROLE", "AGE"] and listed[0][-1] == "SERVICEACCOUNTS"
+    assert listed[1][1:2] == ["ClusterRole/kueue-visibility-server-api"] and listed[1][-1] == "default/default"
+    assert table(await kubectl.ok("get", "roles"))[0] == ["NAME", "CREATED AT"]
+    assert (await kubectl.ok("auth", "can-i", "delete", "workloads")).strip() == "yes"
