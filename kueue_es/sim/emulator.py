@@ -92,6 +92,7 @@ from kueue_es.services.kube import resources
 from kueue_es.sim import (
     aggregator,
     custom_resources,
+    flowcontrol,
     garbage,
     managed_fields,
     openapi,
@@ -282,6 +283,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             *aggregator.KINDS,
             *reviews.KINDS,
             *reviews.RBAC_KINDS,
+            *flowcontrol.KINDS,
             *self.extra_resources,
         ):
             self.register_resource(ref)

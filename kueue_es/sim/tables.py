@@ -8,6 +8,7 @@ emulator does the same: the kueue.x-k8s.io kinds from the columns of
 :mod:`kueue_es.crds` (Kueue's own columns), the kinds of CRDs applied to it from their
 ``additionalPrinterColumns`` (``printer_columns``), the built-in kinds it serves (Pod,
 Node, Namespace, Event, Job, CronJob, PriorityClass, Lease, ConfigMap, CustomResourceDefinition, RBAC's roles and bindings,
+FlowSchema, PriorityLevelConfiguration,
 PodTemplate, Deployment, ReplicaSet, StatefulSet) with the columns of kube-apiserver's printers
 (Kubernetes pkg/printers/internalversion/printers.go, ``-o wide`` ones included), the
 custom kinds it serves without their CRD (JobSet, ProvisioningRequest) with that CRD's columns
@@ -578,6 +579,64 @@ def _role_binding_printer() -> tuple[list[dict[str, Any]], _Row]:
     return columns, row
 
 
+def _flow_schema_printer() -> tuple[list[dict[str, Any]], _Row]:
+    """A FlowSchema's: its priority level, matching precedence, distinguisher method, AGE and whether its
+    priority level is missing (its ``Dangling`` condition's status, ``?`` without one; printers.go
+    printFlowSchema)."""
+    columns = [
+        _NAME,
+        _column("PriorityLevel", description="The PriorityLevelConfiguration this FlowSchema points at"),
+        _column("MatchingPrecedence", "string", "The matching precedence of this FlowSchema"),
+        _column("DistinguisherMethod", description="How requests are split into flows"),
+        _column("Age"),
+        _column("MissingPL", description="Whether the PriorityLevelConfiguration is missing"),
+    ]
+
+    def row(schema: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        spec = schema.get("spec") or {}
+        method = (spec.get("distinguisherMethod") or {}).get("type") or "<none>"
+        dangling = next(
+            (c for c in (schema.get("status") or {}).get("conditions") or [] if c.get("type") == "Dangling"), None
+        )
+        return [
+            _name(schema),
+            (spec.get("priorityLevelConfiguration") or {}).get("name", ""),
+            str(spec.get("matchingPrecedence", "")),
+            method,
+            age(_created(schema), now),
+            dangling.get("status", "?") if dangling else "?",
+        ]
+
+    return columns, row
+
+
+def _priority_level_printer() -> tuple[list[dict[str, Any]], _Row]:
+    """A PriorityLevelConfiguration's: TYPE, its concurrency shares and queuing (``<none>`` where its type
+    has none), AGE (printers.go printPriorityLevelConfiguration)."""
+    columns = [
+        _NAME,
+        _column("Type", description="Limited or Exempt"),
+        _column("NominalConcurrencyShares", "string", "The concurrency shares of a Limited level"),
+        _column("Queues", "string", "The queues of a level that queues"),
+        _column("HandSize", "string", "The hand size of a level that queues"),
+        _column("QueueLengthLimit", "string", "The queue length limit of a level that queues"),
+        _column("Age"),
+    ]
+
+    def row(level: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        spec = level.get("spec") or {}
+        limited = spec.get("limited") if spec.get("type") == "Limited" else None
+        shares, queues, hand, length = "<none>", "<none>", "<none>", "<none>"
+        if isinstance(limited, dict):
+            shares = str(limited.get("nominalConcurrencyShares", 30))  # the API server's default
+            queuing = (limited.get("limitResponse") or {}).get("queuing")
+            if isinstance(queuing, dict):
+                queues, hand, length = (str(queuing.get(k, "")) for k in ("queues", "handSize", "queueLengthLimit"))
+        return [_name(level), spec.get("type", ""), shares, queues, hand, length, age(_created(level), now)]
+
+    return columns, row
+
+
 def _lease_printer() -> tuple[list[dict[str, Any]], _Row]:
     columns = [_NAME, _column("Holder", description="The holder of the lease"), _column("Age")]
 
@@ -737,6 +796,16 @@ _BUILT_IN: dict[str, Callable[[], tuple[list[dict[str, Any]], _Row]]] = {
     "ClusterRole": _role_printer,
     "RoleBinding": _role_binding_printer,
     "ClusterRoleBinding": _role_binding_printer,
+    "FlowSchema": _flow_schema_printer,
+    "PriorityLevelConfiguration": _priority_level_printer,
 }
 #: The API groups of the built-in kinds printed with kubectl's columns (others: NAME and AGE).
-_BUILT_IN_GROUPS = ("", "batch", "coordination.k8s.io", "apps", "scheduling.k8s.io", "rbac.authorization.k8s.io")
+_BUILT_IN_GROUPS = (
+    "",
+    "batch",
+    "coordination.k8s.io",
+    "apps",
+    "scheduling.k8s.io",
+    "rbac.authorization.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+)

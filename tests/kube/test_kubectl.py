@@ -565,3 +565,73 @@ async def test_rbac_objects_apply_as_in_a_cluster(kubectl: Kubectl) -> None:
     assert listed[1][1:2] == ["ClusterRole/kueue-visibility-server-api"] and listed[1][-1] == "default/default"
     assert table(await kubectl.ok("get", "roles"))[0] == ["NAME", "CREATED AT"]
     assert (await kubectl.ok("auth", "can-i", "delete", "workloads")).strip() == "yes"
+
+
+#: Kueue's visibility-apf.yaml (config/components/visibility-apf, kustomized into kueue-system)
+VISIBILITY_APF = """\
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata:
+  name: visibility
+  namespace: kueue-system
+spec:
+  limited:
+    lendablePercent: 90
+    limitResponse:
+      queuing:
+        handSize: 4
+        queueLengthLimit: 50
+        queues: 16
+      type: Queue
+    nominalConcurrencyShares: 10
+  type: Limited
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata:
+  name: visibility
+  namespace: kueue-system
+spec:
+  distinguisherMethod:
+    type: ByUser
+  matchingPrecedence: 9000
+  priorityLevelConfiguration:
+    name: visibility
+  rules:
+    - resourceRules:
+        - apiGroups:
+            - 'visibility.kueue.x-k8s.io'
+          clusterScope: true
+          namespaces:
+            - '*'
+          resources:
+            - '*'
+          verbs:
+            - '*'
+      subjects:
+        - group:
+            name: system:unauthenticated
+          kind: Group
+        - group:
+            name: system:authenticated
+          kind: Group
+"""
+
+
+async def test_the_visibility_apis_flow_control_applies(kubectl: Kubectl) -> None:
+    """The first step of Kueue's "Monitor pending workloads on demand" page, ``kubectl apply --server-side -f
+    visibility-apf.yaml``, applies (the emulator did not serve flowcontrol.apiserver.k8s.io: "no matches for
+    kind"); the cluster-scoped objects keep no namespace, and print with kubectl's columns."""
+    out = await kubectl.ok("apply", "--server-side", "-f", "-", stdin=VISIBILITY_APF)
+    assert out.split("\n")[:2] == [
+        "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/visibility serverside-applied",
+        "flowschema.flowcontrol.apiserver.k8s.io/visibility serverside-applied",
+    ]
+    stored = json.loads(await kubectl.ok("get", "flowschema", "visibility", "-o", "json"))
+    assert "namespace" not in stored["metadata"] and stored["spec"]["matchingPrecedence"] == 9000
+    levels = table(await kubectl.ok("get", "prioritylevelconfigurations"))
+    assert levels[0][:6] == ["NAME", "TYPE", "NOMINALCONCURRENCYSHARES", "QUEUES", "HANDSIZE", "QUEUELENGTHLIMIT"]
+    assert levels[1][:6] == ["visibility", "Limited", "10", "16", "4", "50"]
+    schemas = table(await kubectl.ok("get", "flowschemas"))
+    assert schemas[0][:4] == ["NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE", "DISTINGUISHERMETHOD"]
+    assert schemas[1][:4] == ["visibility", "visibility", "9000", "ByUser"]
