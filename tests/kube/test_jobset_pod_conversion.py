@@ -452,7 +452,11 @@ def test_kueue_sample_pod_group() -> None:
     assert shapes(fact) == [(role, 2, {"cpu": 3000})]
     wl = workload_of(fact)
     assert (wl.metadata.name, wl.spec.queue_name) == ("sample-group", "user-queue")
-    assert wl.metadata.annotations == {IS_GROUP_WORKLOAD_ANNOTATION: "true"}
+    # the group marker, and the log's list of every member (kueue-es list names them all)
+    assert wl.metadata.annotations == {
+        IS_GROUP_WORKLOAD_ANNOTATION: "true",
+        models.POD_GROUP_MEMBERS_ANNOTATION: "sample-leader-x,sample-worker-x",
+    }
     assert workloads.JOB_UID_LABEL not in wl.metadata.labels
 
 
