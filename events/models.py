@@ -243,6 +243,11 @@ as Kueue's WorkloadPriorityClass controller rewrites ``spec.priority`` of every 
 class. Without it (a job's workload, every log before it) the class's current value is the priority."""
 
 
+PRIORITY_BOOST_ANNOTATION = "kueue.x-k8s.io/priority-boost"
+"""Kueue's effective-priority adjustment of a Workload (gate PriorityBoost; KEP 7990), set on the Workload object
+by another controller. On a job's workload the watcher copies it from the object onto the log's workload and the
+dispatcher leaves it out of what it writes, so that controller alone owns it."""
+
 POD_GROUP_MEMBERS_ANNOTATION = "kueue-es.dev/pod-group-members"
 """Set by the watcher on a pod group's workload (``kueue.x-k8s.io/is-group-workload``): the names of the
 group's pods it was made from, sorted, joined with ``,``. Kueue's Workload of a pod group is owned by every

@@ -1307,7 +1307,7 @@ def _rewrite_own_priorities(state: ClusterState, priority_class: models.Workload
         wl.workload = msgspec.structs.replace(workload, spec=msgspec.structs.replace(workload.spec, priority=value))
 
 
-PRIORITY_BOOST_ANNOTATION: Final = "kueue.x-k8s.io/priority-boost"
+PRIORITY_BOOST_ANNOTATION: Final = models.PRIORITY_BOOST_ANNOTATION
 PRIORITY_BOOST_GATE: Final = "PriorityBoost"
 PRIORITY_SORTING_GATE: Final = "PrioritySortingWithinCohort"
 PRIORITIZE_PREEMPTORS_GATE: Final = "PrioritizePreemptorWorkloads"

@@ -1048,8 +1048,11 @@ def workload_object(
         metadata["labels"] = {JOB_UID_LABEL: owner.uid}
     elif parent is not None:
         metadata["labels"] = {JOB_UID_LABEL: parent["uid"]}  # the parent's reconciler's constructWorkload
-    annotations = {k: v for k, v in meta.annotations.items() if k != models.POD_GROUP_MEMBERS_ANNOTATION}
-    if annotations:  # the log's own list of a pod group's pods is no annotation of Kueue's
+    # the log's own list of a pod group's pods is no annotation of Kueue's; a priority boost is another
+    # controller's, read off the object (services/watcher/job_tracking.py): writing it back could undo its change
+    dropped = (models.POD_GROUP_MEMBERS_ANNOTATION, models.PRIORITY_BOOST_ANNOTATION)
+    annotations = {k: v for k, v in meta.annotations.items() if k not in dropped}
+    if annotations:
         metadata["annotations"] = dict(sorted(annotations.items()))
     if wl.finished is None:
         metadata["finalizers"] = [RESOURCE_IN_USE_FINALIZER]

@@ -733,6 +733,7 @@ class JobTracker:
         its suspended job is looked at again, which deletes it as not matching (:meth:`_sync_job`)."""
         self.workload_status(obj)
         key = (objects.namespace_of(obj), objects.name_of(obj))
+        await self._boost_changed(obj, key)
         held, published = self.held.get(key), self.publisher.workloads.get(key)
         if held is None or published is None or published.owner is None or held.counts == _counts(published):
             return
@@ -741,6 +742,27 @@ class JobTracker:
         if job is None or objects.uid_of(job) != published.owner.uid or kind == "Pod" or self._running(kind, [job]):
             return
         await self._sync_job(kind, job, version=f"{objects.resource_version(job)}~held@{held.uid}")
+
+    async def _boost_changed(self, obj: objects.KubeObject, key: Key) -> None:
+        """A job's Workload object carries another ``kueue.x-k8s.io/priority-boost`` than last seen (set by
+        another controller, Kueue's priority booster among them: KEP 7990): its workload is published again with
+        it (:meth:`Publisher.boosted`), as Kueue's scheduler reads the object's annotation."""
+        annotations = (cast(Mapping[str, Any], obj).get("metadata") or {}).get("annotations") or {}
+        value = annotations.get(models.PRIORITY_BOOST_ANNOTATION)
+        boost = str(value) if value is not None else None
+        if key in self.publisher.boosts and self.publisher.boosts[key] == boost:
+            return
+        self.publisher.boosts[key] = boost
+        published = self.publisher.workloads.get(key)
+        if published is None or published.owner is None:
+            return
+        if published.metadata.annotations.get(models.PRIORITY_BOOST_ANNOTATION) == boost:
+            return  # as published (the first sight of an object without one)
+        await self.publisher.publish(
+            types.WorkloadObserved(workload=published),
+            version=f"{objects.resource_version(obj)}~boost",
+            source=self.publisher.sources.get(key, ""),
+        )
 
     def _slices(self, obj: objects.KubeObject) -> list[models.Workload]:
         """The unfinished slices of an elastic Job the log holds, oldest first."""

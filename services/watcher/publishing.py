@@ -42,6 +42,9 @@ class Publisher:
         self.orphaned: dict[Key, str] = {}
         # MultiKueue's AdmissionChecks: kueue-es is their controller, their Workload entries are its own
         self.own_checks: set[str] = set()
+        # the kueue.x-k8s.io/priority-boost annotation (None: none) each job's Workload object was last seen with:
+        # another controller sets it on the object, so every workload published for that job carries it
+        self.boosts: dict[Key, str | None] = {}
         self.published = 0
 
     # -- what the log holds -------------------------------------------------------------------
@@ -105,6 +108,7 @@ class Publisher:
         converted again after a change to what conversions read must not be dropped as a
         duplicate.
         """
+        fact = self.boosted(fact)
         kind, namespace, name = subjects.fact_identity(fact)
         data = codec.encode(fact)
         identity = (kind, namespace, name)
@@ -126,6 +130,7 @@ class Publisher:
             if kind == "Workload":
                 self.workloads.pop((namespace, name), None)
                 self.sources.pop((namespace, name), None)
+                self.boosts.pop((namespace, name), None)
                 self.orphaned.pop((namespace, name), None)
         elif self.last_published.get(identity) == same_as:
             return  # nothing that matters changed (a status write, a resync)
@@ -141,6 +146,28 @@ class Publisher:
             if source:
                 version = f"{version}.{hashlib.sha256(data).hexdigest()[:8]}"
         await self.emit(fact, version=version)
+
+    def boosted(self, fact: types.Fact) -> types.Fact:
+        """``fact`` with a job's workload carrying the priority boost its Workload object was last seen with
+        (:attr:`boosts`; Kueue's scheduler reads the object's annotation, gate PriorityBoost): the job knows
+        nothing of it. A workload whose object was not seen yet, or one made by hand (its own annotations are
+        the object's), is left as it is."""
+        if not isinstance(fact, types.WorkloadObserved) or fact.workload.owner is None:
+            return fact
+        meta = fact.workload.metadata
+        key = (meta.namespace, meta.name)
+        if key not in self.boosts:
+            return fact
+        want = self.boosts[key]
+        if meta.annotations.get(models.PRIORITY_BOOST_ANNOTATION) == want:
+            return fact
+        annotations = {k: v for k, v in meta.annotations.items() if k != models.PRIORITY_BOOST_ANNOTATION}
+        if want is not None:
+            annotations[models.PRIORITY_BOOST_ANNOTATION] = want
+        workload = msgspec.structs.replace(
+            fact.workload, metadata=msgspec.structs.replace(meta, annotations=dict(sorted(annotations.items())))
+        )
+        return msgspec.structs.replace(fact, workload=workload)
 
     async def rejected_gone(self, kind: str, namespace: str, name: str, *, uid: str, version: str) -> None:
         """An object of ``kind`` was deleted: its ObjectDeleted, with reason

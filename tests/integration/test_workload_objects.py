@@ -2016,3 +2016,71 @@ async def test_a_workload_status_cleared_by_hand_changes_nothing_on_the_log(
     assert len(await events_of(bus, types.WorkloadAdmitted)) == 1  # the runner only, never again
     assert conditions(edited) == {} and "admission" not in edited["status"]
     assert runner["spec"]["suspend"] is False
+
+
+BOOST = "kueue.x-k8s.io/priority-boost"
+
+
+async def _observed_boosts(bus: MemoryBus, ref: types.WorkloadRef) -> list[str | None]:
+    """The priority-boost annotation of every WorkloadObserved of ``ref``'s workload on the log, in order."""
+    return [
+        e.workload.metadata.annotations.get(BOOST)
+        for e in await events_of(bus, types.WorkloadObserved)
+        if e.workload.metadata.name == ref.name and e.workload.metadata.namespace == ref.namespace
+    ]
+
+
+async def _boost_becomes(bus: MemoryBus, ref: types.WorkloadRef, value: str | None) -> None:
+    """Poll until the last WorkloadObserved of ``ref``'s workload carries boost ``value``."""
+    async with asyncio.timeout(10):
+        while (await _observed_boosts(bus, ref))[-1:] != [value]:
+            await asyncio.sleep(0.02)
+
+
+async def test_a_priority_boost_set_on_a_jobs_workload_object_reaches_the_log(api, bus: MemoryBus) -> None:
+    """Kueue's scheduler reads ``kueue.x-k8s.io/priority-boost`` off the Workload object (gate PriorityBoost,
+    KEP 7990), where another controller (Kueue's priority booster) sets it. A job's workload is built from
+    the job, which knows nothing of it: the watcher copies the object's value onto the log's workload (a
+    change, a removal), and the dispatcher's own writes of that object leave the annotation to its owner."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up(api)
+        await kube.apply_manifest(api, job("a", parallelism=3))
+        await wait_for(bus, types.WorkloadAdmitted)
+        await kube.apply_manifest(api, job("b", parallelism=2))
+        b = await _pending_workload(bus, "b")
+        await eventually(
+            api, resources.WORKLOADS, namespace="default", name=b.name, check=lambda o: "QuotaReserved" in conditions(o)
+        )
+        assert await _observed_boosts(bus, b) == [None]
+
+        await kube.patch_object(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=b.name,
+            patch={"metadata": {"annotations": {BOOST: "100"}}},
+        )
+        await _boost_becomes(bus, b, "100")
+        # the job changes (a label the workload copies): the workload published again keeps the object's boost
+        await kube.patch_object(api, JOBS, namespace="default", name="b", patch={"metadata": {"labels": {"x": "y"}}})
+        await kube.apply_manifest(api, job("c", parallelism=1))  # more writes by the dispatcher meanwhile
+        await _pending_workload(bus, "c")
+        obj = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=b.name)
+        assert obj["metadata"]["annotations"][BOOST] == "100"  # no write of the dispatcher took it off
+
+        await kube.patch_object(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=b.name,
+            patch={"metadata": {"annotations": {BOOST: None}}},
+        )
+        await _boost_becomes(bus, b, None)
+    boosts = await _observed_boosts(bus, b)
+    assert boosts[0] is None and "100" in boosts and boosts[-1] is None
