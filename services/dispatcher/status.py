@@ -18,7 +18,8 @@ gives the same bytes and a redelivered decision writes nothing new.
 Where this differs from Kueue, on purpose:
 
 * The Workload's pod templates are the job's, as Kueue's, when the dispatcher
-  could read them (:func:`workload_object`'s ``templates``); otherwise each is
+  could read them (:func:`workload_object`'s ``templates``; each container's
+  repeated environment variables kept once, :func:`without_repeated_env`); otherwise each is
   rebuilt from the folded workload: one container per pod set, named after it,
   carrying the effective per-pod requests (SEMANTICS §2.3), with the template's
   own nodeSelector, tolerations and required node affinity. The log keeps
@@ -1090,13 +1091,34 @@ def workload_object(
 def _pod_set(pod_set: models.PodSet, template: Mapping[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"name": pod_set.name, "count": pod_set.count}
     if template is not None:
-        out["template"] = copy.deepcopy(dict(template))
+        out["template"] = without_repeated_env(template)
     else:
         out["template"] = {"spec": _pod_spec(pod_set)}
     if pod_set.min_count is not None:
         out["minCount"] = pod_set.min_count
     if pod_set.topology_request is not None:
         out["topologyRequest"] = msgspec.to_builtins(pod_set.topology_request)
+    return out
+
+
+def without_repeated_env(template: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of pod template ``template`` (``{"metadata": ..., "spec": {"containers": [...], ...}}``) in which each
+    container and init container names each environment variable once: at the place of its first occurrence, with
+    the value of its last, which is the one the kubelet gives the container (Kueue jobframework/utils.go
+    SanitizePodSets, applied to every job's pod sets by JobPodSets before the Workload is built or compared).
+    The job's own template keeps its repetitions; entries that are not mappings are left as they are."""
+    out = copy.deepcopy(dict(template))
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        return out
+    for group in ("containers", "initContainers"):
+        for container in spec.get(group) or []:
+            env = container.get("env") if isinstance(container, dict) else None
+            if not isinstance(env, list) or not all(isinstance(var, dict) for var in env):
+                continue
+            # a dict keeps the first insertion's place and the last assignment's value: Kueue's ordered groups
+            last = {var.get("name"): var for var in env}
+            container["env"] = list(last.values())
     return out
 
 
