@@ -17,7 +17,8 @@ controllers do, enough for Kueue's view of them:
   ``apps.kubernetes.io/pod-index``, ``statefulset.kubernetes.io/pod-name`` and
   ``controller-revision-hash`` labels; ``OrderedReady`` (the default) creates the next
   ordinal only once every lower one runs and is Ready, ``Parallel`` all at once; scaling
-  in deletes the highest ordinals.
+  in deletes the highest ordinals; a new template replaces the pods from the highest ordinal down, one at
+  a time (RollingUpdate; not with ``OnDelete``).
 * LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): a leader StatefulSet ``<name>`` of
   ``replicas`` pods (the leader template, or the worker template without one), and per
   leader pod a worker StatefulSet named after it with ``size - 1`` pods from ordinal 1,
@@ -45,7 +46,7 @@ controllers do, enough for Kueue's view of them:
   :mod:`kueue_es.sim.kubelet` after its duration, which also makes a Job's pods); the status of
   each controller counts its ready pods.
 
-Not simulated: rolling updates, surge, minReadySeconds, PVCs, pod failures and restarts,
+Not simulated: a Deployment's rolling updates, surge, minReadySeconds, PVCs, pod failures and restarts,
 LWS startup and restart policies, node resources and affinity in the scheduler stand-in. Do not point it at a real cluster.
 """
 
@@ -627,12 +628,17 @@ class SimulatedControllers:
                 await self._patch("ReplicaSet", rs, {"spec": {"replicas": 0}})
             pods += [p for p in self._owned("Pod", rs) if is_active(p)]
         ready = sum(1 for p in pods if is_ready(p))
+        # the deployment controller's calculateStatus (pkg/controller/deployment/sync.go): the replicas its
+        # ReplicaSets want less those available, never below 0, and left out when 0 (omitempty) -- what
+        # `kubectl get deployment` and Kueue's e2e tests read to see pods waiting for admission
+        unavailable = max(0, _replicas(deployment) - ready)
         status = {
             "observedGeneration": deployment["metadata"].get("generation", 1),
             "replicas": len(pods),
             "updatedReplicas": len(pods),
             "readyReplicas": ready,
             "availableReplicas": ready,
+            "unavailableReplicas": unavailable or None,  # None: the merge patch removes it
         }
         await self._status("Deployment", deployment, status)
 
@@ -813,20 +819,40 @@ class SimulatedControllers:
         )
         for pod in extra if parallel else extra[:1]:
             await self._delete("Pod", pod)
+        revision = f"{sts['metadata']['name']}-{safe_hash(_template(sts))}"
+        if not extra:
+            await self._roll_statefulset(sts, [p for p in pods.values() if _ordinal(p) in wanted], revision)
         live = [p for p in self._owned("Pod", sts) if is_active(p)]
         ready = sum(1 for p in live if is_ready(p))
-        revision = f"{sts['metadata']['name']}-{safe_hash(_template(sts))}"
+        updated = sum(1 for p in live if p["metadata"].get("labels", {}).get(REVISION_LABEL) == revision)
         status = {
             "observedGeneration": sts["metadata"].get("generation", 1),
             "replicas": len(live),
             "readyReplicas": ready,
             "availableReplicas": ready,
             "currentReplicas": len(live),
-            "updatedReplicas": len(live),
+            "updatedReplicas": updated,
             "currentRevision": revision,
             "updateRevision": revision,
         }
         await self._status("StatefulSet", sts, status)
+
+    async def _roll_statefulset(self, sts: Object, pods: list[Object], revision: str) -> None:
+        """The RollingUpdate strategy (the default; not ``OnDelete``) of the StatefulSet controller
+        (pkg/controller/statefulset stateful_set_control.go updateStatefulSet): once every wanted pod is there,
+        from the highest ordinal down, the first pod of an older template is deleted -- the loop above makes it
+        again from the new one -- one at a time, and only while the pods above it are Ready."""
+        spec = sts.get("spec") or {}
+        if (spec.get("updateStrategy") or {}).get("type") == "OnDelete" or len(pods) < _replicas(sts):
+            return
+        for pod in sorted(pods, key=_ordinal, reverse=True):
+            if not is_active(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
+                return  # one being replaced: wait for it
+            if pod["metadata"].get("labels", {}).get(REVISION_LABEL) != revision:
+                await self._delete("Pod", pod)
+                return
+            if not is_ready(pod):
+                return
 
     async def _lws(self, lws: Object) -> None:
         namespace = lws["metadata"].get("namespace", "")
