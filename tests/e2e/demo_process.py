@@ -26,20 +26,33 @@ from tests.kube.test_kubectl import Kubectl
 
 class Demo:
     """``kueue-es demo --keep --jobs 1`` as a process, and kubectl for it. ``duration``: seconds each Job runs
-    (``--duration``); ``config``: a manager Configuration file (``--config``)."""
+    (``--duration``); ``config``: a manager Configuration file (``--config``); ``jobs``: the sample Jobs it
+    submits (``--jobs``); ``feature_gates``: Kueue's ``--feature-gates`` (e.g. ``ElasticJobsViaWorkloadSlices=true``)."""
 
-    def __init__(self, run_dir: Path, *, duration: float = 1, config: Path | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        duration: float = 1,
+        config: Path | None = None,
+        jobs: int = 1,
+        feature_gates: str | None = None,
+    ) -> None:
         self.run_dir = run_dir
         self.duration = duration
         self.config = config
+        self.jobs = jobs
+        self.feature_gates = feature_gates
         self.process: asyncio.subprocess.Process | None = None
 
     def argv(self) -> list[str]:
         """The command line the demo runs with."""
-        args = [sys.executable, "-m", "kueue_es", "demo", "--keep", "--jobs", "1"]
+        args = [sys.executable, "-m", "kueue_es", "demo", "--keep", "--jobs", str(self.jobs)]
         args += ["--duration", f"{self.duration:g}", "--dir", str(self.run_dir)]
         if self.config is not None:
             args += ["--config", str(self.config)]
+        if self.feature_gates is not None:
+            args += ["--feature-gates", self.feature_gates]
         return args
 
     async def start(self) -> Kubectl:

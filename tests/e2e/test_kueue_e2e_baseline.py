@@ -1,0 +1,37 @@
+"""Kueue's own end-to-end cases of test/e2e/singlecluster/baseline/ (job_test.go, pod_test.go, statefulset_test.go,
+deployment_test.go) on one ``kueue-es demo --keep``, driven through the real kubectl as Kueue's tests drive a kind
+cluster.
+
+The steps are in tests/e2e/kueue_e2e_job.py, kueue_e2e_pod.py and kueue_e2e_serving.py, one per ``ginkgo.It``, each
+in its own namespace and ClusterQueue, all run at once on one system (its start-up is shared; CI's slow tests have a
+fixed budget). Kueue's cases not here, and why:
+
+- pod_test.go "Failed Pod can be replaced in group": kueue-es's pod webhook adds no ``kueue.x-k8s.io/managed``
+  finalizer (docs/webhooks.md), so a deleted pod is gone at once instead of staying Failed, and the Workload's
+  ``WaitingForReplacementPods`` condition (pod_controller.go waitingForReplacementPodsCondition) is not written;
+- pod_test.go "Unscheduled Pod which is deleted can be replaced in group": needs a kube-scheduler that leaves a pod
+  whose nodeSelector matches no node Pending with PodScheduled=False ``Unschedulable``;
+- statefulset_test.go "should allow to change queue name if ReadyReplicas=0" and "should allow to change queue
+  name after scale up from zero (two-phase pattern)": kueue-es does not follow a StatefulSet's new queue-name label
+  onto its pods and Workload (statefulset_reconciler.go syncQueueLabel, reconcileWorkload);
+- job_test.go "keeps the reserved quota equal to the running pods": makes chosen completion indexes of an elastic
+  Indexed Job succeed by exec into their pods, which the simulated controllers do not run for an elastic Job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import kueue_e2e_job, kueue_e2e_pod, kueue_e2e_serving
+from tests.e2e.kueue_e2e import demo_system, run_steps
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+async def test_kueue_baseline_e2e_cases_on_the_demo(tmp_path: Path) -> None:
+    """Every step of the three step modules on one demo, at once."""
+    steps = [*kueue_e2e_job.STEPS, *kueue_e2e_pod.STEPS, *kueue_e2e_serving.STEPS]
+    async with demo_system(tmp_path / "demo", feature_gates="ElasticJobsViaWorkloadSlices=true") as e2e:
+        await run_steps(e2e, steps)
