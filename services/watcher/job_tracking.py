@@ -392,23 +392,34 @@ class JobTracker:
         hold = serving.STATEFULSET_ON_HOLD_MESSAGE if self._held(group_key) else ""
         if hold or (known.on_hold and not members):
             if known.on_hold != hold:
-                observed = msgspec.structs.replace(known, on_hold=hold)
-                if not hold:
-                    # scaled up to another size: the workload let go counts the pods to come, not those it had
-                    # (its quota was released with the hold, so nothing keeps the old count)
-                    try:
-                        observed = serving.statefulset_resized(observed, cast(Mapping[str, Any], sts))
-                    except manifests.ManifestError:
-                        pass  # not a count: left to the StatefulSet's own rejection
-                fact = types.WorkloadObserved(workload=observed)
-                await self.publisher.publish(fact, version=f"{version}.hold", source="Pod")
-                log.info("statefulset_workload_hold", workload=f"{group_key[0]}/{group_key[1]}", on_hold=bool(hold))
-                if hold:
-                    # not admitted any more: Kueue's PodsReady is WaitForStart (generatePodsReadyCondition), so
-                    # the pods of the scale-up are Started, not Recovered
-                    await self.reporter.report_pods_ready(group_key, started=False, ready=False, version=version)
+                await self._publish_hold(group_key, known, sts, hold, version=version)
             return True
+        if known.on_hold:
+            # scaled up again before the pods of the scale-down were all gone: the group's own conversion publishes
+            # nothing for pods that still run, so the hold is let go here (reconcileWorkload's shouldClearOnHold:
+            # replicas above zero and on hold, whatever the pods); the pods are then converted as any group's
+            await self._publish_hold(group_key, known, sts, "", version=version)
         return False
+
+    async def _publish_hold(
+        self, group_key: Key, known: models.Workload, sts: objects.KubeObject, hold: str, *, version: str
+    ) -> None:
+        """Observe the StatefulSet's group workload ``known`` on hold (``hold``: the message) or let go ("")."""
+        observed = msgspec.structs.replace(known, on_hold=hold)
+        if not hold:
+            # scaled up to another size: the workload let go counts the pods to come, not those it had
+            # (its quota was released with the hold, so nothing keeps the old count)
+            try:
+                observed = serving.statefulset_resized(observed, cast(Mapping[str, Any], sts))
+            except manifests.ManifestError:
+                pass  # not a count: left to the StatefulSet's own rejection
+        fact = types.WorkloadObserved(workload=observed)
+        await self.publisher.publish(fact, version=f"{version}.hold", source="Pod")
+        log.info("statefulset_workload_hold", workload=f"{group_key[0]}/{group_key[1]}", on_hold=bool(hold))
+        if hold:
+            # not admitted any more: Kueue's PodsReady is WaitForStart (generatePodsReadyCondition), so
+            # the pods of the scale-up are Started, not Recovered
+            await self.reporter.report_pods_ready(group_key, started=False, ready=False, version=version)
 
     async def _job_on_hold(self, kind: str, obj: objects.KubeObject, wl_key: Key, *, version: str) -> bool:
         """Whether the job asks for its workload to be put on hold (the integration's ``on_hold``: a RayJob whose
