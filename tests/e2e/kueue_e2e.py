@@ -26,6 +26,7 @@ from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
 from kueue_es.sim.kubelet import SIM_DURATION_ANNOTATION
 from tests.e2e.demo_process import Demo, eventually
+from tests.e2e.waiting import eventually as _eventually
 from tests.kube.test_kubectl import Kubectl
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -53,6 +54,7 @@ KINDS = {
     "localqueue": resources.LOCAL_QUEUES,
     "statefulset": resources.STATEFUL_SETS,
     "deployment": resources.DEPLOYMENTS,
+    "jobset": resources.JOBSETS,
 }
 
 
@@ -112,11 +114,15 @@ class E2E:
     async def wait(self, kind: str, name: str, namespace: str | None, check: Any, *, what: str) -> dict[str, Any]:
         """The object once ``check(object)`` holds (the object may be missing meanwhile)."""
 
-        async def read() -> dict[str, Any] | None:
-            obj = await self.get(kind, name, namespace)
-            return obj if obj is not None and check(obj) else None
-
-        return dict(await eventually(read, what=what))
+        # the object itself is what eventually() reads, so that a timeout shows it as last seen
+        found = await _eventually(
+            lambda: self.get(kind, name, namespace),
+            lambda obj: obj is not None and bool(check(obj)),
+            what=what,
+            timeout=90,
+            interval=0.5,
+        )
+        return dict(found)
 
     async def wait_gone(self, kind: str, name: str, namespace: str | None) -> None:
         """Until the object is gone (ExpectObjectToBeDeleted)."""

@@ -1,8 +1,9 @@
 """Kueue's own end-to-end cases of test/e2e/singlecluster/baseline/ (job_test.go, pod_test.go, statefulset_test.go,
-deployment_test.go) on one ``kueue-es demo --keep``, driven through the real kubectl as Kueue's tests drive a kind
-cluster.
+deployment_test.go) and extended/jobset_test.go on one ``kueue-es demo --keep``, driven through the real kubectl as
+Kueue's tests drive a kind cluster.
 
-The steps are in tests/e2e/kueue_e2e_job.py, kueue_e2e_pod.py and kueue_e2e_serving.py, one per ``ginkgo.It``, each
+The steps are in tests/e2e/kueue_e2e_job.py, kueue_e2e_pod.py, kueue_e2e_serving.py and kueue_e2e_jobset.py (the
+JobSet CRD installed first, as a user installs JobSet), one per ``ginkgo.It``, each
 in its own namespace and ClusterQueue, all run at once on one system (its start-up is shared; CI's slow tests have a
 fixed budget). Kueue's cases not here, and why:
 
@@ -24,14 +25,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import kueue_e2e_job, kueue_e2e_pod, kueue_e2e_serving
+from tests.e2e import kueue_e2e_job, kueue_e2e_jobset, kueue_e2e_pod, kueue_e2e_serving
 from tests.e2e.kueue_e2e import demo_system, run_steps
+
+JOBSET_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "crds" / "jobset.x-k8s.io_jobsets.yaml"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 async def test_kueue_baseline_e2e_cases_on_the_demo(tmp_path: Path) -> None:
     """Every step of the three step modules on one demo, at once."""
-    steps = [*kueue_e2e_job.STEPS, *kueue_e2e_pod.STEPS, *kueue_e2e_serving.STEPS]
+    steps = [*kueue_e2e_job.STEPS, *kueue_e2e_pod.STEPS, *kueue_e2e_serving.STEPS, *kueue_e2e_jobset.STEPS]
     async with demo_system(tmp_path / "demo", feature_gates="ElasticJobsViaWorkloadSlices=true") as e2e:
+        await e2e.kubectl.ok("apply", "--server-side", "-f", str(JOBSET_CRD))
+        await e2e.kubectl.ok("wait", "--for", "condition=established", "crd/jobsets.jobset.x-k8s.io")
         await run_steps(e2e, steps)
