@@ -24,7 +24,8 @@ controllers do, enough for Kueue's view of them:
   leader pod a worker StatefulSet named after it with ``size - 1`` pods from ordinal 1,
   owned by the leader pod; pods get LWS's ``leaderworkerset.sigs.k8s.io/name``,
   ``group-index``, ``worker-index``, ``group-key`` labels and ``size`` / ``leader-name``
-  annotations, as LWS's pod webhook sets them. Both StatefulSets are ``Parallel``.
+  annotations, as LWS's pod webhook sets them. Both StatefulSets are ``Parallel``. Its status counts the ready
+  groups and carries LWS's Available / Progressing conditions (:func:`lws_conditions`).
 * CronJob: a Job at each schedule time, its status and its history limits, as kube-controller-manager's
   cronjob controller (the rules: :mod:`kueue_es.sim.cronjobs`); the controllers also wake, without any
   watch event, just after the next schedule time of any CronJob.
@@ -325,6 +326,25 @@ def statefulset_pod(sts: Mapping[str, Any], ordinal: int, *, leader_pods: Mappin
             labels[serving.LWS_WORKER_INDEX_LABEL] = "0"
             labels[serving.LWS_GROUP_KEY_LABEL] = safe_hash([pod["metadata"]["namespace"], lws_name, ordinal], 40)
     return pod
+
+
+def lws_conditions(previous: list[Any], *, available: bool, now: str) -> list[Object]:
+    """The LeaderWorkerSet controller's Available and Progressing conditions (sigs.k8s.io/lws
+    leaderworkerset_controller.go makeCondition, setCondition): while not every group is ready, Progressing True
+    ``GroupsProgressing`` "Replicas are progressing"; once all are, Available True ``AllGroupsReady`` "All replicas
+    are ready". The two exclude each other: setting one True sets the other, if there, False with its reason
+    kept (Kueue's e2e reads Available False ``AllGroupsReady`` on a deactivated group). ``previous``: the
+    conditions the status has (their transition times are kept while their status holds); ``now``: RFC 3339."""
+    by_type = {str(c.get("type")): dict(c) for c in previous if isinstance(c, dict)}
+    if available:
+        on, off, reason, message = "Available", "Progressing", "AllGroupsReady", "All replicas are ready"
+    else:
+        on, off, reason, message = "Progressing", "Available", "GroupsProgressing", "Replicas are progressing"
+    if by_type.get(on, {}).get("status") != "True":
+        by_type[on] = {"type": on, "status": "True", "reason": reason, "message": message, "lastTransitionTime": now}
+    if by_type.get(off, {}).get("status") == "True":
+        by_type[off] = {**by_type[off], "status": "False", "lastTransitionTime": now}
+    return [by_type[kind] for kind in ("Available", "Progressing") if kind in by_type]
 
 
 def lws_leader_statefulset(lws: Mapping[str, Any]) -> Object:
@@ -878,7 +898,16 @@ class SimulatedControllers:
                 workers = [p for p in self._owned("Pod", existing) if is_active(p)]
             if is_ready(leader) and all(is_ready(w) for w in workers):
                 groups_ready += 1
-        status = {"replicas": _replicas(lws), "readyReplicas": groups_ready, "updatedReplicas": _replicas(lws)}
+        status = {
+            "replicas": _replicas(lws),
+            "readyReplicas": groups_ready,
+            "updatedReplicas": _replicas(lws),
+            "conditions": lws_conditions(
+                (lws.get("status") or {}).get("conditions") or [],
+                available=groups_ready == _replicas(lws),
+                now=store.format_timestamp(self._clock()),
+            ),
+        }
         await self._status("LeaderWorkerSet", lws, status)
 
     async def _run_pods(self) -> None:
