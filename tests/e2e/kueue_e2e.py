@@ -24,6 +24,7 @@ import yaml
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
+from kueue_es.sim.controllers import LWS_REF
 from kueue_es.sim.kubelet import SIM_DURATION_ANNOTATION
 from tests.e2e.demo_process import Demo, eventually
 from tests.e2e.waiting import eventually as _eventually
@@ -55,6 +56,7 @@ KINDS = {
     "statefulset": resources.STATEFUL_SETS,
     "deployment": resources.DEPLOYMENTS,
     "jobset": resources.JOBSETS,
+    "leaderworkerset": LWS_REF,
 }
 
 

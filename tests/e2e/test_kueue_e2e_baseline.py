@@ -1,9 +1,10 @@
 """Kueue's own end-to-end cases of test/e2e/singlecluster/baseline/ (job_test.go, pod_test.go, statefulset_test.go,
-deployment_test.go) and extended/jobset_test.go on one ``kueue-es demo --keep``, driven through the real kubectl as
+deployment_test.go) and extended/jobset_test.go and leaderworkerset_test.go on one ``kueue-es demo --keep``, driven through the real kubectl as
 Kueue's tests drive a kind cluster.
 
-The steps are in tests/e2e/kueue_e2e_job.py, kueue_e2e_pod.py, kueue_e2e_serving.py and kueue_e2e_jobset.py (the
-JobSet CRD installed first, as a user installs JobSet), one per ``ginkgo.It``, each
+The steps are in tests/e2e/kueue_e2e_job.py, kueue_e2e_pod.py, kueue_e2e_serving.py, kueue_e2e_jobset.py and
+kueue_e2e_lws.py (the JobSet and LeaderWorkerSet CRDs installed first, as a user installs those controllers), one per
+``ginkgo.It``, each
 in its own namespace and ClusterQueue, all run at once on one system (its start-up is shared; CI's slow tests have a
 fixed budget). Kueue's cases not here, and why:
 
@@ -16,7 +17,11 @@ fixed budget). Kueue's cases not here, and why:
   name after scale up from zero (two-phase pattern)": kueue-es does not follow a StatefulSet's new queue-name label
   onto its pods and Workload (statefulset_reconciler.go syncQueueLabel, reconcileWorkload);
 - job_test.go "keeps the reserved quota equal to the running pods": makes chosen completion indexes of an elastic
-  Indexed Job succeed by exec into their pods, which the simulated controllers do not run for an elastic Job.
+  Indexed Job succeed by exec into their pods, which the simulated controllers do not run for an elastic Job;
+- leaderworkerset_test.go's restart-policy cases (RecreateGroupOnPodRestart, NoneRestartPolicy) and "Rolling update
+  with maxSurge": the simulated LeaderWorkerSet controller has no restart policies, surge or rolling update;
+  its other cases (scale up, template and priority updates, queue-name on pod templates or changed) are not
+  ported yet.
 """
 
 from __future__ import annotations
@@ -25,18 +30,31 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e import kueue_e2e_job, kueue_e2e_jobset, kueue_e2e_pod, kueue_e2e_serving
+from tests.e2e import kueue_e2e_job, kueue_e2e_jobset, kueue_e2e_lws, kueue_e2e_pod, kueue_e2e_serving
 from tests.e2e.kueue_e2e import demo_system, run_steps
 
-JOBSET_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "crds" / "jobset.x-k8s.io_jobsets.yaml"
+CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "crds"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 async def test_kueue_baseline_e2e_cases_on_the_demo(tmp_path: Path) -> None:
     """Every step of the three step modules on one demo, at once."""
-    steps = [*kueue_e2e_job.STEPS, *kueue_e2e_pod.STEPS, *kueue_e2e_serving.STEPS, *kueue_e2e_jobset.STEPS]
+    steps = [
+        *kueue_e2e_job.STEPS,
+        *kueue_e2e_pod.STEPS,
+        *kueue_e2e_serving.STEPS,
+        *kueue_e2e_jobset.STEPS,
+        *kueue_e2e_lws.STEPS,
+    ]
     async with demo_system(tmp_path / "demo", feature_gates="ElasticJobsViaWorkloadSlices=true") as e2e:
-        await e2e.kubectl.ok("apply", "--server-side", "-f", str(JOBSET_CRD))
-        await e2e.kubectl.ok("wait", "--for", "condition=established", "crd/jobsets.jobset.x-k8s.io")
+        for crd in ("jobset.x-k8s.io_jobsets.yaml", "leaderworkerset.x-k8s.io_leaderworkersets.yaml"):
+            await e2e.kubectl.ok("apply", "--server-side", "-f", str(CRDS / crd))
+        await e2e.kubectl.ok(
+            "wait",
+            "--for",
+            "condition=established",
+            "crd/jobsets.jobset.x-k8s.io",
+            "crd/leaderworkersets.leaderworkerset.x-k8s.io",
+        )
         await run_steps(e2e, steps)

@@ -1,0 +1,170 @@
+"""The steps of Kueue's test/e2e/singlecluster/extended/leaderworkerset_test.go (Describe "LeaderWorkerSet
+integration") that run on the emulated cluster, run by tests/e2e/test_kueue_e2e_baseline.py on ``kueue-es demo
+--keep`` once the LeaderWorkerSet CRD is installed (the simulated controllers then run LeaderWorkerSets: a leader
+StatefulSet and a worker StatefulSet per group). Each case is a step with its own namespace, flavor
+``lws-rf-NS``, ClusterQueue ``lws-cq-NS`` of 5 CPU preempting lower priorities, LocalQueue ``lws-lq-NS``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.e2e.demo_process import eventually
+from tests.e2e.kueue_e2e import (
+    ADMISSION_GATE,
+    E2E,
+    JOB_UID_LABEL,
+    QUEUE_LABEL,
+    Step,
+    cluster_queue,
+    condition,
+    container,
+    flavor,
+    is_true,
+    local_queue,
+    namespace,
+)
+
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+
+
+async def _queues(e2e: E2E, ns: str) -> str:
+    """The Describe's BeforeEach. Returns the LocalQueue's name."""
+    rf, cq, lq = f"lws-rf-{ns}", f"lws-cq-{ns}", f"lws-lq-{ns}"
+    await e2e.apply(
+        namespace(ns),
+        flavor(rf, node_labels={"instance-type": "on-demand"}),
+        cluster_queue(cq, {rf: {"cpu": "5"}}, preemption="LowerPriority"),
+        local_queue(lq, ns, cq),
+    )
+    await e2e.wait("clusterqueue", cq, None, lambda o: is_true(o, "Active"), what=f"ClusterQueue {cq} active")
+    await e2e.wait("localqueue", lq, ns, lambda o: is_true(o, "Active"), what=f"LocalQueue {lq} active")
+    return lq
+
+
+def lws(name: str, ns: str, *, queue: str, size: int, replicas: int) -> dict[str, Any]:
+    """leaderworkersettesting.MakeLeaderWorkerSet(name, ns).Size(size).Replicas(replicas).RequestAndLimit(cpu,
+    200m).TerminationGracePeriod(1).Queue(queue): a worker template only (no leader template), LeaderCreated."""
+    template = {"spec": {"terminationGracePeriodSeconds": 1, "containers": [container({"cpu": "200m"})]}}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: queue}},
+        "spec": {
+            "replicas": replicas,
+            "startupPolicy": "LeaderCreated",
+            "leaderWorkerTemplate": {"size": size, "workerTemplate": template},
+        },
+    }
+
+
+async def _ready(e2e: E2E, ns: str, count: int) -> dict[str, Any]:
+    """ "Waiting for replicas to be ready": ReadyReplicas ``count``, Available True ``AllGroupsReady``."""
+
+    def ready(o: dict[str, Any]) -> bool:
+        available = condition(o, "Available")
+        return (o.get("status") or {}).get("readyReplicas") == count and (
+            available.get("status"),
+            available.get("reason"),
+        ) == ("True", "AllGroupsReady")
+
+    return await e2e.wait("leaderworkerset", "lws", ns, ready, what=f"{count} groups ready")
+
+
+async def _group_workload(e2e: E2E, ns: str, lws_uid: str, index: str) -> dict[str, Any]:
+    """util.WorkloadKeyForLeaderWorkerSet(lws, index): the group's Workload ``leaderworkerset-lws-INDEX-<hash>``."""
+
+    async def read() -> dict[str, Any] | None:
+        for wl in await e2e.list("workloads", ns, f"{JOB_UID_LABEL}={lws_uid}"):
+            if wl["metadata"]["name"].startswith(f"leaderworkerset-lws-{index}-"):
+                return wl
+        return None
+
+    return dict(await eventually(read, what=f"the Workload of group {index}"))
+
+
+async def _deleted(e2e: E2E, ns: str, workloads: list[dict[str, Any]]) -> None:
+    """Delete the LeaderWorkerSet; its pods and its groups' Workloads go."""
+    await e2e.kubectl.ok("delete", "leaderworkerset", "lws", "-n", ns)
+
+    async def no_pods() -> bool:
+        return not await e2e.list("pods", ns, f"{LWS_NAME_LABEL}=lws")
+
+    await eventually(no_pods, what="the pods deleted")
+    for wl in workloads:
+        await e2e.wait_gone("workload", wl["metadata"]["name"], ns)
+
+
+async def _admits(e2e: E2E, ns: str, *, size: int, replicas: int) -> None:
+    lq = await _queues(e2e, ns)
+    await e2e.create(lws("lws", ns, queue=lq, size=size, replicas=replicas))
+    created = await _ready(e2e, ns, replicas)
+    uid = created["metadata"]["uid"]
+    workloads = [await _group_workload(e2e, ns, uid, str(i)) for i in range(replicas)]
+    for wl in workloads:
+        assert wl["metadata"]["labels"][JOB_UID_LABEL] == uid
+    await _deleted(e2e, ns, workloads)
+
+
+async def admits_leader_only(e2e: E2E) -> None:
+    """leaderworkerset_test.go, Describe "LeaderWorkerSet integration", When "LeaderWorkerSet created", It "should
+    admit group with leader only"."""
+    await _admits(e2e, "lws-e2e-leader", size=1, replicas=1)
+
+
+async def admits_leader_and_workers(e2e: E2E) -> None:
+    """leaderworkerset_test.go, Describe "LeaderWorkerSet integration", When "LeaderWorkerSet created", It "should
+    admit group with leader and workers"."""
+    await _admits(e2e, "lws-e2e-workers", size=3, replicas=1)
+
+
+async def admits_multiple_groups(e2e: E2E) -> None:
+    """leaderworkerset_test.go, Describe "LeaderWorkerSet integration", When "LeaderWorkerSet created", It "should
+    admit group with multiple leaders and workers that fits"."""
+    await _admits(e2e, "lws-e2e-groups", size=3, replicas=2)
+
+
+async def deactivated_workload_kept(e2e: E2E) -> None:
+    """leaderworkerset_test.go, Describe "LeaderWorkerSet integration", When "Workload deactivated", It "shouldn't
+    delete deactivated Workload"."""
+    ns = "lws-e2e-deactivate"
+    lq = await _queues(e2e, ns)
+    await e2e.create(lws("lws", ns, queue=lq, size=3, replicas=1))
+    created = await _ready(e2e, ns, 1)
+    workload = await _group_workload(e2e, ns, created["metadata"]["uid"], "0")
+    name, uid = workload["metadata"]["name"], workload["metadata"]["uid"]
+    patch = ["patch", "workload", name, "-n", ns, "--type=merge", "-p"]
+    await e2e.kubectl.ok(*patch, json.dumps({"spec": {"active": False}}))
+
+    def not_ready(o: dict[str, Any]) -> bool:
+        available = condition(o, "Available")
+        return (o.get("status") or {}).get("readyReplicas") == 0 and (
+            available.get("status"),
+            available.get("reason"),
+        ) == ("False", "AllGroupsReady")
+
+    await e2e.wait("leaderworkerset", "lws", ns, not_ready, what="the group not ready")
+
+    async def gated() -> bool:
+        pods = await e2e.list("pods", ns, f"{LWS_NAME_LABEL}=lws")
+        return len(pods) == 3 and all(
+            any(g.get("name") == ADMISSION_GATE for g in p["spec"].get("schedulingGates") or []) for p in pods
+        )
+
+    await eventually(gated, what="the group's 3 pods made again, gated")
+    deactivated = await e2e.must_get("workload", name, ns)
+    assert (deactivated["metadata"]["uid"], deactivated["spec"].get("active")) == (uid, False)
+    await e2e.kubectl.ok(*patch, json.dumps({"spec": {"active": True}}))
+    await _ready(e2e, ns, 1)
+    await e2e.wait(
+        "workload",
+        name,
+        ns,
+        lambda w: w["metadata"]["uid"] == uid and is_true(w, "Admitted"),
+        what="the same Workload admitted again",
+    )
+    await _deleted(e2e, ns, [workload])
+
+
+STEPS: list[Step] = [admits_leader_only, admits_leader_and_workers, admits_multiple_groups, deactivated_workload_kept]
