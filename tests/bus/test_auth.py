@@ -171,6 +171,7 @@ async def test_no_service_user_may_change_the_log(
 
 
 @pytest.mark.usefixtures("log_stream")
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 async def test_each_user_publishes_only_its_own_subjects(secured: server.NatsServer, auth: server.LocalAuth) -> None:
     watcher = await bus_as(secured, auth, "watcher")
     admitter = await bus_as(secured, auth, "admitter")

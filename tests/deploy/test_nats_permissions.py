@@ -121,6 +121,7 @@ async def read_all(bus: base.Bus, *, subjects: tuple[str, ...] = ("kq.>",)) -> l
     return out
 
 
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 async def test_each_service_does_its_part_and_only_that(
     nats_server: AccountsServer, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -68,6 +68,7 @@ def test_the_configurations_are_generated() -> None:
 @pytest.mark.parametrize(
     ("kind", "verb"), [("MutatingWebhookConfiguration", "mutate"), ("ValidatingWebhookConfiguration", "validate")]
 )
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 def test_every_served_kind_has_a_webhook_the_server_answers(kind: str, verb: str) -> None:
     hooks = configuration(kind)["webhooks"]
     served = {t.kind for t in webhooks.targets()}

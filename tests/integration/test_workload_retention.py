@@ -214,6 +214,7 @@ async def test_without_after_finished_a_finished_workload_stays_until_the_file_s
     assert dispatcher.retention.deleted == 1
 
 
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 async def test_a_job_deactivated_by_kueue_is_deleted_with_background_propagation(api, bus: MemoryBus) -> None:
     """Kueue's job reconciler: the Job of a Workload Kueue deactivated (here past its maximum execution time:
     Evicted ``DeactivatedDueToMaximumExecutionTimeExceeded``) is deleted with propagation Background once
@@ -271,6 +272,7 @@ async def test_a_job_deactivated_by_kueue_is_deleted_with_background_propagation
     assert not any(d[2] == "by-hand" for d in deletes.deletes)
 
 
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 async def test_a_dispatcher_restarted_after_the_period_deletes_what_is_due(api, bus: MemoryBus) -> None:
     """The Workload finishes while a dispatcher runs, which stops before ``afterFinished`` has passed: nothing is
     deleted while none runs. A dispatcher started after the period deletes it at once (from its fold of the log);

@@ -278,6 +278,7 @@ def test_get_describe_edit_patch_of_kueue_kinds_run_kubectl(monkeypatch: pytest.
 # -- through the emulated API server --------------------------------------------------------------------
 
 
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 async def test_create_then_list_queues_and_flavors(plugin: Plugin) -> None:
     """create resourceflavor / clusterqueue / localqueue as kueuectl prints them; the list tables have
     kueuectl's columns; --dry-run stores nothing; an unknown ClusterQueue fails the LocalQueue (exit 1)."""
@@ -317,6 +318,7 @@ async def test_create_then_list_queues_and_flavors(plugin: Plugin) -> None:
     assert (code, out, err) == (0, "", "No resources found in default namespace.\n")
 
 
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 async def test_list_workload_columns_filters_and_stop_resume_delete(
     plugin: Plugin, cluster: emulator.ClusterEmulator
 ) -> None:

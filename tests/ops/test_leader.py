@@ -66,6 +66,7 @@ def never_overlap(log: list[tuple[float, str, str]]) -> None:
             running.discard(name)
 
 
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 async def test_one_works_and_a_clean_stop_hands_over_at_once() -> None:
     log: list[tuple[float, str, str]] = []
     async with serve_emulator() as emulator:

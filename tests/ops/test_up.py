@@ -185,6 +185,7 @@ async def test_up_says_when_the_cluster_cannot_be_reached(tmp_path: Path) -> Non
     assert f"cannot ask the cluster of {kubeconfig}" in text
 
 
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 async def test_up_runs_nats_with_a_user_per_service(tmp_path: Path) -> None:
     """Issue 13: ``up`` ran nats-server open to any local process; now every connection needs a user."""
     from kueue_es.events.bus import base, permissions
