@@ -17,31 +17,19 @@ from tests.e2e.kueue_e2e import (
     JOB_UID_LABEL,
     QUEUE_LABEL,
     Step,
-    cluster_queue,
     condition,
     container,
     deactivation_settled,
-    flavor,
     is_true,
-    local_queue,
-    namespace,
 )
+from tests.e2e.kueue_e2e_serving import prefixed_queues
 
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 
 async def _queues(e2e: E2E, ns: str) -> str:
-    """The Describe's BeforeEach. Returns the LocalQueue's name."""
-    rf, cq, lq = f"lws-rf-{ns}", f"lws-cq-{ns}", f"lws-lq-{ns}"
-    await e2e.apply(
-        namespace(ns),
-        flavor(rf, node_labels={"instance-type": "on-demand"}),
-        cluster_queue(cq, {rf: {"cpu": "5"}}, preemption="LowerPriority"),
-        local_queue(lq, ns, cq),
-    )
-    await e2e.wait("clusterqueue", cq, None, lambda o: is_true(o, "Active"), what=f"ClusterQueue {cq} active")
-    await e2e.wait("localqueue", lq, ns, lambda o: is_true(o, "Active"), what=f"LocalQueue {lq} active")
-    return lq
+    """The Describe's BeforeEach (the serving files' own). Returns the LocalQueue's name."""
+    return await prefixed_queues(e2e, ns, "lws")
 
 
 def lws(name: str, ns: str, *, queue: str, size: int, replicas: int) -> dict[str, Any]:

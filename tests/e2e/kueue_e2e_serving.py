@@ -34,8 +34,8 @@ from tests.e2e.kueue_e2e import (
 OLD_IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.52"  # util.GetAgnHostImageOld
 
 
-async def _queues(e2e: E2E, ns: str, prefix: str) -> str:
-    """The BeforeEach of both files: flavor ``PREFIX-rf-NS`` (instance-type: on-demand), ClusterQueue
+async def prefixed_queues(e2e: E2E, ns: str, prefix: str) -> str:
+    """The BeforeEach of the serving and LeaderWorkerSet files: flavor ``PREFIX-rf-NS`` (instance-type: on-demand), ClusterQueue
     ``PREFIX-cq-NS`` of 5 CPU preempting lower priorities, LocalQueue ``PREFIX-lq-NS``. Returns the LocalQueue."""
     rf, cq, lq = f"{prefix}-rf-{ns}", f"{prefix}-cq-{ns}", f"{prefix}-lq-{ns}"
     await e2e.apply(
@@ -83,7 +83,7 @@ async def sts_admits_group_that_fits(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "StatefulSet created", It "should admit group
     that fits"."""
     ns = "sts-e2e-fits"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     await e2e.create(serving("StatefulSet", "sts", ns, queue=lq, replicas=3))
     await _ready(e2e, "statefulset", "sts", ns, 3)
     sts = await e2e.must_get("statefulset", "sts", ns)
@@ -103,7 +103,7 @@ async def sts_pod_template_update(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "StatefulSet created", It "should allow to update
     the PodTemplate in StatefulSet"."""
     ns = "sts-e2e-update"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     await e2e.create(serving("StatefulSet", "sts", ns, queue=lq, replicas=3, image=OLD_IMAGE))
     await _ready(e2e, "statefulset", "sts", ns, 3)
     await e2e.kubectl.ok("set", "image", "statefulset/sts", f"c={IMAGE}", "-n", ns)
@@ -121,7 +121,7 @@ async def sts_scale_down_to_zero(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "StatefulSet created", It "should delete all pods
     on scale down to zero"."""
     ns = "sts-e2e-down"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     await e2e.create(serving("StatefulSet", "sts", ns, queue=lq, replicas=3))
     await _ready(e2e, "statefulset", "sts", ns, 3)
     workload = await _workload(e2e, "sts", ns)
@@ -135,7 +135,7 @@ async def sts_scale_up_from_zero(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "StatefulSet created", It "should create pods after
     scale up from zero"."""
     ns = "sts-e2e-up"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     await e2e.create(serving("StatefulSet", "sts", ns, queue=lq, replicas=0))
     await _scale(e2e, "statefulset", "sts", ns, 3)
     await _ready(e2e, "statefulset", "sts", ns, 3)
@@ -147,7 +147,7 @@ async def sts_scale_up_after_down_to_zero(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "StatefulSet created", It "should allow to scale up
     after scale down to zero"."""
     ns = "sts-e2e-down-up"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     await e2e.create(serving("StatefulSet", "sts", ns, queue=lq, replicas=3))
     await _ready(e2e, "statefulset", "sts", ns, 3)
     await _workload(e2e, "sts", ns)
@@ -164,7 +164,7 @@ async def sts_queue_name_change_when_not_ready(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "StatefulSet created", It "should allow to change
     queue name if ReadyReplicas=0"."""
     ns = "sts-e2e-queue"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     await e2e.create(serving("StatefulSet", "sts", ns, queue=f"{lq}-invalid", replicas=3))
     waiting = await _workload(e2e, "sts", ns)
     await _workload_is(
@@ -181,7 +181,7 @@ async def sts_queue_name_change_after_scale_up_from_zero(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "StatefulSet created", It "should allow to change
     queue name after scale up from zero (two-phase pattern)"."""
     ns = "sts-e2e-two-phase"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     invalid = f"{lq}-nonexistent"
     await e2e.create(serving("StatefulSet", "sts", ns, queue=invalid, replicas=0))
     await _scale(e2e, "statefulset", "sts", ns, 1)
@@ -214,7 +214,7 @@ async def sts_deleted_when_partially_ready(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "StatefulSet created", It "should delete all Pods
     if StatefulSet was deleted after being partially ready"."""
     ns = "sts-e2e-partial"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     await e2e.create(serving("StatefulSet", "sts", ns, queue=lq, replicas=3))
     workload = await _workload(e2e, "sts", ns)
     await _workload_is(e2e, workload, lambda w: is_true(w, "Admitted"), "the Workload admitted")
@@ -233,7 +233,7 @@ async def sts_preempts_low_priority(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "StatefulSet created with WorkloadPriorityClass",
     It "should preempt low-priority StatefulSet"."""
     ns = "sts-e2e-preempt"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     high, low = f"high-priority-{ns}", f"low-priority-{ns}"
     await e2e.apply(priority_class(high, 5000), priority_class(low, 1000))
     low_sts = serving("StatefulSet", "low-priority", ns, queue=lq, replicas=3, cpu="1")
@@ -264,7 +264,7 @@ async def sts_deactivated_workload_kept(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "Workload deactivated", It "shouldn't delete
     deactivated Workload"."""
     ns = "sts-e2e-deactivate"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     await e2e.create(serving("StatefulSet", "sts", ns, queue=lq, replicas=3))
     workload = await _workload(e2e, "sts", ns)
     workload = await _workload_is(e2e, workload, lambda w: is_true(w, "Admitted"), "the Workload admitted")
@@ -301,7 +301,7 @@ async def sts_on_hold_at_zero_cleared_on_scale_up(e2e: E2E) -> None:
     """statefulset_test.go, Describe "StatefulSet integration", When "StatefulSet scaling to zero with quota release",
     It "should set the workload OnHold on scale-to-zero and clear it on scale-up"."""
     ns = "sts-e2e-on-hold"
-    lq = await _queues(e2e, ns, "sts")
+    lq = await prefixed_queues(e2e, ns, "sts")
     await e2e.create(serving("StatefulSet", "sts", ns, queue=lq, replicas=2))
     await _ready(e2e, "statefulset", "sts", ns, 2)
     workload = await _workload(e2e, "sts", ns)
@@ -327,7 +327,7 @@ async def _deployment_workloads(e2e: E2E, ns: str) -> list[dict[str, Any]]:
 async def deployment_admits_workloads_that_fit(e2e: E2E) -> None:
     """deployment_test.go, Describe "Deployment", It "should admit workloads that fits"."""
     ns = "deployment-e2e-fits"
-    lq = await _queues(e2e, ns, "deployment")
+    lq = await prefixed_queues(e2e, ns, "deployment")
     await e2e.create(serving("Deployment", "deployment", ns, queue=lq, replicas=3))
     await _ready(e2e, "deployment", "deployment", ns, 3)
 
@@ -345,7 +345,7 @@ async def deployment_admitted_after_queue_name_change(e2e: E2E) -> None:
     """deployment_test.go, Describe "Deployment", It "should admit workloads after change queue-name if
     AvailableReplicas = 0"."""
     ns = "deployment-e2e-queue"
-    lq = await _queues(e2e, ns, "deployment")
+    lq = await prefixed_queues(e2e, ns, "deployment")
     await e2e.create(serving("Deployment", "deployment", ns, queue="invalid-queue-name", replicas=3))
     await e2e.wait(
         "deployment",
