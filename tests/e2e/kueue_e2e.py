@@ -157,9 +157,12 @@ def _ns(namespace: str | None) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def demo_system(run_dir: Path, *, feature_gates: str | None = None) -> AsyncIterator[E2E]:
-    """``kueue-es demo --keep --jobs 0`` in ``run_dir`` for the block, and :class:`E2E` on it; stopped after."""
-    demo = Demo(run_dir, jobs=0, feature_gates=feature_gates)
+async def demo_system(
+    run_dir: Path, *, feature_gates: str | None = None, config: Path | None = None
+) -> AsyncIterator[E2E]:
+    """``kueue-es demo --keep --jobs 0`` in ``run_dir`` for the block (``--feature-gates``, ``--config`` when
+    given), and :class:`E2E` on it; stopped after."""
+    demo = Demo(run_dir, jobs=0, feature_gates=feature_gates, config=config)
     try:
         kubectl = await demo.start()
         api = await kube.make_api_client(kubeconfig=run_dir / "kubeconfig")
