@@ -78,6 +78,7 @@ def targets_after(
     booked: Collection[tuple[str, dict[quota.FR, int]]],
     waiting: Sequence[Waiting] = (),
     topology_frs: frozenset[quota.FR] = frozenset(),
+    fitting_topology: bool = False,
 ) -> list[types.PreemptionTarget] | None:
     """:func:`recomputed_targets` on the cluster as it will be once the workloads ``gone`` are
     evicted, with the quota ``booked`` (ClusterQueue, usage) taken: Kueue's scheduler.go
@@ -89,14 +90,18 @@ def targets_after(
     ``ClusterState.deferred``), in order; each that fits on that cluster takes its quota first,
     as Kueue's scheduler adds a DeferredFit entry's usage to the cycle's snapshot (processEntry,
     ``cq.AddUsage``), so the later entry it overlaps with is searched with that quota taken
-    (preemptor logic 9; their TAS placement is not reserved). ``topology_frs`` as for
-    :func:`recomputed_targets`."""
+    (preemptor logic 9). ``fitting_topology`` (preemptor logic 19): each also takes the TAS domains
+    its placement on that cluster takes, as that usage is the entry's ``netUsage``, TAS included
+    (scheduler.go netUsage, flavorassigner.go ComputeTASNetUsage); without it (18 and earlier) a later
+    entry could be placed on the domains such a workload waits for. ``topology_frs`` as for
+    :func:`recomputed_targets`. Everything taken is given back before returning."""
     tree = search.tree
     for cq_name, taken in booked:
         tree.add_usage(cq_name, taken)
     removed = frozenset(gone)
     fits = None if topology_fits is None else (lambda more: topology_fits(more | removed))
     claimed: list[tuple[str, dict[quota.FR, int]]] = []
+    claimed_domains: list[tas_cycle.Usage] = []
     try:
         with search.without(sorted(gone)):
             for other, other_cq, requests in waiting:
@@ -105,10 +110,16 @@ def targets_after(
                     taken = assignment.usage()
                     tree.add_usage(other_cq.metadata.name, taken)
                     claimed.append((other_cq.metadata.name, taken))
+                    part: tas_cycle.TASPart | None = assignment.tas
+                    if fitting_topology and part is not None and part.placed is not None and part.placed.usage:
+                        search.tas.add(part.placed.usage)
+                        claimed_domains.append(part.placed.usage)
             if tree.fits(cq.metadata.name, usage) and (fits is None or fits(frozenset())):
                 return None
             return recomputed_targets(search, wl, cq, usage=usage, topology_fits=fits, topology_frs=topology_frs)
     finally:
+        for domains in reversed(claimed_domains):
+            search.tas.remove(domains)
         for cq_name, taken in [*claimed, *booked]:
             tree.remove_usage(cq_name, taken)
 

@@ -305,6 +305,18 @@ class CycleTopology:
                     if history is not None and history.owner == self.serial:
                         history.changes.append(frozenset(leaves))
 
+    def remove(self, usage: Usage) -> None:
+        """Stop counting ``usage`` that :meth:`add` counted: a claim held for one search only (the
+        domains of a workload the preemptor's batch leaves waiting for its evictions, DeferredFit,
+        :func:`kueue_es.scheduling.nominations.targets_after`). Done as an :meth:`add` of the negated
+        amounts, so the versions and change lists the placer's phase-1 cache reads stay in step."""
+        self.add(
+            {
+                flavor: {leaf: {res: -amount for res, amount in requests.items()} for leaf, requests in leaves.items()}
+                for flavor, leaves in usage.items()
+            }
+        )
+
     # --- placement ------------------------------------------------------------------------------
 
     def place(

@@ -28,8 +28,13 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 18
-"""18: resources.transformations multiply exact quantities and a negative output total counts as zero on its
+LOGIC_VERSION = 19
+"""19: the TAS domains of the batch's workloads that take quota without evicting anybody are booked too, as Kueue's
+scheduler adds such an entry's usage, TAS included, to its snapshot (scheduler.go processEntry cq.AddUsage, netUsage,
+flavorassigner.go ComputeTASNetUsage): a nomination that fits now books the domains it takes for the rest of the
+batch, and, searching overlapping targets again, each workload the admitter left waiting for the batch's
+preemptions (DeferredFit) that fits once they complete takes its domains for that search. 18 and earlier took their
+quota only, so a later nomination could be placed on those domains and evict too little. 18: resources.transformations multiply exact quantities and a negative output total counts as zero on its
 own, as the admitter's since its logic 38 (Kueue #12953, #14032; 17 and earlier applied them in whole amounts
 and summed the outputs into the requests). 17: with the feature gate PriorityBoost on, the kueue.x-k8s.io/priority-boost annotation adds to the effective
 priority of the preemptor and its candidates (policies and candidate order, Kueue's EffectivePriority); with
@@ -69,8 +74,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
-"""Logic versions :func:`decide_as` still re-runs: 17 and earlier applied resource transformations in whole
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
+"""Logic versions :func:`decide_as` still re-runs: 18 and earlier booked the quota of a nomination that fits now
+and of the waiting DeferredFit workloads but not their TAS domains (19 books both); 17 and earlier applied resource transformations in whole
 amounts (18 in exact quantities); 16 and earlier read neither PriorityBoost nor
 PrioritySortingWithinCohort (17 does); 15 and earlier read the workload-slice-replacement-for
 annotation only beside elastic-job: "true" (16 reads it alone); 14 and earlier ordered candidates by LocalQueue usage without
@@ -114,6 +120,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         replacement_annotation=True,
         ordering_gates=True,
         exact_transformations=True,
+        fitting_topology=True,
     )
 
 
@@ -126,7 +133,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 17 and earlier, resource transformations
+        """:func:`decide` as logic ``version`` decided: with 18 and earlier, the TAS domains of a nomination
+        that fits now and of the waiting DeferredFit workloads not booked; with 17 and earlier, resource transformations
         applied in whole amounts; with 16 and earlier, the gates PriorityBoost and
         PrioritySortingWithinCohort not read; with 15 and earlier, the replacement annotation read
         only beside elastic-job: "true"; with 14 and earlier, candidates ordered by LocalQueue
@@ -157,6 +165,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             replacement_annotation=version >= 16,
             ordering_gates=version >= 17,
             exact_transformations=version >= 18,
+            fitting_topology=version >= 19,
         )
 
     return decide_earlier
@@ -181,6 +190,7 @@ def _decide(
     replacement_annotation: bool,
     ordering_gates: bool,
     exact_transformations: bool,
+    fitting_topology: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -225,6 +235,7 @@ def _decide(
             tas_targets=tas_targets,
             topology_booked=tas_targets,
             replacement_annotation=replacement_annotation,
+            fitting_topology=fitting_topology,
         )
         if batch.recompute_overlapping and deferred_claims:
             batch.waiting = _waiting(state)
@@ -247,17 +258,20 @@ class _Batch:
     first (:func:`_waiting`), and a nomination answered as DeferredFit books its quota too.
     ``tas_targets`` (preemptor logic 12): the target searches take candidates using any FR of
     the nomination's TAS pod sets, not only those short of quota (:func:`nominations.topology_frs`);
-    ``topology_booked`` (preemptor logic 11): a nomination answered with targets, or as DeferredFit,
+    ``topology_booked`` (preemptor logic 12): a nomination answered with targets, or as DeferredFit,
     books the domains its TAS pod sets take for the rest of the batch (:func:`_book_topology`).
     ``replacement_annotation`` (preemptor logic 16): a nomination's ``workload-slice-replacement-for``
     annotation names the slice it replaces whatever ``elastic-job`` says, as Kueue's ReplacementForKey
-    (:func:`slices.replaced_slice`)."""
+    (:func:`slices.replaced_slice`). ``fitting_topology`` (preemptor logic 19): a nomination that fits
+    without evictions books its TAS domains (:func:`_book_topology`), and the ``waiting`` workloads take
+    theirs in the search again (:func:`nominations.targets_after`)."""
 
     recompute_overlapping: bool
     deferred_claims: bool = False
     tas_targets: bool = False
     topology_booked: bool = False
     replacement_annotation: bool = False
+    fitting_topology: bool = False
     evicting: set[str] = field(default_factory=set)
     booked: list[tuple[str, dict[quota.FR, int]]] = field(default_factory=list)
     waiting: list[nominations.Waiting] = field(default_factory=list)
@@ -328,6 +342,8 @@ def _answer_usage(
     topology_fits = nominations.topology_check(state, search, wl, nomination)
     if nominations.fits_without_preemption(tree, nomination, usage=usage, topology_fits=topology_fits):
         tree.add_usage(cq.metadata.name, usage)  # later nominations of this batch do not count on it
+        if batch.fitting_topology:  # nor on its domains: Kueue adds a fitting entry's TAS usage too
+            _book_topology(state, search, wl, nomination, removed=frozenset(), batch=batch)
         return [_with(issued, message="the nomination is no longer current: the workload fits without preemption")]
     frs = (
         nominations.topology_frs(state, wl, nomination)
@@ -354,6 +370,7 @@ def _answer_usage(
             booked=batch.booked,
             waiting=waiting,
             topology_frs=frs,
+            fitting_topology=batch.fitting_topology,
         )
         if again is None:
             if batch.deferred_claims:
@@ -400,7 +417,7 @@ def _book_topology(
     batch: _Batch,
 ) -> None:
     """Count, for the rest of the batch, the domains the nominated TAS pod sets take once the workloads
-    ``removed`` are gone (preemptor logic 11, ``batch.topology_booked``): Kueue's scheduler adds a
+    ``removed`` are gone (preemptor logic 12, ``batch.topology_booked``): Kueue's scheduler adds a
     preempting (or DeferredFit) entry's usage to its snapshot, its TAS usage included (scheduler.go
     processEntry ``cq.AddUsage``, netUsage), so a later nomination of the batch whose targets overlap
     is searched again without those domains, as the admitter reserves them (cycle.py ``_process``)."""
