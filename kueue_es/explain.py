@@ -318,7 +318,9 @@ def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *
         "owner": collector.owners.get(key, ""),
         "otherWorkloads": [k for k in collector.keys if k != key],
         "status": needed.status,
+        # the base priority (Kueue's spec.priority, the visibility API's) and the one the deciders used
         "priority": needed.priority if wl is not None else None,
+        "effectivePriority": needed.effective_priority if wl is not None else None,
         "story": [
             {
                 "seq": line.seq,
@@ -478,13 +480,20 @@ def _needs_json(needed: core.Needs) -> dict[str, Any]:
                         "potential": r.potential,
                         "borrowingLimit": r.borrowing_limit,
                         "preemptible": [
-                            {"workload": h.key, "priority": h.priority, "amount": h.amount} for h in r.preemptible
+                            {
+                                "workload": h.key,
+                                "priority": h.priority,
+                                "effectivePriority": h.effective_priority,
+                                "amount": h.amount,
+                            }
+                            for h in r.preemptible
                         ],
                         "reclaimable": [
                             {
                                 "workload": h.key,
                                 "clusterQueue": h.cluster_queue,
                                 "priority": h.priority,
+                                "effectivePriority": h.effective_priority,
                                 "amount": h.amount,
                                 "reason": h.reason,
                             }
@@ -509,7 +518,7 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
 
     console = _console()
     owner = f" (for {report['owner']})" if report["owner"] else ""
-    from kueue_es.scheduling.explain import DEACTIVATED, ON_HOLD
+    from kueue_es.scheduling.explain import DEACTIVATED, ON_HOLD, priority_text
 
     status = report["status"]
     if status == DEACTIVATED:  # Kueue's Evicted condition on it, not "pending"
@@ -518,6 +527,12 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
         status = f"{status} (QuotaReserved {report['needs']['reason']}: {report['needs']['message']})"
     console.print(Text(f"Workload {report['workload']}{owner}: {status}", style="bold"))
     console.print(Text(as_of, style="dim"))
+    base, effective = report["priority"], report["effectivePriority"]
+    if base is not None and effective is not None and base != effective:
+        # only then: the deciders order and preempt by the boosted priority, not spec.priority
+        console.print(
+            Text(f"{priority_text(base, effective)}: the effective priority the admitter and the preemptor use")
+        )
     if report["otherWorkloads"]:
         console.print(Text(f"earlier workloads of the same name: {', '.join(report['otherWorkloads'])}", style="dim"))
     table = Table(title="story", title_justify="left", show_lines=False, expand=False)

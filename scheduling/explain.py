@@ -24,6 +24,13 @@ Two parts, both pure (no I/O, no clock):
   (:func:`kueue_es.scheduling.queues.pod_set_requests`, SEMANTICS §2.3), the preemption policies from
   :func:`kueue_es.scheduling.preemption.satisfies` (Kueue's preemption_policy.go, §7.2).
 
+Priorities: a workload's ``priority`` is its base priority (``spec.priority`` or its
+WorkloadPriorityClass's value, what Kueue's visibility API shows); ``effective_priority`` the one the
+admitter and the preemptor decide with, the ``kueue.x-k8s.io/priority-boost`` annotation added under
+the feature gate PriorityBoost (Kueue's pkg/util/priority EffectivePriority). The rules here (who
+preemption could take) use the effective one, and the texts show both when they differ
+(:func:`priority_text`).
+
 Amounts are integers as the fold keeps them (CPU millicores, memory bytes); times ms since the epoch.
 """
 
@@ -37,7 +44,17 @@ from typing import Any
 from kueue_es.events import job_owners, manifests, models, tas, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections import quota
-from kueue_es.projections.cluster import ON_HOLD_MESSAGE, ON_HOLD_REASON, ClusterState, WorkloadState, priority_of
+from kueue_es.projections.cluster import (
+    ON_HOLD_MESSAGE,
+    ON_HOLD_REASON,
+    PRIORITY_BOOST_ANNOTATION,
+    PRIORITY_BOOST_GATE,
+    ClusterState,
+    WorkloadState,
+    effective_priority,
+    priority_of,
+    queue_order_ts,
+)
 from kueue_es.scheduling import dra, fairsharing, lifecycle, preemption, provisioning, queues, slices, visibility
 
 FINISH_OUTCOMES: dict[str, str] = {
@@ -222,15 +239,21 @@ class StoryCollector:
                 self.owners[key] = f"{job.kind} {job.name}"
             self.lines.setdefault(key, [])
             owner = f" for {job.kind} {meta.namespace}/{job.name}" if job is not None else ""
+            base, effective = priority_of(wl, before), effective_priority(wl, before)
             self.lines[key].append(
                 StoryLine(
                     seq=seq,
                     time_ms=meta.creation_timestamp_ms or self.now_ms,
                     what="submitted",
-                    text=f"Workload {key}{owner} to LocalQueue {wl.spec.queue_name}, priority"
-                    f" {priority_of(wl, before)}: {shape(wl)}",
+                    text=f"Workload {key}{owner} to LocalQueue {wl.spec.queue_name},"
+                    f" {priority_text(base, effective)}: {shape(wl)}",
                     approximate=not meta.creation_timestamp_ms,
-                    detail={"localQueue": wl.spec.queue_name, "priority": priority_of(wl, before), "shape": shape(wl)},
+                    detail={
+                        "localQueue": wl.spec.queue_name,
+                        "priority": base,
+                        "effectivePriority": effective,
+                        "shape": shape(wl),
+                    },
                 )
             )
             return
@@ -243,6 +266,7 @@ class StoryCollector:
             changes.append(f"LocalQueue {old.queue_name} -> {new.queue_name}")
         if old.priority != new.priority or old.priority_class_ref != new.priority_class_ref:
             changes.append(f"priority {priority_of(known.workload, before)} -> {priority_of(wl, before)}")
+        changes.extend(_boost_change(known.workload, wl, before))
         if old.pod_sets != new.pod_sets:
             changes.append(f"pod sets now {shape(wl)}")
         if changes:
@@ -462,19 +486,48 @@ def _usage(assignments: list[types.PodSetAssignment]) -> str:
     return ", ".join(f"{r} {format_amount(r, v)}" for r, v in sorted(total.items()))
 
 
+def priority_text(base: int, effective: int) -> str:
+    """A workload's priority as the texts give it: ``priority 5``, or, when its priority boost (gate
+    PriorityBoost) moves the effective priority the deciders use away from the base one, that first
+    and both parts: ``priority 105 (5, boost +100)``."""
+    if effective == base:
+        return f"priority {base}"
+    return f"priority {effective} ({base}, boost {effective - base:+d})"
+
+
+def _boost_change(old: models.Workload, new: models.Workload, before: ClusterState) -> list[str]:
+    """The story's words for a change of the ``kueue.x-k8s.io/priority-boost`` annotation from ``old`` to
+    ``new`` ([] when it did not change): the effective priority before and after while the gate
+    PriorityBoost is on (Kueue requeues the workload, cluster_queue.go priorityBoostAnnotationChanged),
+    else that the boost does not count."""
+    was = old.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION, "")
+    now = new.metadata.annotations.get(PRIORITY_BOOST_ANNOTATION, "")
+    if was == now:
+        return []
+    if not before.configuration.feature_gates.get(PRIORITY_BOOST_GATE, False):
+        return [
+            f"priority-boost annotation {was or '(none)'} -> {now or '(none)'} (not counted: gate PriorityBoost off)"
+        ]
+    was_effective, now_effective = effective_priority(old, before), effective_priority(new, before)
+    was_boost, now_boost = was_effective - priority_of(old, before), now_effective - priority_of(new, before)
+    return [f"priority boost {was_boost:+d} -> {now_boost:+d}: effective priority {was_effective} -> {now_effective}"]
+
+
 # --- what it would take ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
 class Holder:
-    """A workload holding quota that preemption or reclaim could take: its key, ClusterQueue, priority
-    and the amount of the resource in question it holds."""
+    """A workload holding quota that preemption or reclaim could take: its key, ClusterQueue, base and
+    effective priority (the one preemption compares, its priority boost included) and the amount of
+    the resource in question it holds."""
 
     key: str
     cluster_queue: str
     priority: int
     amount: int
     reason: str = ""  # the preemption reason Kueue would give (InCohortReclamation...), for reclaim
+    effective_priority: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -543,8 +596,9 @@ class FlavorNeed:
 @dataclass(frozen=True, kw_only=True)
 class Needs:
     """What a workload waits for: ``state`` (pending, admitted, quota reserved, finished, deleted, unknown),
-    its ClusterQueue, cohort, queueing strategy and policies, the admitter's last message, the blockers that
-    are not quota (``blocked``), and per resource group the flavors in order (``groups``)."""
+    its ClusterQueue, cohort, queueing strategy and policies, its base and effective priority, the admitter's
+    last message, the blockers that are not quota (``blocked``), and per resource group the flavors in order
+    (``groups``)."""
 
     key: str
     status: str
@@ -556,7 +610,8 @@ class Needs:
     borrow_within_cohort: str = ""
     max_priority_threshold: int | None = None
     fair_sharing: tuple[str, ...] = ()  # the fair-sharing preemption strategies; () classical preemption
-    priority: int = 0
+    priority: int = 0  # the base priority (spec.priority, or its WorkloadPriorityClass's value)
+    effective_priority: int = 0  # the deciders' (with the priority boost, gate PriorityBoost)
     message: str = ""
     reason: str = ""
     blocked: tuple[str, ...] = ()
@@ -608,7 +663,9 @@ def _need_sentences(r: ResourceNeed, *, cq: str, cohort: str, policies: Needs) -
         lines.append(f"  borrowing: {cq} is in no cohort")
     if r.preemptible:
         held = sum(h.amount for h in r.preemptible)
-        names = ", ".join(f"{h.key} (priority {h.priority}, {fmt(h.amount)})" for h in r.preemptible)
+        names = ", ".join(
+            f"{h.key} ({priority_text(h.priority, h.effective_priority)}, {fmt(h.amount)})" for h in r.preemptible
+        )
         lines.append(
             f"  preemption: lower-priority workloads in {cq} hold {fmt(held)} {r.resource} that preemption could"
             f" take ({policies.within_cluster_queue}): {names}"
@@ -662,7 +719,7 @@ def _borrow_policy(policies: Needs) -> str:
         return "borrowWithinCohort: Never"
     limit = policies.max_priority_threshold
     bound = f" and at most {limit}" if limit is not None else ""
-    return f"borrowWithinCohort: LowerPriority, priority below {policies.priority}{bound}"
+    return f"borrowWithinCohort: LowerPriority, priority below {policies.effective_priority}{bound}"
 
 
 def _share(value: fairsharing.Share) -> str:
@@ -764,6 +821,7 @@ def needs(
             key=key,
             status=ON_HOLD,
             priority=priority_of(wl.workload, state),
+            effective_priority=effective_priority(wl.workload, state),
             reason=ON_HOLD_REASON,
             message=wl.workload.on_hold or ON_HOLD_MESSAGE,
             blocked=(f"on hold: {wl.workload.on_hold or ON_HOLD_MESSAGE}",),
@@ -780,11 +838,12 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
     key = wl.key
     lq_key = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
     lq = state.local_queues.get(lq_key)
-    priority = priority_of(wl.workload, state)
+    # both priorities: the rules below compare the effective one, as the deciders do (PriorityBoost)
+    base, effective = priority_of(wl.workload, state), effective_priority(wl.workload, state)
     if wl.reservation is not None:
         cq_name = wl.reservation.cluster_queue
         if wl.admitted:
-            return Needs(key=key, status="admitted", cluster_queue=cq_name, priority=priority)
+            return Needs(key=key, status="admitted", cluster_queue=cq_name, priority=base, effective_priority=effective)
         cq_obj = state.cluster_queues.get(cq_name)
         blocked: list[str] = []
         if cq_obj is not None:
@@ -793,7 +852,14 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
             if waiting:
                 states = ", ".join(f"{c} ({wl.checks[c].state if c in wl.checks else 'no state yet'})" for c in waiting)
                 blocked.append(f"quota reserved; waits for admission checks {states}")
-        return Needs(key=key, status="quota reserved", cluster_queue=cq_name, priority=priority, blocked=tuple(blocked))
+        return Needs(
+            key=key,
+            status="quota reserved",
+            cluster_queue=cq_name,
+            blocked=tuple(blocked),
+            priority=base,
+            effective_priority=effective,
+        )
     blocked = []
     if not wl.active:
         blocked.append(f"inactive: spec.active is false{f' ({wl.deactivated})' if wl.deactivated else ''}")
@@ -801,7 +867,14 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
         blocked.append(f"in backoff after an eviction until {wl.requeue_at_ms} ms (requeue count {wl.requeue_count})")
     if lq is None:
         blocked.append(f"LocalQueue {lq_key[0]}/{lq_key[1]} does not exist")
-        return Needs(key=key, status="pending", priority=priority, blocked=tuple(blocked), message=wl.pending_message)
+        return Needs(
+            key=key,
+            status="pending",
+            blocked=tuple(blocked),
+            message=wl.pending_message,
+            priority=base,
+            effective_priority=effective,
+        )
     if lq.spec.stop_policy != "None":
         blocked.append(f"LocalQueue {lq_key[0]}/{lq_key[1]} is stopped (stopPolicy {lq.spec.stop_policy})")
     cq_name = lq.spec.cluster_queue
@@ -812,9 +885,10 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
             key=key,
             status="pending",
             cluster_queue=cq_name,
-            priority=priority,
             blocked=tuple(blocked),
             message=wl.pending_message,
+            priority=base,
+            effective_priority=effective,
         )
     if cq.spec.stop_policy != "None":
         blocked.append(f"ClusterQueue {cq_name} is stopped (stopPolicy {cq.spec.stop_policy})")
@@ -846,8 +920,13 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
         if resource not in covered and asks[resource] > 0:
             blocked.append(f"{resource}: {cq_name} has no quota for it (no resource group covers it)")
     pool = preemption.CandidatePool(state, now_ms=now_ms, afs_pending=True)
-    preemptor = preemption.Preemptor(
-        key=key, cq=cq, priority=priority, queue_ts_ms=wl.queue_ts_ms, usage={}, frs_need=frozenset()
+    preemptor = preemption.Preemptor(  # as the deciders' search makes it (search.Search.preemptor)
+        key=key,
+        cq=cq,
+        priority=effective,
+        queue_ts_ms=queue_order_ts(wl, state.configuration),
+        usage={},
+        frs_need=frozenset(),
     )
     fair = state.configuration.fair_sharing
     strategies = tuple(fair.preemption_strategies or fairsharing.DEFAULT_STRATEGIES) if fair is not None else ()
@@ -886,12 +965,13 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
         borrow_within_cohort=cq.spec.preemption.borrow_within_cohort.policy,
         max_priority_threshold=cq.spec.preemption.borrow_within_cohort.max_priority_threshold,
         fair_sharing=strategies,
-        priority=priority,
         message=wl.pending_message,
         reason=wl.pending_reason,
         blocked=tuple(blocked),
         groups=tuple(groups),
         nominated=victims,
+        priority=base,
+        effective_priority=effective,
     )
 
 
@@ -934,9 +1014,7 @@ def _resource_need(
             for candidate in pool.of(cq_name):
                 held = candidate.usage.get(fr, 0)
                 if held > 0 and not candidate.evicted and preemption.satisfies(policy, preemptor, candidate):
-                    preemptible.append(
-                        Holder(key=candidate.key, cluster_queue=cq_name, priority=candidate.priority, amount=held)
-                    )
+                    preemptible.append(_holder(state, candidate, cq_name, held))
         reclaim = cq.spec.preemption.reclaim_within_cohort
         if reclaim != "Never" and node.parent is not None:
             # the preemptor as the search sees it when this flavor needs preemption for this resource
@@ -968,13 +1046,7 @@ def _resource_need(
                     held_by_borrower += held
                     if candidate.key in considered:
                         reclaimable.append(
-                            Holder(
-                                key=candidate.key,
-                                cluster_queue=other_name,
-                                priority=candidate.priority,
-                                amount=held,
-                                reason=considered[candidate.key],
-                            )
+                            _holder(state, candidate, other_name, held, reason=considered[candidate.key])
                         )
                         taken += held
                 reclaim_amount += min(over, taken)
@@ -990,12 +1062,26 @@ def _resource_need(
         lendable=max(0, available - free_nominal),
         potential=potential,
         borrowing_limit=limits.borrowing_limit,
-        preemptible=tuple(sorted(preemptible, key=lambda h: (h.priority, h.key))),
+        preemptible=tuple(sorted(preemptible, key=lambda h: (h.effective_priority, h.key))),
         reclaimable=tuple(sorted(reclaimable, key=lambda h: (h.cluster_queue, h.key))),
         reclaim_amount=reclaim_amount,
         borrowers_hold=borrowers_hold,
         borrows_to_fit=borrows_to_fit,
         fair=fair,
+    )
+
+
+def _holder(
+    state: ClusterState, candidate: preemption.Candidate, cluster_queue: str, amount: int, *, reason: str = ""
+) -> Holder:
+    """A candidate as a :class:`Holder`: the pool's priority is the effective one (the rules compare it)."""
+    return Holder(
+        key=candidate.key,
+        cluster_queue=cluster_queue,
+        priority=priority_of(candidate.workload.workload, state),
+        amount=amount,
+        reason=reason,
+        effective_priority=candidate.priority,
     )
 
 
