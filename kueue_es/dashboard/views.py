@@ -152,14 +152,26 @@ def cohort_tree(state: ClusterState, queues: dict[str, dict[str, Any]]) -> list[
     return [build(root, frozenset({root})) for root in roots]
 
 
+def _effective_priority(state: ClusterState, namespace: str, item: dict[str, Any]) -> int:
+    """The effective priority of a visibility API item (the API shows the base one, as Kueue's): the
+    workload's in ``state``, the item's own priority for one the fold does not hold."""
+    from kueue_es.projections.cluster import effective_priority
+
+    wl = state.workloads.get(f"{namespace}/{item['metadata']['name']}")
+    return effective_priority(wl.workload, state) if wl is not None else int(item.get("priority", 0))
+
+
 def overview(state: ClusterState, *, now_ms: int) -> dict[str, Any]:
     """Everything the main page shows, as of ``state`` at ``now_ms`` (ms since the epoch, the visibility
     order's clock): ``clusterQueues`` (name, cohort, strategy, stop policy, counts, ``quota``:
     :func:`quota_rows`), ``cohorts`` (:func:`cohort_tree`), ``standaloneClusterQueues``, ``localQueues``
     (namespace, name, ClusterQueue, ``pending``: the visibility API's items, ``admitted``) and
-    ``workloads`` (kueuectl's list columns plus ``key``, ``jobKey`` and the ``reason`` it waits)."""
+    ``workloads`` (kueuectl's list columns plus ``key``, ``jobKey`` and the ``reason`` it waits). Each
+    pending item and workload carries its base ``priority`` (``spec.priority`` or its class's value, what
+    the visibility API shows) and its ``effectivePriority``, the one the deciders order and preempt by
+    (the priority boost added under the gate PriorityBoost)."""
     from kueue_es import explain
-    from kueue_es.projections.cluster import priority_of
+    from kueue_es.projections.cluster import effective_priority, priority_of
     from kueue_es.services.visibility import api
 
     lent = lent_amounts(state)
@@ -190,6 +202,7 @@ def overview(state: ClusterState, *, now_ms: int) -> dict[str, Any]:
                     {
                         "name": item["metadata"]["name"],
                         "priority": item.get("priority", 0),
+                        "effectivePriority": _effective_priority(state, ns, item),
                         "positionInLocalQueue": item.get("positionInLocalQueue"),
                         "positionInClusterQueue": item.get("positionInClusterQueue"),
                     }
@@ -222,6 +235,7 @@ def overview(state: ClusterState, *, now_ms: int) -> dict[str, Any]:
                 "status": row["STATUS"],
                 "positionInLocalQueue": row["POSITION IN QUEUE"] if row["POSITION IN QUEUE"] != "" else None,
                 "priority": priority_of(wl.workload, state),
+                "effectivePriority": effective_priority(wl.workload, state),
                 "age": row["AGE"],
                 "reason": wl.pending_reason if waiting else "",
                 "message": wl.pending_message if waiting else "",

@@ -125,7 +125,9 @@ def test_local_queues_list_pending_workloads_with_their_positions_and_reasons() 
     body = views.overview(recorded.log.state, now_ms=NOW)
     [lq] = body["localQueues"]
     assert (lq["namespace"], lq["name"], lq["clusterQueue"], lq["admitted"]) == ("default", "lq", "a", 1)
-    assert lq["pending"] == [{"name": "huge", "priority": 0, "positionInLocalQueue": 0, "positionInClusterQueue": 0}]
+    assert lq["pending"] == [
+        {"name": "huge", "priority": 0, "effectivePriority": 0, "positionInLocalQueue": 0, "positionInClusterQueue": 0}
+    ]
     workloads = {w["key"]: w for w in body["workloads"]}
     assert workloads["default/big"]["status"] == "ADMITTED" and workloads["default/big"]["message"] == ""
     huge = workloads["default/huge"]

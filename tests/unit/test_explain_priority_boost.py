@@ -1,4 +1,4 @@
-"""``explain`` uses the priority the deciders use: the effective one, with the
+"""``explain`` and the dashboard use the priority the deciders use: the effective one, with the
 ``kueue.x-k8s.io/priority-boost`` annotation added under the feature gate PriorityBoost (Kueue's
 pkg/util/priority/priority.go EffectivePriority; the preemption policies compare it,
 pkg/scheduler/preemption/common/preemption_policy.go), and show the base one beside it when they differ.
@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kueue_es import cli
+from kueue_es.dashboard import views
 from kueue_es.events import models, types
 from kueue_es.scheduling import explain as core
 from tests.builders import flavor, local_queue, workload
@@ -125,6 +126,18 @@ def test_without_the_gate_the_boost_counts_nowhere(capsys: pytest.CaptureFixture
     submitted, updated = report["story"][0], report["story"][-1]
     assert "to LocalQueue lq, priority 0:" in submitted["text"]
     assert updated["text"] == "priority-boost annotation 100 -> 150 (not counted: gate PriorityBoost off)"
+
+
+def test_the_dashboard_gives_the_effective_priority_of_workloads_and_pending_items() -> None:
+    log = _log()
+    overview = views.overview(log.state, now_ms=log.clock)
+    rows = {w["name"]: (w["priority"], w["effectivePriority"]) for w in overview["workloads"]}
+    assert rows == {"mid": (10, 10), "lifted": (5, 25), "low": (0, 100)}
+    [lq] = overview["localQueues"]
+    # the visibility API's priority stays the base one, as Kueue's
+    assert lq["pending"] == [
+        {"name": "low", "priority": 0, "effectivePriority": 100, "positionInLocalQueue": 0, "positionInClusterQueue": 0}
+    ]
 
 
 def test_list_positions_follow_the_effective_priority(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

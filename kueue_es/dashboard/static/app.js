@@ -94,6 +94,15 @@ function renderCohorts(body) {
   $("cohort-tree").replaceChildren(tree);
 }
 
+// The priority the admitter and the preemptor use, and the base one beside it when a priority boost
+// (gate PriorityBoost) makes them differ: "105 (5, boost +100)".
+function priorityText(w) {
+  const effective = w.effectivePriority ?? w.priority;
+  if (effective === w.priority) return String(w.priority);
+  const boost = effective - w.priority;
+  return `${effective} (${w.priority}, boost ${boost > 0 ? "+" : ""}${boost})`;
+}
+
 function workloadLink(namespace, name, text) {
   return el("a", { href: `/workloads/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`, text: text || name });
 }
@@ -107,7 +116,7 @@ function renderLocalQueues(queues) {
       "data-testid": "pending-workload", "data-name": `${lq.namespace}/${p.name}` },
       workloadLink(lq.namespace, p.name),
       el("span", { class: "muted", text: ` position ${p.positionInLocalQueue} in LocalQueue, ${p.positionInClusterQueue}` +
-        ` in ClusterQueue, priority ${p.priority}` })))) : null)));
+        ` in ClusterQueue, priority ${priorityText(p)}` })))) : null)));
 }
 
 function renderWorkloads(rows) {
@@ -120,7 +129,7 @@ function renderWorkloads(rows) {
     el("td", { text: w.clusterQueue }),
     el("td", { "data-testid": "workload-row-status", class: `status-${w.status}`, text: w.status }),
     el("td", { text: w.positionInLocalQueue === null ? "" : String(w.positionInLocalQueue) }),
-    el("td", { text: w.priority === null ? "" : String(w.priority) }),
+    el("td", { text: w.priority === null ? "" : priorityText(w) }),
     el("td", { text: w.age }),
     el("td", { "data-testid": "workload-row-reason", text: w.message }))));
 }
