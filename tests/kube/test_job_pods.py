@@ -107,8 +107,8 @@ async def test_a_running_job_has_parallelism_pods_that_succeed_before_it_complet
     controller owner reference; they run and are Ready while the Job counts them active and ready, then
     succeed (containers terminated, reason Completed) and the Job is Complete with as many succeeded."""
     created = await client.create_object(
-        api, resources.JOBS, namespace="default", body=job("sample", parallelism=3, completions=3)
-    )
+        api, resources.JOBS, namespace="default", body=job("sample", duration=6, parallelism=3, completions=3)
+    )  # 6 s: the checks of the running pods (three kubectl runs) must fit in the run on a loaded machine
     uid = created["metadata"]["uid"]
 
     async def running() -> list[dict[str, Any]] | None:
