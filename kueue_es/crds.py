@@ -147,6 +147,16 @@ def _non_negative(value: Any, _old: Any = None) -> bool:
     return not _is_quantity(value) or quantities.parse_decimal(value) >= 0
 
 
+def _weight_not_collapsed(fair_sharing: Any, _old: Any = None) -> bool:
+    # A weight in (0, 1n] collapses to zero where Kueue divides by it (a share of
+    # usage/weight), so its webhook refuses it (kueue#6986); 0 itself is a valid weight.
+    weight = fair_sharing.get("weight") if isinstance(fair_sharing, dict) else None
+    if weight is None or not _is_quantity(weight):
+        return True
+    value = quantities.parse_decimal(weight)
+    return value <= 0 or value > quantities.parse_decimal("1n")
+
+
 def _quotas(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [
         quota
@@ -206,6 +216,13 @@ _NON_NEGATIVE = Rule(
     _non_negative,
     source="Kueue pkg/webhooks/clusterqueue_webhook.go validateResourceQuantity, common.go validateFairSharing",
 )
+_WEIGHT_NOT_COLLAPSED = Rule(
+    "!has(self.weight) || !isQuantity(string(self.weight)) || quantity(string(self.weight)).sign() <= 0"
+    " || quantity(string(self.weight)).compareTo(quantity('1n')) > 0",
+    "When not 0, weight must be > 10e-9",
+    _weight_not_collapsed,
+    source="Kueue pkg/webhooks/common.go validateFairSharing (ClusterQueue and Cohort webhooks; kueue#6986)",
+)
 _IMMUTABLE = Rule(
     "self == oldSelf",
     "field is immutable",
@@ -223,6 +240,9 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
     ("ResourceQuota", "borrowingLimit"): (_NON_NEGATIVE,),
     ("ResourceQuota", "lendingLimit"): (_NON_NEGATIVE,),
     ("FairSharing", "weight"): (_NON_NEGATIVE,),
+    # Kueue's ClusterQueue and Cohort webhooks only: a LocalQueue's weight has no such bound.
+    ("ClusterQueueSpec", "fairSharing"): (_WEIGHT_NOT_COLLAPSED,),
+    ("CohortSpec", "fairSharing"): (_WEIGHT_NOT_COLLAPSED,),
     ("ResourceGroup", ""): (
         Rule(
             "self.flavors.all(x, size(x.resources) == size(self.coveredResources))",

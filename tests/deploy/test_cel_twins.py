@@ -122,6 +122,9 @@ OBJECTS = [
         },
     ),
     obj("ClusterQueue", {"preemption": {"borrowWithinCohort": {"policy": "LowerPriority"}}}),
+    obj("ClusterQueue", {"fairSharing": {"weight": "1n"}}),
+    obj("Cohort", {"fairSharing": {"weight": "0.0000000001"}}),
+    obj("Cohort", {"fairSharing": {"weight": "2n"}}),
     obj(
         "Cohort",
         {"resourceGroups": [rg({"name": "cpu", "nominalQuota": "1", "lendingLimit": "2", "borrowingLimit": "1"})]},

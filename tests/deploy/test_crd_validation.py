@@ -176,6 +176,28 @@ def test_transition_rules_need_the_old_object() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("kind", "weight", "refused"),
+    [
+        ("ClusterQueue", "1n", True),
+        ("ClusterQueue", "0.0000000001", True),
+        ("Cohort", "1n", True),
+        ("ClusterQueue", "0", False),
+        ("ClusterQueue", "2n", False),
+        ("Cohort", "1u", False),
+        # Kueue's LocalQueue webhook has no such bound (validateFairSharing: ClusterQueue and Cohort)
+        ("LocalQueue", "1n", False),
+    ],
+)
+def test_fair_sharing_weight_that_would_collapse_is_refused(kind: str, weight: str, refused: bool) -> None:
+    """kueue#6986: a weight in (0, 10^-9] loses its precision where Kueue divides by it, so the
+    ClusterQueue and Cohort webhooks refuse it (pkg/webhooks/common.go validateFairSharing)."""
+    obj = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, "metadata": {"name": "x", "namespace": "default"}}
+    obj["spec"] = {"fairSharing": {"weight": weight}, **({"clusterQueue": "cq"} if kind == "LocalQueue" else {})}
+    want = ['spec.fairSharing: Invalid value: "object": When not 0, weight must be > 10e-9'] if refused else []
+    assert [str(c) for c in validation.validate(obj)] == want
+
+
 def test_a_valid_queue_passes_and_unknown_fields_are_named() -> None:
     cq = cluster_queue(namespaceSelector={}, resourceGroups=[group({"name": "cpu", "nominalQuota": "9"})])
     assert validation.validate(cq) == []
