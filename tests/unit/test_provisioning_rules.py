@@ -144,6 +144,11 @@ def test_failed_retries_with_backoff_then_rejects() -> None:
     assert rules.attempt_to_create(reset, wl, cfg, failed1) == 2
     second = rules.next_entry(reset, wl, cfg, request("job-a-1-prov-2", ("Failed", "no")))
     assert (second["state"], second["requeueAfterSeconds"]) == ("Retry", 120)
+    # kueue#6322: after the second failed attempt the third request is created too
+    reset2 = {**reset, "retryCount": 2, "requeueAfterSeconds": 120}
+    failed2 = request("job-a-1-prov-2", ("Failed", "no"))
+    assert rules.next_entry(reset2, wl, cfg, failed2)["state"] == "Pending"
+    assert rules.attempt_to_create(reset2, wl, cfg, failed2) == 3
     third = rules.next_entry({**reset, "retryCount": 2}, wl, cfg, request("job-a-1-prov-3", ("Failed", "no")))
     assert (third["state"], third["message"]) == ("Rejected", "no")
 
