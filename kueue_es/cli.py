@@ -509,6 +509,12 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     hooks.add_argument("-o", "--output", type=Path, default=None, help="write them to this file")
     hooks.add_argument("--check", action="store_true", help="with -o: exit 1 if the file is not up to date")
     hooks.set_defaults(run=_run_deploy_webhooks)
+    roles = deploy_sub.add_parser(
+        "roles", help="Kueue's user-facing ClusterRoles (kueue-batch-admin-role, kueue-batch-user-role, ...)"
+    )
+    roles.add_argument("-o", "--output", type=Path, default=None, help="write them to this file")
+    roles.add_argument("--check", action="store_true", help="with -o: exit 1 if the file is not up to date")
+    roles.set_defaults(run=_run_deploy_roles)
     return parser
 
 
@@ -925,16 +931,26 @@ def _run_asyncapi(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_deploy_roles(args: argparse.Namespace) -> int:
+    from kueue_es import user_roles
+
+    return _write_generated(args, user_roles.render(), "roles")
+
+
 def _run_deploy_webhooks(args: argparse.Namespace) -> int:
     from kueue_es.services.webhook import manifests
 
-    text = manifests.render()
+    return _write_generated(args, manifests.render(), "webhooks")
+
+
+def _write_generated(args: argparse.Namespace, text: str, what: str) -> int:
+    """Print ``text``, or write it to ``args.output`` (``--check``: exit 1 when the file differs)."""
     if args.output is None:
         print(text, end="")
         return 0
     if args.check:
         if not args.output.is_file() or args.output.read_text() != text:
-            print(f"{args.output} is not up to date: run kueue-es deploy webhooks -o {args.output}", file=sys.stderr)
+            print(f"{args.output} is not up to date: run kueue-es deploy {what} -o {args.output}", file=sys.stderr)
             return 1
         return 0
     args.output.write_text(text)

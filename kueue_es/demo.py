@@ -28,7 +28,7 @@ from typing import Any
 
 from rich.console import Console
 
-from kueue_es import current, deciders, timeline
+from kueue_es import current, deciders, timeline, user_roles
 from kueue_es.events import codec, models, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
@@ -238,6 +238,7 @@ async def run_demo(
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
         if crds:
             emulator.install_crds(crds)
+        emulator.put_objects(user_roles.cluster_roles())  # Kueue's installation creates them (docs/rbac.md)
         await nats_bus.ensure_log_stream(server.url, credentials=auth.credentials("admin"))
         supervisor = Supervisor(
             nats_url=server.url,

@@ -895,6 +895,7 @@ async def run_up(args: argparse.Namespace) -> int:
     """
     from rich.console import Console
 
+    from kueue_es import user_roles
     from kueue_es.events.bus import nats as nats_bus
     from kueue_es.services.kube import client as kube
     from kueue_es.services.runtime import cancel_and_wait, configure_logging
@@ -950,6 +951,7 @@ async def run_up(args: argparse.Namespace) -> int:
         if args.emulator:
             emulator = await stack.enter_async_context(serve_emulator(**emulator_webhook_options(args)))
             emulator.install_crds(getattr(args, "crd_documents", None) or [])
+            emulator.put_objects(user_roles.cluster_roles())  # as Kueue's installation (docs/rbac.md)
             kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
             kube_args = ["--kube-server", emulator.url] + kube_args
             console.print(f"emulated cluster: kubeconfig {run_dir / 'kubeconfig'}", highlight=False)

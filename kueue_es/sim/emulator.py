@@ -98,6 +98,7 @@ from kueue_es.sim import (
     openapi,
     patches,
     protobuf,
+    rbac,
     reviews,
     selectors,
     store,
@@ -146,6 +147,7 @@ class _ApiCall:
     body: bytes
     accept: str = ""
     user_agent: str = ""
+    user: rbac.User | None = None  # an impersonated user (kubectl --as); None: the administrator
 
     @property
     def dry_run(self) -> bool:
@@ -282,13 +284,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             *resources.RESOURCES.values(),
             *aggregator.KINDS,
             *reviews.KINDS,
-            *reviews.RBAC_KINDS,
+            *rbac.KINDS,
             *flowcontrol.KINDS,
             *self.extra_resources,
         ):
             self.register_resource(ref)
         self.register_resource(custom_resources.CRDS)
         self._store.create_system_priority_classes()
+        for obj in rbac.bootstrap_objects():  # what kube-apiserver's RBAC bootstrap policy creates at start
+            self.put_objects([obj])
         self._placeholders = {
             (ref.group, ref.version, ref.plural): ref
             for ref in self._refs.values()
@@ -369,6 +373,23 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 return found[0] if found else None
         return None
 
+    def aggregate_cluster_roles(self) -> None:
+        """Write into every ClusterRole with an ``aggregationRule`` the rules of the ClusterRoles it selects,
+        as Kubernetes' clusterrole-aggregation controller does (run after any ClusterRole write here)."""
+        stored = self._store.select(rbac.CLUSTER_ROLES)
+        for role in stored:
+            if not (role.get("aggregationRule") or {}).get("clusterRoleSelectors"):
+                continue
+            rules = rbac.aggregated_rules({**role, "rules": []}, stored)
+            if rules != (role.get("rules") or []):
+                self._store.update(
+                    rbac.CLUSTER_ROLES,
+                    namespace=None,
+                    name=role["metadata"]["name"],
+                    subresource=None,
+                    change=functools.partial(_with_rules, rules),
+                )
+
     def put_objects(self, objects: list[dict[str, Any]]) -> None:
         """Store ``objects`` (of registered kinds) as they are, replacing any of the same name: how ``up
         --emulator`` and ``demo`` register the visibility server (:func:`aggregator.visibility_objects`).
@@ -382,6 +403,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             with contextlib.suppress(store.StoreError):
                 self._store.delete(ref, namespace=namespace, name=metadata["name"], preconditions=None, dry_run=False)
             self._store.create(ref, namespace=namespace, body=copy.deepcopy(obj))
+        if any(obj.get("kind") == "ClusterRole" for obj in objects):
+            self.aggregate_cluster_roles()
 
     def reset_history(self) -> None:
         """Forget all watch history and end open watches.
@@ -402,7 +425,17 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         """Serve discovery, OpenAPI and registered kinds directly; leave unknown paths and reactions to kmock.
-        A group and version an APIService points elsewhere goes to its backend (:mod:`.aggregator`)."""
+        A group and version an APIService points elsewhere goes to its backend (:mod:`.aggregator`).
+        A request impersonating a user (kubectl ``--as``) is first authorized by RBAC (:mod:`.rbac`): 403
+        Forbidden as kube-apiserver's when no role allows it."""
+        user = rbac.impersonated(raw_request.headers)
+        if user is not None:
+            attrs = rbac.request_attributes(raw_request.method, raw_request.path, raw_request.query)
+            if not rbac.Authorizer(self._store.select).allows(user, attrs):
+                message, details = rbac.forbidden(user, attrs)
+                return await self._render_error(
+                    kmock.KubernetesError(status=403, reason="Forbidden", message=message, details=details)
+                )
         if (target := self._aggregated(raw_request.path)) is not None:
             try:
                 url, tls = aggregator.backend(self._get_object, target)
@@ -433,6 +466,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             accept=raw_request.headers.get("Accept", ""),
             user_agent=raw_request.headers.get("User-Agent", ""),
         )
+        if call is not None and user is not None:
+            call = dataclasses.replace(call, user=user)
         # kmock 0.8 cannot parse Namespace URLs (/api/v1/namespaces raises), so those never go to reactions.
         if call is None or (self._has_user_reactions() and call.ref != resources.NAMESPACES):
             return await super().__call__(raw_request)
@@ -683,6 +718,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         A write to a CustomResourceDefinition then updates the kinds served (:meth:`_crd_changed`);
         objects of a CRD's other served versions are answered in the requested version."""
         result = self._execute_call(call)
+        if call.ref == rbac.CLUSTER_ROLES and call.verb not in ("get", "list", "watch"):
+            with _kubernetes_errors(call):
+                self.aggregate_cluster_roles()
         if call.ref == custom_resources.CRDS and call.verb not in ("get", "list", "watch"):
             with _kubernetes_errors(call):
                 if isinstance(result, _Reply) and (name := call.name or result.payload["metadata"].get("name")):
@@ -703,7 +741,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                         message="the server does not allow this method on the requested resource",
                         details={"kind": call.ref.plural, "group": call.ref.group},
                     )
-                return _Reply(status=201, payload=reviews.answer(call.ref, _json_body(call)))
+                review = reviews.answer(
+                    call.ref, _json_body(call), user=call.user, authorizer=rbac.Authorizer(self._store.select)
+                )
+                return _Reply(status=201, payload=review)
             kind = self._custom.get((call.ref.group, call.ref.version, call.ref.plural))
             custom_scale = kind.scale if kind is not None else None
             _check_allowed(call, scale=custom_scale is not None)
@@ -1845,6 +1886,11 @@ def _scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
             "selector": ",".join(f"{k}={v}" for k, v in sorted(selector.items())),
         },
     }
+
+
+def _with_rules(rules: list[dict[str, Any]], current: dict[str, Any]) -> dict[str, Any]:
+    """A ClusterRole with the aggregated ``rules`` (the aggregation controller's write)."""
+    return {**current, "rules": rules}
 
 
 def _check_allowed(call: _ApiCall, *, scale: bool = False) -> None:

@@ -1,19 +1,17 @@
-"""The review kinds of the authentication and authorization APIs, as a cluster that lets everyone do everything
+"""The review kinds of the authentication and authorization APIs, answered as a real API server
 answers them (``kubectl auth can-i``, ``kubectl auth whoami``).
 
-Why this module exists: the emulated API server has no users (its kubeconfig carries no credentials) and
-refuses nothing for want of a permission, as a kube-apiserver with anonymous requests allowed and the
-``AlwaysAllow`` authorizer. kubectl still asks: ``kubectl auth can-i create jobs`` POSTs a
+Why this module exists: kubectl asks the server what it may do: ``kubectl auth can-i create jobs`` POSTs a
 SelfSubjectAccessReview, ``--list`` a SelfSubjectRulesReview, ``kubectl auth whoami`` a
 SelfSubjectReview, and a cluster without those kinds makes them fail (404). The reviews are answered,
 never stored: a create returns the review with its ``status`` filled (201), and the kinds take no other verb
 (405), as on a real server.
 
-RBAC's objects (``rbac.authorization.k8s.io/v1`` ClusterRole, ClusterRoleBinding, Role, RoleBinding) are
-served and stored as any kind, and grant or deny nothing, so a manifest that carries them applies as in a
-cluster: Kueue's "Monitor pending workloads" page has the reader of the visibility API apply
-``examples/visibility/cluster-role-and-binding.yaml``, which kubectl refused with a confusing validation
-error (its group was not in ``/openapi/v3``, and the protobuf ``/openapi/v2`` it then asks for is not served).
+Who asks: the emulated API server's kubeconfig carries no credentials, and its requests are the cluster's
+administrator (group ``system:masters``: everything allowed, as with ``kind``'s admin kubeconfig). A request
+that impersonates a user (``kubectl auth can-i ... --as alice``) is answered for that user by RBAC
+(:mod:`.rbac`: the stored ClusterRoles, Roles and their bindings, enforced on every impersonated request);
+a SubjectAccessReview is answered for the user and groups its spec names.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ import copy
 from typing import Any
 
 from kueue_es.services.kube import resources
+from kueue_es.sim import rbac
 
 
 def _review(group: str, plural: str, kind: str) -> resources.ResourceRef:
@@ -36,40 +35,64 @@ SELF_SUBJECT_REVIEWS = _review("authentication.k8s.io", "selfsubjectreviews", "S
 KINDS = (SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_REVIEWS)
 
 
-def _rbac(plural: str, kind: str, *, namespaced: bool) -> resources.ResourceRef:
-    """An rbac.authorization.k8s.io/v1 kind (stored, never enforced)."""
-    return resources.ResourceRef(
-        group="rbac.authorization.k8s.io", version="v1", plural=plural, kind=kind, namespaced=namespaced
-    )
+#: RBAC's kinds (:mod:`.rbac`), served and enforced on impersonated requests.
+RBAC_KINDS = rbac.KINDS
+CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, ROLES, ROLE_BINDINGS = rbac.KINDS
 
 
-CLUSTER_ROLES = _rbac("clusterroles", "ClusterRole", namespaced=False)
-CLUSTER_ROLE_BINDINGS = _rbac("clusterrolebindings", "ClusterRoleBinding", namespaced=False)
-ROLES = _rbac("roles", "Role", namespaced=True)
-ROLE_BINDINGS = _rbac("rolebindings", "RoleBinding", namespaced=True)
-#: RBAC's kinds: served so that manifests carrying them apply; they change no answer of this server.
-RBAC_KINDS = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, ROLES, ROLE_BINDINGS)
-
-#: Who an unauthenticated request is (the API server's anonymous user).
-ANONYMOUS = {"username": "system:anonymous", "groups": ["system:unauthenticated"]}
-#: Why everything is allowed, as the reason an access review gives.
-REASON = "the kueue-es emulated API server allows every request (no authentication, no authorization)"
-
-
-def answer(ref: resources.ResourceRef, body: Any) -> dict[str, Any]:
-    """The review ``body`` (a create of ``ref``, one of :data:`KINDS`) as the server returns it: allowed."""
+def answer(
+    ref: resources.ResourceRef,
+    body: Any,
+    *,
+    user: rbac.User | None = None,
+    authorizer: rbac.Authorizer | None = None,
+) -> dict[str, Any]:
+    """The review ``body`` (a create of ``ref``, one of :data:`KINDS`) as the server returns it, for ``user``
+    (None: the administrator, allowed everything) by ``authorizer``'s RBAC. A SubjectAccessReview is answered
+    for the ``spec.user`` and ``spec.groups`` it names."""
     review = copy.deepcopy(body) if isinstance(body, dict) else {}
     review["apiVersion"], review["kind"] = ref.api_version, ref.kind
     review.setdefault("metadata", {}).setdefault("creationTimestamp", None)
-    review.setdefault("spec", {})
+    spec = review.setdefault("spec", {})
+    if ref == SUBJECT_ACCESS_REVIEWS and spec.get("user"):
+        groups = [*(spec.get("groups") or [])]
+        user = rbac.User(str(spec["user"]), tuple(groups))
+    who = user or rbac.ADMIN
     if ref == SELF_SUBJECT_REVIEWS:
-        review["status"] = {"userInfo": copy.deepcopy(ANONYMOUS)}
-    elif ref == SELF_SUBJECT_RULES_REVIEWS:
-        review["status"] = {
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": False,
-        }
-    else:
-        review["status"] = {"allowed": True, "reason": REASON}
+        review["status"] = {"userInfo": who.info()}
+        return review
+    if authorizer is None or rbac.MASTERS in who.groups:
+        if ref == SELF_SUBJECT_RULES_REVIEWS:
+            review["status"] = rbac.rules_review(
+                [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}, {"verbs": ["*"], "nonResourceURLs": ["*"]}]
+            )
+        else:
+            review["status"] = {"allowed": True, "reason": ADMIN_REASON}
+        return review
+    if ref == SELF_SUBJECT_RULES_REVIEWS:
+        review["status"] = rbac.rules_review(authorizer.rules(who, str(spec.get("namespace") or "")))
+        return review
+    attrs = _review_attributes(spec)
+    allowed = authorizer.allows(who, attrs)
+    review["status"] = {"allowed": allowed} if allowed else {"allowed": False, "reason": ""}
     return review
+
+
+#: Why the administrator may do everything, as the reason an access review gives.
+ADMIN_REASON = "the kueue-es emulated API server's own kubeconfig is the cluster administrator (system:masters)"
+
+
+def _review_attributes(spec: dict[str, Any]) -> rbac.Attributes:
+    """A review's ``resourceAttributes`` or ``nonResourceAttributes`` as request attributes."""
+    if (found := spec.get("nonResourceAttributes")) is not None:
+        return rbac.Attributes(verb=str(found.get("verb", "")), resource_request=False, path=str(found.get("path", "")))
+    found = spec.get("resourceAttributes") or {}
+    return rbac.Attributes(
+        verb=str(found.get("verb", "")),
+        resource_request=True,
+        group=str(found.get("group", "")),
+        resource=str(found.get("resource", "")),
+        subresource=str(found.get("subresource", "")),
+        namespace=str(found.get("namespace", "")),
+        name=str(found.get("name", "")),
+    )

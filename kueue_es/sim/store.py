@@ -767,7 +767,18 @@ _NAME_MESSAGE = (
 )
 
 
+#: Kinds whose names are path segments, not DNS subdomains (RBAC's: ``system:discovery``; Kubernetes'
+#: ValidateRBACName is path.IsValidPathSegmentName).
+_PATH_SEGMENT_NAMED = frozenset({"rbac.authorization.k8s.io"})
+
+
 def _check_name(ref: resources.ResourceRef, name: Any) -> None:
+    if ref.group in _PATH_SEGMENT_NAMED and isinstance(name, str):
+        if name in (".", "..") or not name or "/" in name or "%" in name:
+            shown = json.dumps(name)
+            why = "may not be '.' or '..'" if name in (".", "..") else "may not contain '/' or '%'"
+            raise invalid(ref, name, "metadata.name", validation.INVALID, f"Invalid value: {shown}: {why}")
+        return
     if not isinstance(name, str) or len(name) > 253 or not _NAME.match(name):
         shown = json.dumps(name if isinstance(name, str) else str(name))
         why = "must be no more than 253 characters" if isinstance(name, str) and len(name) > 253 else _NAME_MESSAGE

@@ -310,15 +310,16 @@ async def test_kubectl_prints_every_page_of_a_chunked_get(cluster: emulator.Clus
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: this test runs the real one")
 async def test_kubectl_auth_can_i_and_whoami_are_answered(cluster: emulator.ClusterEmulator, tmp_path: Path) -> None:
     """``kubectl auth can-i`` POSTs a SelfSubjectAccessReview (``--list`` a SelfSubjectRulesReview), ``auth
-    whoami`` a SelfSubjectReview: the emulator, which refuses nobody, answers yes, every rule, and the
-    anonymous user (they were 404, so can-i said ``Error from server (NotFound)``). Nothing is stored."""
+    whoami`` a SelfSubjectReview: for the emulator's own kubeconfig, the cluster administrator, they answer
+    yes, every rule, and the administrator (they were 404, so can-i said ``Error from server (NotFound)``).
+    Nothing is stored."""
     kubectl = Kubectl(cluster.url, tmp_path)
     assert (await kubectl.ok("auth", "can-i", "create", "jobs")).strip() == "yes"
     assert (await kubectl.ok("auth", "can-i", "patch", "workloads.kueue.x-k8s.io/status", "-n", "team-a")).strip() == (
         "yes"
     )
     assert "*.*" in await kubectl.ok("auth", "can-i", "--list")
-    assert "system:anonymous" in await kubectl.ok("auth", "whoami")
+    assert "system:masters" in await kubectl.ok("auth", "whoami")
     resources_out = await kubectl.ok("api-resources", "--api-group=authorization.k8s.io", "-o", "wide")
     assert re.search(r"^selfsubjectaccessreviews .* create\s*$", resources_out, re.MULTILINE), resources_out
     status, _ = await call(cluster, "GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
