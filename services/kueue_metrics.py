@@ -231,7 +231,8 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
 
 def _local_queues(state: ClusterState, held: _Held, out: _Series) -> None:
     """Status, workloads holding quota, finished workloads, reservation and usage, and admission fair
-    sharing usage of every LocalQueue; finished workloads per ClusterQueue (by their LocalQueue's)."""
+    sharing usage of every LocalQueue (those but its status and finished workloads only while its ClusterQueue
+    exists); finished workloads per ClusterQueue (by their LocalQueue's)."""
     for cq_name in state.cluster_queues:
         out.add("kueue_finished_workloads", (cq_name,), 0)
     for namespace, lq_name in state.local_queues:
@@ -243,7 +244,8 @@ def _local_queues(state: ClusterState, held: _Held, out: _Series) -> None:
         finished_in = state.local_queues.get(lq_ref)
         if finished_in is None:
             continue
-        out.add("kueue_finished_workloads", (finished_in.spec.cluster_queue,), 1)
+        if finished_in.spec.cluster_queue in state.cluster_queues:  # Kueue's queue manager reports its own CQs
+            out.add("kueue_finished_workloads", (finished_in.spec.cluster_queue,), 1)
         out.add("kueue_local_queue_finished_workloads", (lq_ref[1], lq_ref[0]), 1)
     now_ms = max((ledger.last_ms for ledger in state.afs_ledgers.values()), default=0)
     for lq_ref, lq in sorted(state.local_queues.items()):
@@ -251,9 +253,14 @@ def _local_queues(state: ClusterState, held: _Held, out: _Series) -> None:
         status = "True" if readiness.local_queue_active(lq, state=state).status else "False"
         for value in ("True", "False", "Unknown"):
             out.set("kueue_local_queue_status", (name, namespace, value), float(value == status))
-        out.set("kueue_local_queue_reserving_active_workloads", (name, namespace), held.lq_reserving.get(lq_ref, 0))
-        out.set("kueue_local_queue_admitted_active_workloads", (name, namespace), held.lq_admitted.get(lq_ref, 0))
         cq = state.cluster_queues.get(lq.spec.cluster_queue)
+        # Kueue's scheduler cache reports these from the LocalQueues of a ClusterQueue it holds, and clears them
+        # when the ClusterQueue is deleted (cache.go DeleteClusterQueue, ClearLocalQueueCacheMetrics): none while
+        # the LocalQueue's ClusterQueue does not exist; its status (False) and counters stay
+        if cq is not None:
+            reserving, admitted = held.lq_reserving.get(lq_ref, 0), held.lq_admitted.get(lq_ref, 0)
+            out.set("kueue_local_queue_reserving_active_workloads", (name, namespace), reserving)
+            out.set("kueue_local_queue_admitted_active_workloads", (name, namespace), admitted)
         # every flavor and resource of its ClusterQueue's quotas, 0 when the LocalQueue holds none, as
         # Kueue's LocalQueue.reportResourceMetrics (pkg/cache/scheduler) walks the ClusterQueue's quotas
         for flavor, resource in _quota_pairs(cq) if cq is not None else ():

@@ -637,6 +637,37 @@ def test_a_deleted_queues_series_go_with_it() -> None:
     assert counted == []
 
 
+def test_a_local_queue_outliving_its_cluster_queue_keeps_its_counters_status_and_zero_pending() -> None:
+    """Kueue's e2e metrics_test.go "should ensure the default metrics are available", after kubectl delete cq
+    (the LocalQueue stays): the LocalQueue's workloads holding quota go, as Kueue's scheduler cache clears them
+    with the ClusterQueue (cache.go DeleteClusterQueue, metrics.go ClearLocalQueueCacheMetrics); its pending
+    workloads stay at 0, its counters until it is deleted itself, its status is False
+    (ClusterQueueDoesNotExist); no series of the ClusterQueue stays."""
+    state = _fold(_preemption_run().messages)
+    lq = {"name": "lq", "namespace": "default"}
+    before = _samples(state)
+    assert ("kueue_local_queue_admitted_active_workloads", frozenset({**lq, "replica_role": "standalone"}.items())) in (
+        before
+    )
+    seq = state.last_seq + 1
+    deleted = types.ObjectDeleted(kind="ClusterQueue", name="cq")
+    fold_message(state, LogMessage(seq=seq, subject="kq.in.obj.x", data=codec.encode(deleted), headers={}))
+    after = _samples(state)
+    mine = {k[0] for k in after if ("name", "lq") in k[1]}
+    assert "kueue_local_queue_reserving_active_workloads" not in mine
+    assert "kueue_local_queue_admitted_active_workloads" not in mine
+    for status in ("active", "inadmissible"):
+        labels = frozenset({**lq, "status": status, "replica_role": "standalone"}.items())
+        assert after[("kueue_local_queue_pending_workloads", labels)] == 0.0
+    assert _value(after, "kueue_local_queue_admitted_workloads_total", **lq, priority_class="") == 6
+    assert _value(after, "kueue_local_queue_status", **lq, active="False") == 1
+    assert _value(after, "kueue_local_queue_status", **lq, active="True") == 0
+    # a gone ClusterQueue's unadmitted workloads are left out: Kueue clears them with it and reports them again
+    # at the next change of one of its LocalQueues' workloads (unadmitted_workloads.go)
+    left = [k for k in after if ("cluster_queue", "cq") in k[1] and "unadmitted_workloads" not in k[0]]
+    assert left == []
+
+
 @pytest.mark.parametrize(
     ("scenario", "cluster_queue", "waiting"),
     [
