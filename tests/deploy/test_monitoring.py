@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from kueue_es.projections.kueue_metrics import FAMILIES
-from tests.deploy.manifests import MONITORING
+from tests.deploy.manifests import MONITORING, find
 
 METRIC = re.compile(r"\b((?:multi)?kueue_[a-z_]+)")
 GROUPING = re.compile(r"\b(?:by|without|on|ignoring)\s*\(([^)]*)\)")
@@ -114,9 +114,33 @@ def test_kustomize_builds_the_dashboard_configmap_for_the_grafana_sidecar() -> N
         ["kubectl", "kustomize", str(MONITORING)], capture_output=True, text=True, check=True, timeout=120
     ).stdout
     docs = [d for d in yaml.safe_load_all(built) if d]
-    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "PrometheusRule"]
+    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "PodMonitor", "PrometheusRule"]
     (config_map,) = [d for d in docs if d["kind"] == "ConfigMap"]
     kubernetes_validate.validate(config_map, "1.36", strict=True)
     assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert config_map["metadata"]["namespace"] == "kueue-es"
     assert json.loads(config_map["data"]["kueue-dashboard.json"]) == _dashboard()
+
+
+def test_the_pod_monitor_scrapes_the_admitters_metrics_where_its_pods_serve_them() -> None:
+    """Kueue's e2e prometheus_test.go "should discover Kueue target and report it as up": an operator's Prometheus
+    finds Kueue through its ServiceMonitor. kueue-es's PodMonitor must select the admitter's pods (only its
+    /metrics has Kueue's families), name the container port its health server listens on, and the path its
+    pod annotations give, or the target never comes up."""
+    monitor = yaml.safe_load((MONITORING / "podmonitor.yaml").read_text())
+    admitter = find("Deployment", "kueue-es-admitter")
+    template = admitter["spec"]["template"]
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert monitor["metadata"]["namespace"] == admitter["metadata"]["namespace"]
+    assert selector.items() <= template["metadata"]["labels"].items()
+    for other in ("kueue-es-dispatcher", "kueue-es-watcher", "kueue-es-preemptor"):
+        labels = find("Deployment", other)["spec"]["template"]["metadata"]["labels"]
+        assert not selector.items() <= labels.items(), other
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    (container,) = template["spec"]["containers"]
+    ports = {port["name"]: port["containerPort"] for port in container.get("ports", [])}
+    args = container["args"]
+    assert ports[endpoint["port"]] == int(args[args.index("--health-port") + 1])
+    annotations = template["metadata"]["annotations"]
+    assert endpoint["path"] == annotations["prometheus.io/path"] == "/metrics"
+    assert annotations["prometheus.io/port"] == str(ports[endpoint["port"]])
