@@ -19,8 +19,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import yaml
 
+from kueue_es.services import ports
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
@@ -64,9 +66,25 @@ class E2E:
     """kubectl on the demo's API server for what a user does (create, label, patch, delete), and an API client for
     the reads Kueue's e2e helpers (test/util/e2e.go) poll (a kubectl process per poll would load the machine)."""
 
-    def __init__(self, kubectl: Kubectl, api: Any) -> None:
+    def __init__(self, kubectl: Kubectl, api: Any, run_dir: Path | None = None) -> None:
         self.kubectl = kubectl
         self.api = api
+        self.run_dir = run_dir
+
+    def metrics_url(self) -> str:
+        """The admitter's ``/metrics`` (Kueue's families, docs/metrics.md), where Kueue's e2e GetKueueMetrics curls
+        the controller's: the demo's admitter reports the health port it bound under ``logs/ports/admitter`` of the
+        run directory (kueue_es/services/ports.py), read again at each call as a restarted admitter binds another."""
+        assert self.run_dir is not None, "metrics_url: this E2E was made without the demo's run directory"
+        port = ports.read(self.run_dir / "logs" / "ports" / "admitter", ports.HEALTH)
+        assert port, f"metrics_url: the admitter has reported no health port under {self.run_dir}"
+        return f"http://127.0.0.1:{port}/metrics"
+
+    async def kueue_metrics(self) -> str:
+        """The text of the admitter's ``/metrics`` (:meth:`metrics_url`)."""
+        async with aiohttp.ClientSession() as session, session.get(self.metrics_url()) as response:
+            response.raise_for_status()
+            return await response.text()
 
     async def apply(self, *objects: Mapping[str, Any]) -> None:
         """``kubectl apply`` the objects (as a user does with a manifest)."""
@@ -167,7 +185,7 @@ async def demo_system(
         kubectl = await demo.start()
         api = await kube.make_api_client(kubeconfig=run_dir / "kubeconfig")
         try:
-            yield E2E(kubectl, api)
+            yield E2E(kubectl, api, run_dir)
         finally:
             await api.close()
     finally:

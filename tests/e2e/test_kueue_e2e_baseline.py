@@ -1,13 +1,14 @@
 """Kueue's own end-to-end cases of test/e2e/singlecluster/baseline/ (job_test.go, pod_test.go, statefulset_test.go,
-deployment_test.go, fair_sharing_test.go, hierarchical_cohort_test.go) and extended/jobset_test.go and
-leaderworkerset_test.go on one ``kueue-es demo --keep``, driven through the real kubectl as Kueue's tests drive a kind
-cluster, with the manager Configuration Kueue's e2e suite runs with (tests/fixtures/kueue-e2e/: fair sharing on, its
-feature gates).
+deployment_test.go, fair_sharing_test.go, hierarchical_cohort_test.go, metrics_test.go and what of prometheus_test.go
+runs without a Prometheus) and extended/jobset_test.go and leaderworkerset_test.go on one ``kueue-es demo --keep``,
+driven through the real kubectl as Kueue's tests drive a kind cluster, with the manager Configuration Kueue's e2e
+suite runs with (tests/fixtures/kueue-e2e/: fair sharing on, its feature gates, LocalQueueMetrics, ClusterQueue
+resource metrics).
 
 The steps are in tests/e2e/kueue_e2e_job.py, kueue_e2e_pod.py, kueue_e2e_serving.py, kueue_e2e_jobset.py,
-kueue_e2e_lws.py and kueue_e2e_cohort.py (the JobSet and LeaderWorkerSet CRDs installed first, as a user installs those controllers), one per
-``ginkgo.It``, each
-in its own namespace and ClusterQueue, all run at once on one system (its start-up is shared; CI's slow tests have a
+kueue_e2e_lws.py, kueue_e2e_cohort.py and kueue_e2e_metrics.py (the JobSet and LeaderWorkerSet CRDs installed first,
+as a user installs those controllers), one per ``ginkgo.It``, each in its own namespace and ClusterQueue, all run at
+once on one system (its start-up is shared; CI's slow tests have a
 fixed budget). Kueue's cases not here, and why:
 
 - pod_test.go "Failed Pod can be replaced in group": kueue-es's pod webhook adds no ``kueue.x-k8s.io/managed``
@@ -43,6 +44,7 @@ from tests.e2e import (
     kueue_e2e_job,
     kueue_e2e_jobset,
     kueue_e2e_lws,
+    kueue_e2e_metrics,
     kueue_e2e_pod,
     kueue_e2e_serving,
 )
@@ -64,6 +66,7 @@ async def test_kueue_baseline_e2e_cases_on_the_demo(tmp_path: Path) -> None:
         *kueue_e2e_jobset.STEPS,
         *kueue_e2e_lws.STEPS,
         *kueue_e2e_cohort.STEPS,
+        *kueue_e2e_metrics.STEPS,
     ]
     async with demo_system(tmp_path / "demo", config=KUEUE_E2E_CONFIG) as e2e:
         for crd in ("jobset.x-k8s.io_jobsets.yaml", "leaderworkerset.x-k8s.io_leaderworkersets.yaml"):
