@@ -113,6 +113,10 @@ CASES = [
          {"main": [("x1", 1), ("x3", 1), ("x5", 1), ("x2", 1), ("x6", 2)]}),
     Case("CT unconstrained; a single pod fits into each host; LeastFreeCapacity; TASProfileMixed",
          DEFAULT_NODES, THREE, [PS(1, cpu(1000), {"unconstrained": True})], {"main": [("x3", 1)]}),
+    # Kueue PR #5803 (#5804 in 0.12): LeastFreeCapacity takes the first host in ascending free
+    # capacity that holds all pods, not give up when the least free host is too small.
+    Case("CT-like unconstrained; 2 pods fit only the largest host; LeastFreeCapacity; TASProfileMixed",
+         DEFAULT_NODES, THREE, [PS(2, cpu(1000), {"unconstrained": True})], {"main": [("x4", 2)]}),
     Case("CT unconstrained; a single pod fits into each host; BestFit (TASProfileMixed off)",
          DEFAULT_NODES, THREE, [PS(1, cpu(1000), {"unconstrained": True})], {"main": [("x3", 1)]},
          gates=TASGates(profile_mixed=False)),
