@@ -109,13 +109,14 @@ class ConversionInputs:
     def forget_owner(self, obj: objects.KubeObject) -> None:
         self.owners.pop(objects.uid_of(obj), None)
 
-    def unqueued_owner_changed(self, kind: str, change: str, obj: objects.KubeObject) -> bool:
+    def unqueued_owner_changed(self, kind: str, change: str, obj: objects.KubeObject, *, enabled: bool = True) -> bool:
         """Keep (or, DELETED, forget) a job of ``kind`` without the queue-name label as an owner others walk
         through (:func:`kueue_es.jobframework.workloads.ancestry`): Kueue's walk reads every owner, managed or not,
         so a queue-labelled Job under an unlabelled Job of a labelled JobSet is the JobSet's. Kept only while its
         own controller is a job: an unlabelled owner without one ends the walk, as an owner not seen does, so
         only those cost memory. Returns whether it is kept now and was not before (its children may have been
-        converted without it)."""
+        converted without it). ``enabled=False``: ``kind``'s integration is off, so the walk goes through the job
+        but never takes it as the ancestor (:attr:`workloads.Owner.enabled`), labelled or not."""
         uid = objects.uid_of(obj)
         kept = self.unqueued_owners[kind]
         if not uid:
@@ -129,14 +130,17 @@ class ConversionInputs:
         ):
             kept.pop(uid, None)
             return False
-        kept[uid] = workloads.owner_record(cast(dict[str, Any], obj), kind=kind, api_version=API_VERSIONS.get(kind, ""))
+        kept[uid] = workloads.owner_record(
+            cast(dict[str, Any], obj), kind=kind, api_version=API_VERSIONS.get(kind, ""), enabled=enabled
+        )
         return not known
 
-    def unqueued_owners_listed(self, kind: str, listed: list[objects.KubeObject]) -> None:
-        """A fresh list of the jobs of ``kind`` without the queue-name label (:meth:`unqueued_owner_changed`)."""
+    def unqueued_owners_listed(self, kind: str, listed: list[objects.KubeObject], *, enabled: bool = True) -> None:
+        """A fresh list of the jobs of ``kind`` without the queue-name label, or of every job of a kind whose
+        integration is off (``enabled=False``; :meth:`unqueued_owner_changed`)."""
         self.unqueued_owners[kind].clear()  # the same dict: ``owner_view`` reads it
         for obj in listed:
-            self.unqueued_owner_changed(kind, "ADDED", obj)
+            self.unqueued_owner_changed(kind, "ADDED", obj, enabled=enabled)
 
     # -- the Context ------------------------------------------------------------------------------
 

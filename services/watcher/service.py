@@ -240,18 +240,20 @@ class Watcher:
         configuration file (cancel to stop)."""
         await self.config.start()
         owner_kinds = self.unqueued_owner_kinds(kinds)
+        disabled_kinds = self.disabled_owner_kinds(kinds)
 
         async def after_reads(kind: str) -> None:
             for needed in watched.READS.get(kind, ()):
                 if needed in kinds:
                     await self.synced[needed].wait()
-                if needed in owner_kinds:
+                if needed in owner_kinds or needed in disabled_kinds:
                     await self.owners_synced[needed].wait()
             await self.watch(kind)
 
         await asyncio.gather(
             *(after_reads(kind) for kind in kinds),
             *(self.watch_unqueued_owners(kind) for kind in owner_kinds),
+            *(self.watch_unqueued_owners(kind, enabled=False) for kind in disabled_kinds),
             self.config.follow(),
         )
 
@@ -270,35 +272,61 @@ class Watcher:
             and pods.is_job_owner(watched.API_VERSIONS.get(kind, ""), kind)
         )
 
-    async def watch_unqueued_owners(self, kind: str) -> None:
+    def disabled_owner_kinds(self, kinds: tuple[str, ...]) -> tuple[str, ...]:
+        """The job kinds left out of ``kinds`` (their integrations not in ``integrations.frameworks``) that may
+        own a job: Kueue walks through such an owner, never taking it as the ancestor (FindAncestorJobManagedByKueue
+        reads any owner of a kind it has an integration for, enabled or not; Kueue PR #4824), so a Job of a
+        JobSet an AppWrapper wraps is the AppWrapper's with the JobSet integration off. Watched as owners only
+        (:meth:`watch_unqueued_owners` with ``enabled=False``)."""
+        return tuple(
+            kind
+            for kind in watched.JOB_KINDS
+            if kind not in kinds and kind != "Pod" and pods.is_job_owner(watched.API_VERSIONS.get(kind, ""), kind)
+        )
+
+    async def watch_unqueued_owners(self, kind: str, *, enabled: bool = True) -> None:
         """Watch the jobs of ``kind`` without the queue-name label forever, keeping of them only what walking a
         child's owners reads (:meth:`ConversionInputs.unqueued_owner_changed`): the job watches list by that
         label, and Kueue walks through owners that are not managed (FindAncestorJobManagedByKueue). The label
         selector ``!kueue.x-k8s.io/queue-name`` is the complement of :meth:`watch`'s, so no job is in both.
         Nothing is published from here but a running child of a managed job (:meth:`JobTracker.child_seen`: one
         without the label is Kueue's too, under its labelled ancestor); an owner newly kept converts its children
-        again (their events may have come first: the two watches are separate streams)."""
-        ref = await self._until_served(kind, self._refs(kind), UNQUEUED, synced=self.owners_synced[kind])
-        async for item in self.reader.watch(ref, label_selector=UNQUEUED):
+        again (their events may have come first: the two watches are separate streams).
+
+        ``enabled=False``: ``kind``'s integration is off (:meth:`disabled_owner_kinds`), so its jobs are not
+        watched otherwise: every one is watched here, labelled or not, kept as an owner that is never the
+        ancestor, and none is reported as a child (Kueue runs no reconciler for the kind to suspend it)."""
+        selector = UNQUEUED if enabled else None
+        ref = await self._until_served(
+            kind, self._refs(kind), selector, synced=self.owners_synced[kind], quiet=not enabled
+        )
+        async for item in self.reader.watch(ref, label_selector=selector):
             try:
                 if isinstance(item, kube.Resynced):
                     listed = cast(list[objects.KubeObject], list(item.objects))
-                    self.inputs.unqueued_owners_listed(kind, listed)
+                    self.inputs.unqueued_owners_listed(kind, listed, enabled=enabled)
                     self.owners_synced[kind].set()
-                    for obj in listed:
+                    for obj in listed if enabled else ():
                         await self.jobs.child_seen(kind, obj)
                 else:
-                    await self.unqueued_owner_event(kind, item.type, cast(objects.KubeObject, item.object))
+                    await self.unqueued_owner_event(
+                        kind, item.type, cast(objects.KubeObject, item.object), enabled=enabled
+                    )
             except Exception:  # a bad object never stops the watch
                 log.exception("watch_event_failed", kind=kind, unqueued=True)
 
-    async def unqueued_owner_event(self, kind: str, change: str, obj: objects.KubeObject) -> None:
+    async def unqueued_owner_event(
+        self, kind: str, change: str, obj: objects.KubeObject, *, enabled: bool = True
+    ) -> None:
         """One job of ``kind`` without the queue-name label added, modified or deleted
         (:meth:`watch_unqueued_owners`): kept as an owner, and the jobs it controls converted again when it is
         newly kept (:meth:`JobTracker.owner_seen`). A running one with a managed ancestor is reported
-        (:meth:`JobTracker.child_seen`): the dispatcher suspends it while that ancestor's workload is not admitted."""
-        if self.inputs.unqueued_owner_changed(kind, change, obj):
+        (:meth:`JobTracker.child_seen`): the dispatcher suspends it while that ancestor's workload is not admitted.
+        ``enabled=False``: any job of a kind whose integration is off, kept as an owner only."""
+        if self.inputs.unqueued_owner_changed(kind, change, obj, enabled=enabled):
             await self.jobs.owner_seen(objects.uid_of(obj), trigger=f"owner@{objects.resource_version(obj)}")
+        if not enabled:
+            return
         if change == "DELETED":
             self.jobs.children_running.pop(objects.uid_of(obj), None)
         else:
@@ -353,6 +381,7 @@ class Watcher:
         fields: str | None = None,
         *,
         synced: asyncio.Event | None = None,
+        quiet: bool = False,
     ) -> kube.ResourceRef:
         """Return the first of ``refs`` the cluster serves, once it serves one; until then ``kind`` counts as
         listed and empty (a Topology: v1beta2, else v1alpha1 of an older Kueue).
@@ -361,6 +390,8 @@ class Watcher:
         Any other error (403 without RBAC for the kind, the server unreachable) is left
         to watch_objects, which retries with backoff; the kind counts as listed meanwhile,
         so the kinds that read it are not held back (``synced``: the event to set then, the kind's own by default).
+        ``quiet``: a kind not served is logged at debug level (the owners-only watch of a kind whose integration
+        is off: most clusters serve few of them, and nothing is missed).
         """
         listed = self.synced[kind] if synced is None else synced
         warned = False
@@ -377,7 +408,8 @@ class Watcher:
                 return self._served(kind, ref)
             if not warned:
                 versions = [ref.api_version for ref in refs]
-                log.warning("kind_not_served", kind=kind, api_versions=versions, retry_in=self.probe_seconds)
+                report = log.debug if quiet else log.warning
+                report("kind_not_served", kind=kind, api_versions=versions, retry_in=self.probe_seconds)
                 warned = True
             listed.set()
             await asyncio.sleep(self.probe_seconds)

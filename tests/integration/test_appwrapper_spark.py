@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
-from kueue_es.events import types
+from kueue_es.events import manager_config, models, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.watcher.kinds import READS
-from kueue_es.services.watcher.service import Watcher
+from kueue_es.services.watcher.service import Watcher, watched_kinds
 from kueue_es.sim.emulator import serve_emulator
 from tests.integration.harness import SPOT_TOLERATION, events_of, running, wait_for
 from tests.integration.lifecycle import SPOT_SELECTOR, Statuses, run_lifecycle, served
@@ -146,3 +146,52 @@ async def test_sample_sparkapplication(api: k8s_client.ApiClient, bus: MemoryBus
         assert started["nodeSelector"] == SPOT_SELECTOR and SPOT_TOLERATION in started["tolerations"]
         assert started["coreRequest"] == manifest["spec"][role]["coreRequest"]
         assert "nodeSelector" not in stopped and "tolerations" not in stopped
+
+
+async def test_a_job_under_a_disabled_integrations_owner_is_part_of_the_appwrapper(
+    api: k8s_client.ApiClient, bus: MemoryBus
+) -> None:
+    """Kueue PR #4824 (jobframework reconciler.go FindAncestorJobManagedByKueue, "Job -> JobSet (disabled) ->
+    AppWrapper => AppWrapper (manageJobsWithoutQueueName)"): with the JobSet integration left out of
+    integrations.frameworks, the walk from a Job still goes through its JobSet, never taken as the ancestor,
+    to the AppWrapper that wraps it. The watcher lists such owners too, or the Job would be a second workload
+    (before: it was, holding quota beside its AppWrapper's)."""
+    config = manager_config.ManagerConfig(
+        configuration=models.Configuration(),
+        manage_jobs_without_queue_name=True,
+        frameworks=("batch/job", "workload.codeflare.dev/appwrapper"),
+    )
+    kinds = watched_kinds(config)
+    assert "JobSet" not in kinds and {"Job", "AppWrapper"} <= set(kinds)
+    [manifest] = examples.load("appwrapper/pytorch-sample.yaml")
+    aw = await kube.apply_manifest(api, manifest)
+
+    def owned_by(owner: Mapping[str, Any]) -> dict[str, Any]:
+        reference = {k: owner["metadata"][k] for k in ("name", "uid")}
+        return {"apiVersion": owner["apiVersion"], "kind": owner["kind"], **reference, "controller": True}
+
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}
+    js = await kube.apply_manifest(
+        api,
+        {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": "wrapped", "namespace": "default", "ownerReferences": [owned_by(aw)]},
+            "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": template}}}]},
+        },
+    )
+    await kube.apply_manifest(
+        api,
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "wrapped-w-0", "namespace": "default", "ownerReferences": [owned_by(js)]},
+            "spec": {"suspend": True, "template": template},
+        },
+    )
+    watcher = Watcher(bus=bus, api=api, manage_jobs_without_queue_name=True, config=config)
+    async with running(watcher.run(kinds)):
+        await wait_for(bus, types.WorkloadObserved)
+        await asyncio.sleep(0.5)
+    observed = await events_of(bus, types.WorkloadObserved)
+    assert [e.workload.metadata.name.split("-", 1)[0] for e in observed] == ["appwrapper"]
