@@ -186,6 +186,7 @@ def job_to_workload(job: Mapping[str, Any], *, context: workloads.Context | None
             where=annotations_where,
             count=count,
             pod_index_label=workloads.JOB_COMPLETION_INDEX_LABEL,
+            context=context,
         ),
     )
     queue = workloads.queue_name(ref, context)

@@ -126,6 +126,9 @@ class Context:
     lists ``deployment``, ``statefulset`` or ``leaderworkerset.x-k8s.io/leaderworkerset`` and not
     ``pod`` (Kueue's ImplicitlyEnabledFrameworkNames): its reconciler then takes only the pods such a
     parent marked (:func:`kueue_es.jobframework.pods.is_managed`).
+    ``topology_aware_scheduling``: Kueue's feature gate TopologyAwareScheduling (on by default); off, a pod
+    set asks for no topology whatever its template's TAS annotations say, and they are not checked
+    (the job controllers' PodSets build a PodSetTopologyRequest only with the gate on; Kueue PR #4742).
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -142,6 +145,7 @@ class Context:
     external_owners: Collection[tuple[str, str]] = frozenset()
     elastic_jobs: bool = False
     pod_integration_implicit: bool = False
+    topology_aware_scheduling: bool = True
 
     def namespace_managed(self, namespace: str) -> bool:
         """Whether ``managedJobsNamespaceSelector`` selects ``namespace`` (:func:`namespace_selected`
@@ -538,7 +542,8 @@ def pod_set(
     topology_request: models.PodSetTopologyRequest | None = None,
 ) -> models.PodSet:
     """One pod set: ``count`` pods of ``pod_spec`` (found at field ``where``), with the TAS
-    ``topology_request`` its template's annotations ask for (:func:`topology_request`).
+    ``topology_request`` its template's annotations ask for (:func:`topology_request`), dropped when
+    ``context`` has the gate TopologyAwareScheduling off.
 
     Per-pod requests follow SEMANTICS §2.3 (Kueue pkg/workload/resources.go and the
     Kubernetes pod request formula): the RuntimeClass overhead and LimitRange
@@ -551,6 +556,8 @@ def pod_set(
     kept for flavor assignment.
     """
     context = context or Context()
+    if not context.topology_aware_scheduling:
+        topology_request = None  # no TAS without the gate (Kueue PR #4742)
     for group in ("containers", "initContainers"):
         containers = pod_spec.get(group)
         if containers is not None and not isinstance(containers, list):
@@ -628,15 +635,20 @@ def topology_request(
     pod_index_label: str | None = None,
     sub_group_index_label: str | None = None,
     sub_group_count: int | None = None,
+    context: Context | None = None,
 ) -> models.PodSetTopologyRequest | None:
     """The TAS request of one pod set from its pod template's annotations (SEMANTICS-ADVANCED A.4.1; Kueue
-    jobframework/tas.go NewPodSetTopologyRequest), or None when it asks for none.
+    jobframework/tas.go NewPodSetTopologyRequest), or None when it asks for none, or when ``context`` has the
+    gate TopologyAwareScheduling off (then the annotations are not read at all, as Kueue's job controllers
+    and webhooks read them only with the gate on).
 
     ``where`` is the field path of the annotations (``spec.template.metadata.annotations``); the rank hints
     (``pod_index_label``, ``sub_group_*``) are the integration's (Job: the completion index label; JobSet: plus
     the job index label and the replica count) and are added only to an explicit request. Raises ManifestError
     naming the annotation for what Kueue's job webhooks reject (A.4.2; jobframework/tas_validation.go).
     """
+    if context is not None and not context.topology_aware_scheduling:
+        return None
     try:
         request = tas.topology_request_from_annotations(annotations)
         if request is None:

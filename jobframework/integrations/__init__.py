@@ -381,6 +381,7 @@ def to_workload(
             pod_index_label=source.pod_index_label,
             sub_group_index_label=source.sub_group_index_label,
             sub_group_count=source.sub_group_count,
+            context=context,
         )
         pod_sets.append(
             workloads.pod_set(

@@ -38,12 +38,14 @@ class ConversionInputs:
         elastic_jobs: bool = False,
         pod_integration_implicit: bool = False,
         finish_orphans: bool = True,
+        topology_aware_scheduling: bool = True,
     ) -> None:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
         # pods only as a Deployment's, StatefulSet's or LeaderWorkerSet's (workloads.Context)
         self.pod_integration_implicit = pod_integration_implicit
         self.elastic_jobs = elastic_jobs  # the gate ElasticJobsViaWorkloadSlices (jobframework.slices)
         self.finish_orphans = finish_orphans  # the gate FinishOrphanedWorkloads (workloads.finish_orphans)
+        self.topology_aware_scheduling = topology_aware_scheduling  # the gate TopologyAwareScheduling
         self.managed_jobs_namespace_selector = (
             workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR
             if managed_jobs_namespace_selector is None
@@ -172,6 +174,7 @@ class ConversionInputs:
             external_owners=self.external_owners,
             elastic_jobs=self.elastic_jobs,
             pod_integration_implicit=self.pod_integration_implicit,
+            topology_aware_scheduling=self.topology_aware_scheduling,
         )
 
     def pod_inputs(self, namespace: str) -> tuple[dict[str, Any], list[Any]]:

@@ -159,6 +159,7 @@ class Watcher:
             external_owners=config.external_owners if config is not None else frozenset(),
             elastic_jobs=slices.gate_enabled(initial.configuration.feature_gates),
             finish_orphans=workloads.finish_orphans(initial.configuration.feature_gates),
+            topology_aware_scheduling=initial.configuration.feature_gates.get("TopologyAwareScheduling", True),
             pod_integration_implicit="Pod" in webhooks.implicitly_enabled_kinds(config.frameworks if config else None),
         )
         self.reporter = ProgressReporter(
