@@ -11,7 +11,7 @@ import yaml
 
 from kueue_es.events import manifests, models, tas, types
 from kueue_es.events.tas import DomainAssignment
-from kueue_es.projections.cluster import apply
+from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.scenarios import core_engine
 from kueue_es.scenarios.loading import parse_scenario
 from kueue_es.scheduling.tas.replacement import replacement_domain as _replacement_domain
@@ -101,3 +101,38 @@ def test_pod_group_and_job_owned_workloads_are_replaced() -> None:
         assert [type(d).__name__ for d in decisions] == ["TopologyAssigned"]
         domains = tas.decode(decisions[0].assignments["main"]).domains  # type: ignore[attr-defined]
         assert sorted((d.values[-1], d.count) for d in domains) == [("x1", 1), ("x4", 1)]
+
+
+# --- no replacement for a workload that no longer runs (Kueue PR #5591, NeedsSecondPass) ------------
+
+JOB = models.OwnerReference(api_version="batch/v1", kind="Job", name="j", uid="u")
+
+
+def _failed_after(event: types.Event) -> ClusterState:
+    """wl1 admitted on x3 and x1, then ``event`` about it, then x3 NotReady."""
+    doc = yaml.safe_load(SCENARIO.read_text())
+    failure = doc.pop("events")[0]["apply"]
+    del doc["expect"]
+    run = core_engine.run_scenario(parse_scenario(yaml.safe_dump(doc)))
+    state = run.state
+    wl = state.workloads["default/wl1"]
+    wl.workload = msgspec.structs.replace(wl.workload, owner=JOB)
+    seq = len(run.messages) + 1
+    apply(state, event, seq=seq)
+    apply(state, types.NodeObserved(node=manifests.parse_node(failure)), seq=seq + 1)
+    return state
+
+
+def test_a_finished_or_evicted_workload_gets_no_replacement() -> None:
+    """Kueue pkg/workload/workload_test.go TestNeedsSecondPass 'finished workload with NodeToReplace' and
+    'evicted workload with NodeToReplace': neither goes to the second pass, so its pods are not placed again."""
+    ref = types.WorkloadRef(namespace="default", name="wl1")
+    finished = types.WorkloadFinished(workload=ref, at_ms=10**12)
+    evicted = types.EvictionRequested(
+        workload=ref, cluster_queue="tas-cq", reason="PodsReadyTimeout", message="m", at_ms=10**12
+    )
+    for event in (finished, evicted):
+        state = _failed_after(event)
+        wl = state.workloads["default/wl1"]
+        assert wl.topology is not None and (wl.finished is not None or wl.eviction is not None)
+        assert placer.decide(state, now_ms=10**13) == []
