@@ -525,3 +525,16 @@ def test_a_parent_wants_its_groups_workload_while_it_is_there_with_replicas_for_
     assert serving.parent_wants_group(second, lws)
     assert not serving.parent_wants_group(second, {**lws, "spec": {"replicas": 1}})
     assert not serving.parent_wants_group(second, sts)  # another kind is not its parent
+
+
+def test_a_leaderworkerset_group_takes_the_workload_priority_class_of_its_leaderworkerset() -> None:
+    """Kueue PR #4711 (leaderworkerset_reconciler.go: the group's Workload gets the LeaderWorkerSet's
+    kueue.x-k8s.io/priority-class; leaderworkerset_reconciler_test.go 'should create prebuilt workload with
+    workload priority'): the webhook copies the label to both templates, so every pod of the group names it."""
+    lws = sample("sample-leaderworkerset.yaml", uid="lws-uid")
+    lws["metadata"].setdefault("labels", {})[workloads.PRIORITY_CLASS_LABEL] = "high"
+    group = lws_pods(created(controllers.LWS_REF, lws))
+    fact = pods.group_facts(group, context=workloads.Context(workload_priority_classes={"high"}))
+    assert isinstance(fact, types.WorkloadObserved)
+    ref = fact.workload.spec.priority_class_ref
+    assert ref is not None and (ref.kind, ref.name) == ("WorkloadPriorityClass", "high")
