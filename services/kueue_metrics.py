@@ -359,10 +359,13 @@ def build_info() -> Labels:
     )
 
 
-def families(state: ClusterState, *, replica_role: str) -> list[Metric]:
+def families(
+    state: ClusterState, *, replica_role: str, present: dict[str, dict[Labels, float]] | None = None
+) -> list[Metric]:
     """Every Kueue family of :data:`FAMILIES` for ``state``, ``replica_role`` added to the labels of the
-    families that have it; histograms with Kueue's buckets (stored in ms, exported in seconds)."""
-    present = gauges(state)
+    families that have it; histograms with Kueue's buckets (stored in ms, exported in seconds).
+    ``present``: the gauges to export (default :func:`gauges` of ``state``)."""
+    present = gauges(state) if present is None else present
     present["kueue_build_info"] = {build_info(): 1.0}
     metrics = state.metrics
     out: list[Metric] = []
@@ -395,6 +398,9 @@ def families(state: ClusterState, *, replica_role: str) -> list[Metric]:
     return out
 
 
+WEIGHTED_SHARE = "kueue_cluster_queue_weighted_share"
+
+
 def _le(bound_ms: int) -> str:
     return repr(bound_ms / 1000)
 
@@ -405,11 +411,29 @@ class KueueCollector(Collector):
 
     def __init__(self, state: Callable[[], ClusterState], *, active: Callable[[], bool] | None = None) -> None:
         self.state, self.active = state, active
+        self._shares: dict[Labels, float] = {}  # the weighted shares last exported, by (cluster_queue, cohort)
 
     def collect(self) -> Iterator[Metric]:
         if self.active is not None and not self.active():
             return
-        yield from families(self.state(), replica_role="standalone" if self.active is None else "leader")
+        state = self.state()
+        present = gauges(state)
+        present[WEIGHTED_SHARE] = self._with_deleted_shares(state, present.get(WEIGHTED_SHARE, {}))
+        yield from families(state, replica_role="standalone" if self.active is None else "leader", present=present)
+
+    def _with_deleted_shares(self, state: ClusterState, shares: dict[Labels, float]) -> dict[Labels, float]:
+        """``shares``, and the last exported share of each ClusterQueue deleted since: Kueue's gauge is cleared
+        only when a ClusterQueue's cohort or custom labels change (metrics.go
+        ClearClusterQueueMetricsOnLabelChange), not when it is deleted, so a deleted one's last share stays
+        until the process restarts (Kueue's e2e metrics_test.go expects it after the deletion). A
+        ClusterQueue still there keeps only its present series (a cohort change drops the old one)."""
+        kept = {
+            labels: value
+            for labels, value in self._shares.items()
+            if labels not in shares and labels[0] not in state.cluster_queues
+        }
+        self._shares = {**kept, **shares}
+        return dict(self._shares)
 
     def describe(self) -> Iterator[Metric]:
         """The families without samples (so registering does not run a scrape)."""

@@ -21,11 +21,10 @@ Where kueue-es differs from Kueue, on purpose (docs/metrics.md says why):
 
 - ``kueue_admission_attempt_duration_seconds`` and ``kueue_admission_cycle_preemption_skips`` are declared but
   carry no samples (neither a cycle's duration nor its skipped preemptions are on the log): for those the steps
-  check the family is declared (:data:`NO_SAMPLES`);
-- ``kueue_cluster_queue_weighted_share`` goes with its ClusterQueue. Kueue's e2e case lists it among the series
-  that stay after the ClusterQueue is deleted: Kueue clears it only when the ClusterQueue's cohort or custom
-  labels change (metrics.go ClearClusterQueueMetricsOnLabelChange), so the deleted queue's last value stays until
-  the controller restarts.
+  check the family is declared (:data:`NO_SAMPLES`).
+
+``kueue_cluster_queue_weighted_share`` stays after its ClusterQueue is deleted, as Kueue's case expects: Kueue clears
+it only when the ClusterQueue's cohort or custom labels change (metrics.go ClearClusterQueueMetricsOnLabelChange).
 """
 
 from __future__ import annotations
@@ -207,16 +206,14 @@ async def default_metrics(e2e: E2E) -> None:
     # "deleting the cluster queue"
     await _delete(e2e, "workload/test-workload", ns=ns)
     await _delete(e2e, f"clusterqueue/{cq}")
-    # the LocalQueue series the scheduler cache reports go with the ClusterQueue; the weighted share too (not in
-    # Kueue, see the module)
-    await expect_metrics(
-        e2e, [*cluster_queue_series, *held, Series("kueue_cluster_queue_weighted_share", **in_cq)], available=False
-    )
+    # the LocalQueue series the scheduler cache reports go with the ClusterQueue
+    await expect_metrics(e2e, [*cluster_queue_series, *held], available=False)
     await expect_metrics(
         e2e,
         [
             Series("kueue_admission_attempts_total"),
             Series("kueue_admission_attempt_duration_seconds"),
+            Series("kueue_cluster_queue_weighted_share", **in_cq),
             # cleared to 0
             Series("kueue_local_queue_pending_workloads", **in_lq, status="active"),
             Series("kueue_local_queue_pending_workloads", **in_lq, status="inadmissible"),

@@ -727,3 +727,52 @@ def test_a_ready_workload_deactivated_by_hand_observes_pods_ready_to_evicted_tim
     labels = {"cluster_queue": "cq", "reason": "Deactivated", "underlying_cause": ""}
     assert _value(samples, "kueue_pods_ready_to_evicted_time_seconds_count", **labels) == 1
     assert _value(samples, "kueue_pods_ready_to_evicted_time_seconds_sum", **labels) >= 10
+
+
+def test_a_deleted_cluster_queues_weighted_share_stays_until_the_process_restarts() -> None:
+    """Kueue's e2e metrics_test.go lists kueue_cluster_queue_weighted_share among the series still there after
+    kubectl delete cq: Kueue clears it only on a cohort or label change (ClearClusterQueueMetricsOnLabelChange).
+    The collector keeps the last share it exported; a new process (a new collector) has none; a cohort change
+    of a ClusterQueue still there drops the old series."""
+    a, b = cluster_queue("a", cpu=4), cluster_queue("b", cpu=4)
+    for cq in (a, b):
+        cq["spec"]["cohortName"] = "team"
+    wide = _job("wide", cpus=6, second=0)
+    wide["metadata"]["uid"] = "uid-wide"
+    wide["spec"]["queueName"] = "queue-a"
+    ref = types.WorkloadRef(namespace="default", name="wide", uid="uid-wide")
+    assignment = types.PodSetAssignment(
+        name="main", flavors={"cpu": "default-flavor"}, resource_usage={"cpu": 6000}, count=6
+    )
+    fair = types.ConfigurationObserved(configuration=models.Configuration(fair_sharing=models.FairSharingConfig()))
+    view = core.DispatchState()
+    facts = [*map(convert.kueue_fact, [flavor("default-flavor"), a, b, local_queue("queue-a", "a")]), fair]
+    events = [
+        *facts,
+        convert.kueue_fact(wide),
+        types.QuotaReserved(workload=ref, cluster_queue="a", pod_set_assignments=[assignment], at_ms=1),
+    ]
+    for seq, item in enumerate(events, start=1):
+        core.fold(view, item, seq=seq)
+    state = view.cluster
+    registry = CollectorRegistry()
+    registry.register(KueueCollector(lambda: state))
+
+    def shares(reg: CollectorRegistry) -> dict[tuple[str, str], float]:
+        return {
+            (s.labels["cluster_queue"], s.labels["cohort"]): s.value
+            for family in text_string_to_metric_families(generate_latest(reg).decode())
+            for s in family.samples
+            if s.name == "kueue_cluster_queue_weighted_share"
+        }
+
+    assert shares(registry) == {("a", "team"): 250.0, ("b", "team"): 0.0}
+    core.fold(view, types.ObjectDeleted(kind="ClusterQueue", name="a"), seq=20)
+    assert "a" not in state.cluster_queues
+    assert shares(registry) == {("a", "team"): 250.0, ("b", "team"): 0.0}  # a's last share stays
+    moved = {**b, "metadata": {**b["metadata"], "resourceVersion": "9"}, "spec": {**b["spec"], "cohortName": "other"}}
+    core.fold(view, convert.kueue_fact(moved), seq=21)
+    assert shares(registry) == {("a", "team"): 250.0, ("b", "other"): 0.0}  # b's old cohort series dropped
+    restarted = CollectorRegistry()
+    restarted.register(KueueCollector(lambda: state))
+    assert shares(restarted) == {("b", "other"): 0.0}
