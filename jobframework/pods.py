@@ -251,8 +251,9 @@ def group_facts(
        (Finished); a serving group never finishes;
     3. None (no workload yet) while fewer pods can run than the group counts, unless
        fast admission is asked for (validatePodGroupMetadata);
-    4. every pod not Failed names the same queue and total count, else ObjectRejected
-       naming the odd pod;
+    4. every pod not Failed names the same queue (not compared for a StatefulSet's or
+       LeaderWorkerSet's group, which is in its parent's LocalQueue) and total count, else
+       ObjectRejected naming the odd pod;
     5. extra pods beyond the count are left out as Kueue deletes them: the gated and
        the youngest first (sortActivePods);
     6. one pod set per role, named by the role hash, counting its pods, sorted by
@@ -260,7 +261,8 @@ def group_facts(
        runnable pod's role counting the whole group (constructGroupPodSetsFast);
        at most 18 roles.
     The workload is named after the group; the first pod (oldest, then by name: Kueue
-    takes whichever its cache lists first) gives the queue, the priority-class label
+    takes whichever its cache lists first) gives the queue (a StatefulSet's or LeaderWorkerSet's
+    group's: its parent's in ``context.objects``, :func:`_group_queue`), the priority-class label
     and the owner reference; UID and creation time are kept from the workload already
     published (``context.previous``), else the first pod's UID and the time the last
     pod needed arrived.
@@ -473,12 +475,18 @@ def group_has_finished(members: Sequence[Mapping[str, Any]]) -> bool:
 
 def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int) -> None:
     queue = ref.labels.get(workloads.QUEUE_LABEL) or ""
+    # a StatefulSet's or LeaderWorkerSet's group is in its parent's LocalQueue, whatever its pods say (_group_queue):
+    # Kueue prebuilds its Workload and never compares its pods' queues, which differ while they are relabelled
+    by_parent = bool(pods) and serving.parent_framework(pods[0]) in (
+        serving.STATEFULSET_FRAMEWORK,
+        serving.LWS_FRAMEWORK,
+    )
     for pod in pods:
         if _phase(pod) == "Failed":
             continue
         member = _ref(pod)
         other_queue = member.labels.get(workloads.QUEUE_LABEL) or ""
-        if other_queue != queue:
+        if other_queue != queue and not by_parent:
             problem = f"pods '{ref.name}' and '{member.name}' has different queue names: {queue}!={other_queue}"
             raise MemberError(pod, member.error(field=f"metadata.labels[{workloads.QUEUE_LABEL}]", problem=problem))
         raw = member.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
@@ -600,7 +608,7 @@ def _group_workload(
         ref,
         name=group_name(pods[0]),
         pod_sets=pod_sets,
-        queue=workloads.queue_name(ref, context, managed_without_queue=True) or "",
+        queue=_group_queue(ref, pods[0], context),
         pod_specs=pod_specs,
         context=context,
         owner=workloads.owner_of(ref),
@@ -615,6 +623,26 @@ def _group_workload(
         return workload
     meta = msgspec.structs.replace(workload.metadata, labels={**workload.metadata.labels, **labels})
     return msgspec.structs.replace(workload, metadata=meta)
+
+
+def _group_queue(ref: workloads.JobRef, first: Mapping[str, Any], context: workloads.Context) -> str:
+    """The LocalQueue of a group's workload: a StatefulSet's group's is its StatefulSet's queue-name label while
+    it has replicas (:func:`serving.statefulset_queue`, the StatefulSet read from ``context.objects["StatefulSet"]``
+    by namespace and name, its UID the pod's controller's), a LeaderWorkerSet's group's its LeaderWorkerSet's
+    (:func:`serving.lws_queue`, read from ``context.objects["LeaderWorkerSet"]``), as their reconcilers keep the
+    Workloads they prebuild in their parent's LocalQueue; else, or with no label there, the first pod's (oldest,
+    then by name)."""
+    queue = ""
+    if (owner := serving.statefulset_owner(first)) is not None:
+        sts = context.objects.get("StatefulSet", {}).get((ref.namespace, owner[0]))
+        if sts is not None and str(workloads.as_mapping(sts.get("metadata")).get("uid") or "") == owner[1]:
+            queue = serving.statefulset_queue(sts)
+    elif serving.parent_framework(first) == serving.LWS_FRAMEWORK:
+        lws_name = str(ref.labels.get(serving.LWS_NAME_LABEL) or "")
+        lws = context.objects.get("LeaderWorkerSet", {}).get((ref.namespace, lws_name))
+        if lws is not None and serving.lws_owner(first, lws) is not None:
+            queue = serving.lws_queue(lws)
+    return queue or workloads.queue_name(ref, context, managed_without_queue=True) or ""
 
 
 def _parent_marks(pod: Mapping[str, Any], context: workloads.Context) -> tuple[dict[str, str], dict[str, str]]:

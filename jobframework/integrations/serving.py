@@ -33,13 +33,14 @@ workload(s) their pods make up, for the tests and the docs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
-from kueue_es.events import job_owners, models
+from kueue_es.events import job_owners, manifests, models
 from kueue_es.jobframework import workloads
+from kueue_es.jobframework.annotations import SCHEDULING_GATE
 from kueue_es.jobframework.integrations import Finished, Integration, PodSetSource
 
 APPS_API = "apps/v1"
@@ -232,6 +233,14 @@ def statefulset_workload_marks(name: str, uid: str) -> tuple[dict[str, str], dic
     return {workloads.JOB_UID_LABEL: uid}, {JOB_OWNER_GVK_ANNOTATION: STATEFULSET_GVK, JOB_OWNER_NAME_ANNOTATION: name}
 
 
+def lws_queue(lws: Mapping[str, Any]) -> str:
+    """The LocalQueue the LeaderWorkerSet's groups' Workloads are in: its ``kueue.x-k8s.io/queue-name`` label (""
+    without one: the Workloads keep theirs). Kueue's LeaderWorkerSet reconciler (leaderworkerset_reconciler.go
+    updateWorkload) sets each group Workload's ``spec.queueName`` to it, so a label changed while no replica is
+    ready (leaderworkerset_webhook.go ValidateUpdate) moves the groups' Workloads."""
+    return str(_labels(lws).get(workloads.QUEUE_LABEL) or "")
+
+
 def lws_workload_marks(name: str, uid: str, index: str) -> tuple[dict[str, str], dict[str, str]]:
     """The labels and annotations Kueue's LeaderWorkerSet reconciler gives the Workload it makes for group
     ``index`` of LeaderWorkerSet ``name`` (leaderworkerset_reconciler.go constructWorkload): ``kueue.x-k8s.io/
@@ -306,6 +315,57 @@ def statefulset_hold(sts: Mapping[str, Any]) -> str:
         return ""
     ref = workloads.job_ref(sts, kind="StatefulSet", api_version=APPS_API)
     return STATEFULSET_ON_HOLD_MESSAGE if statefulset_replicas(ref, sts) == 0 else ""
+
+
+def statefulset_queue(sts: Mapping[str, Any]) -> str:
+    """The LocalQueue the StatefulSet's group Workload is in: its ``kueue.x-k8s.io/queue-name`` label while
+    ``spec.replicas`` is above zero, "" when it leaves the Workload's queue as it is (scaled to zero, no label, or
+    a ``spec.replicas`` that is not a count, left to the StatefulSet's own rejection).
+
+    Kueue's StatefulSet reconciler (statefulset_reconciler.go reconcileWorkload) sets the Workload's
+    ``spec.queueName`` to the StatefulSet's label whenever ``replicas > 0``, and syncQueueLabel writes it on the
+    group's pods: a label changed while the webhook allows it (no replica ready, statefulset_webhook.go
+    ValidateUpdate) moves the Workload to that LocalQueue. The pods' own labels are not what the Workload
+    follows (its is a prebuilt Workload, never built from them)."""
+    queue = str(_labels(sts).get(workloads.QUEUE_LABEL) or "")
+    ref = workloads.job_ref(sts, kind="StatefulSet", api_version=APPS_API)
+    try:
+        replicas = statefulset_replicas(ref, sts)
+    except manifests.ManifestError:  # not a count: left to the StatefulSet's own rejection
+        return ""
+    return queue if replicas > 0 else ""
+
+
+def statefulset_requeued(workload: models.Workload, sts: Mapping[str, Any]) -> models.Workload:
+    """``workload`` (the StatefulSet's group workload) in the LocalQueue :func:`statefulset_queue` names, or as
+    it is when that is "" or the same."""
+    queue = statefulset_queue(sts)
+    if not queue or queue == workload.spec.queue_name:
+        return workload
+    return msgspec.structs.replace(workload, spec=msgspec.structs.replace(workload.spec, queue_name=queue))
+
+
+def queue_relabels(workload: models.Workload, members: Sequence[Mapping[str, Any]], *, queue: str) -> list[str]:
+    """The names of the pods of a StatefulSet's or LeaderWorkerSet's group (``members``, as listed; ``workload`` its
+    Workload, whose marks name the parent) whose ``kueue.x-k8s.io/queue-name`` label is to become ``queue``, the
+    LocalQueue its parent names (:func:`statefulset_queue`, :func:`lws_queue`). Kueue's StatefulSet reconciler
+    (statefulset_reconciler.go syncQueueLabel, statefulset_pod_reconciler.go setDefault) and LeaderWorkerSet
+    reconciler (leaderworkerset_reconciler.go setDefault) relabel them, the pod webhook refusing the change on a
+    pod no longer gated: so only gated pods, not being deleted, sorted by name. None for another Workload, nor
+    for ``queue`` ""."""
+    if job_owners.serving_parent(workload) is None or not queue:
+        return []
+    out = []
+    for pod in members:
+        meta = workloads.as_mapping(pod.get("metadata"))
+        labels = workloads.as_mapping(meta.get("labels"))
+        spec = workloads.as_mapping(pod.get("spec"))
+        gated = any(
+            isinstance(g, Mapping) and g.get("name") == SCHEDULING_GATE for g in spec.get("schedulingGates") or []
+        )
+        if gated and not meta.get("deletionTimestamp") and labels.get(workloads.QUEUE_LABEL) != queue:
+            out.append(str(meta.get("name") or ""))
+    return sorted(out)
 
 
 def statefulset_resized(workload: models.Workload, sts: Mapping[str, Any]) -> models.Workload:

@@ -49,7 +49,7 @@ from typing import Any
 import structlog
 from kubernetes_asyncio import client as k8s_client
 
-from kueue_es.events import codec, subjects, types
+from kueue_es.events import codec, job_owners, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, BusError, Delivery, DurableConsumer, LogMessage
 from kueue_es.projections import batches
@@ -339,8 +339,12 @@ class Dispatcher:
                         self.ungating.mark(accepted.workload.key)
                     elif isinstance(accepted, types.WorkloadPodsReady):
                         self.suspension.observed(accepted)
-                    elif isinstance(accepted, types.WorkloadObserved) and accepted.workload.owner != owner_before:
-                        self.suspension.adopted(accepted.workload.key, seq=seq)
+                    elif isinstance(accepted, types.WorkloadObserved):
+                        if accepted.workload.owner != owner_before:
+                            self.suspension.adopted(accepted.workload.key, seq=seq)
+                        if job_owners.serving_parent(accepted.workload) is not None:
+                            # its gated pods follow its parent's LocalQueue
+                            self.ungating.requeued(accepted.workload.key, accepted.workload.spec.queue_name)
                     elif isinstance(accepted, types.WorkloadFinished):
                         self.suspension.finished(accepted, seq=seq)
                     elif isinstance(accepted, types.ChildJobObserved):

@@ -20,7 +20,8 @@ import structlog
 
 from kueue_es.events import slices, tas
 from kueue_es.jobframework import pods as pod_integration
-from kueue_es.jobframework.workloads import MANAGED_LABEL
+from kueue_es.jobframework.integrations import serving
+from kueue_es.jobframework.workloads import MANAGED_LABEL, QUEUE_LABEL
 from kueue_es.projections.cluster import WorkloadState
 from kueue_es.services.dispatcher import core, job_writes, ungater
 from kueue_es.services.dispatcher.job_writes import POD_REF
@@ -59,6 +60,9 @@ class Ungating:
         self._dirty: dict[str, None] = {}
         self.group_pods: dict[objects.PodKey, objects.Pod] = {}
         self._late: dict[str, None] = {}  # pod groups (namespace/name) with a gated pod
+        # serving groups (namespace/name) whose gated pods may name another LocalQueue than their Workload, with the
+        # LocalQueue its last observation named ("": the log's, while the workload holds no quota)
+        self._relabel: dict[str, str] = {}
         # managed pods whose kueue.x-k8s.io/managed finalizer is to come off (pods.finalizer_released), as listed
         self._release: dict[objects.PodKey, objects.Pod] = {}
         self._wakeup = asyncio.Event()
@@ -192,8 +196,54 @@ class Ungating:
 
     def _group_pod_changed(self, pod: objects.Pod) -> None:
         if pod_integration.is_gated(pod) and (group := pod_integration.group_name(pod)):
-            self._late[f"{objects.pod_key(pod)[0]}/{group}"] = None
+            key = f"{objects.pod_key(pod)[0]}/{group}"
+            self._late[key] = None
+            self._relabel.setdefault(key, "")
             self._wakeup.set()
+
+    def requeued(self, key: str, queue: str) -> None:
+        """Workload ``key`` was observed in LocalQueue ``queue`` (its parent's now, also while it holds quota and
+        the log keeps the one it was admitted in): its group's gated pods are relabelled if they name another
+        (:meth:`relabel_pods`)."""
+        self._relabel[key] = queue
+        self._wakeup.set()
+
+    async def relabel_pods(self) -> bool:
+        """Give the gated pods of the marked StatefulSet and LeaderWorkerSet groups their Workload's LocalQueue as
+        ``kueue.x-k8s.io/queue-name`` (:func:`serving.queue_relabels`; Kueue statefulset_reconciler.go
+        syncQueueLabel, leaderworkerset_reconciler.go setDefault), each patch carrying the pod's resourceVersion:
+        a pod changed since (409) or gone (404) is looked at again on its watch event. False when a write failed
+        otherwise: the group stays marked, to be tried again."""
+        done = True
+        taken, self._relabel = self._relabel, {}
+        for key, observed in taken.items():
+            wl = self.view.cluster.workloads.get(key)
+            if wl is None:
+                continue
+            # the LocalQueue the watcher saw its parent name; else the log's, which is that while it holds no quota
+            queue = observed or ("" if wl.reservation is not None else wl.workload.spec.queue_name)
+            namespace, _, group = key.partition("/")
+            members = {
+                name: pod
+                for (ns, name), pod in sorted(self.group_pods.items())
+                if ns == namespace and pod_integration.group_name(pod) == group
+            }
+            for name in serving.queue_relabels(wl.workload, list(members.values()), queue=queue):
+                resource_version = objects.meta(members[name]).get("resourceVersion")
+                patch = {"metadata": {"labels": {QUEUE_LABEL: queue}, "resourceVersion": resource_version}}
+                await self.limiter.acquire(WriteClass.JOBS)
+                try:
+                    stored = await self.api.patch_object(POD_REF, namespace=namespace, name=name, patch=patch)
+                except (kube_errors.NotFoundError, kube_errors.ConflictError):
+                    continue  # gone, or changed since listed: its watch event marks the group again if still gated
+                except API_ERRORS as err:
+                    log.warning("pod_relabel_retry", pod=f"{namespace}/{name}", error=str(err))
+                    self._relabel[key] = observed
+                    done = False
+                    break
+                self.group_pods[(namespace, name)] = objects.as_pod(stored)
+                log.info("pod_queue_relabelled", pod=f"{namespace}/{name}", workload=key, queue=queue)
+        return done
 
     async def _start_late(self) -> None:
         """Start the gated pods of the admitted groups marked by :meth:`watch_group_pods`."""
@@ -260,12 +310,13 @@ class Ungating:
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
+            relabelled = await self.relabel_pods()  # first: a pod started late can no longer be relabelled
             try:
                 await self._start_late()
             except API_ERRORS as err:
                 log.warning("late_start_retry", error=str(err))
             released = await self.release_finalizers()
-            if not await self.ungate_dirty() or not released:
+            if not await self.ungate_dirty() or not released or not relabelled:
                 await asyncio.sleep(retry_seconds)  # a write failed: the workload (or pod) stays marked
 
     async def ungate_dirty(self) -> bool:

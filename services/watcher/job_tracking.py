@@ -110,6 +110,7 @@ class JobTracker:
             clock=clock,
             doomed=self.doomed,
             parents=self.objects["LeaderWorkerSet"],
+            statefulsets=self.objects["StatefulSet"],
         )
         # jobs naming a prebuilt Workload, and the Workload objects they name (kueue.x-k8s.io/prebuilt-workload-name)
         self.prebuilt = PrebuiltWorkloads(
@@ -413,6 +414,9 @@ class JobTracker:
                 observed = serving.statefulset_resized(observed, cast(Mapping[str, Any], sts))
             except manifests.ManifestError:
                 pass  # not a count: left to the StatefulSet's own rejection
+            # and in the LocalQueue its StatefulSet names now (relabelled while scaled to zero: reconcileWorkload
+            # moves the Workload once replicas are above zero again)
+            observed = serving.statefulset_requeued(observed, cast(Mapping[str, Any], sts))
         fact = types.WorkloadObserved(workload=observed)
         await self.publisher.publish(fact, version=f"{version}.hold", source="Pod")
         log.info("statefulset_workload_hold", workload=f"{group_key[0]}/{group_key[1]}", on_hold=bool(hold))

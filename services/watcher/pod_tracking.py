@@ -39,10 +39,13 @@ class PodGroups:
         clock: Callable[[], int],
         doomed: dict[Key, set[str]] | None = None,
         parents: Mapping[Key, objects.KubeObject] | None = None,
+        statefulsets: Mapping[Key, objects.KubeObject] | None = None,
     ) -> None:
         self.pods = pods
         # the LeaderWorkerSets kept (JobTracker's): a group's workload is marked as its LeaderWorkerSet's
         self.parents: Mapping[Key, objects.KubeObject] = parents if parents is not None else {}
+        # the StatefulSets kept (JobTracker's): a StatefulSet's group's workload is in its LocalQueue
+        self.statefulsets: Mapping[Key, objects.KubeObject] = statefulsets if statefulsets is not None else {}
         self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
         self.doomed = doomed if doomed is not None else {}  # groups whose Workload was deleted by hand (JobTracker)
         self.groups: dict[Key, set[str]] = {}  # (namespace, pod group) -> names of its pods
@@ -88,9 +91,13 @@ class PodGroups:
             return  # its Workload was deleted by hand: its pods are being deleted, not given a new one
         holder = self.publisher.workloads.get(group_key)
         context = self.inputs.context(group_key, previous=holder)
-        # what Kueue's LeaderWorkerSet reconciler reads to build a group's Workload (its UID, for the owner marks)
+        # what Kueue's LeaderWorkerSet reconciler reads to build a group's Workload (its UID, for the owner marks),
+        # and its StatefulSet reconciler to keep it in the StatefulSet's LocalQueue (reconcileWorkload)
         parents = cast(Mapping[Key, Mapping[str, Any]], self.parents)
-        context = dataclasses.replace(context, objects={**context.objects, "LeaderWorkerSet": parents})
+        statefulsets = cast(Mapping[Key, Mapping[str, Any]], self.statefulsets)
+        context = dataclasses.replace(
+            context, objects={**context.objects, "LeaderWorkerSet": parents, "StatefulSet": statefulsets}
+        )
         managed = [pod for pod in members if pods.is_managed(pod, context)]
         if not managed:
             self.succeeded_gone.pop(group_key, None)

@@ -204,6 +204,70 @@ async def scale(api: Any, name: str, replicas: int) -> None:
     )
 
 
+async def test_a_statefulset_relabelled_before_a_replica_is_ready_moves_its_workload(api: Any, bus: MemoryBus) -> None:
+    """statefulset_reconciler.go reconcileWorkload: the webhook lets a StatefulSet's queue-name label change while
+    no replica is ready (statefulset_webhook.go ValidateUpdate), and the reconciler then sets the Workload's
+    spec.queueName to it; here from a LocalQueue that does not exist, where the Workload waits, to user-queue, where
+    it is admitted and its pods start. Before, kueue-es kept the Workload in the queue its first pod named."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        [doc] = examples.load("serving-workloads/sample-statefulset.yaml")
+        doc["metadata"] = {**doc["metadata"], "namespace": "default"}
+        doc["metadata"]["labels"] = {**doc["metadata"]["labels"], workloads.QUEUE_LABEL: "missing-queue"}
+        sts = await kube.apply_manifest(api, doc)
+        name = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        waiting = await workload_until(api, name, lambda w: condition(w, "QuotaReserved").get("status") == "False")
+        assert waiting["spec"]["queueName"] == "missing-queue"
+        await kube.patch_object(
+            api,
+            resources.STATEFUL_SETS,
+            namespace="default",
+            name="nginx-statefulset",
+            patch={"metadata": {"labels": {workloads.QUEUE_LABEL: "user-queue"}}},
+        )
+        await wait_for(bus, types.WorkloadAdmitted, workload__name=name, timeout=10)
+        moved = await workload_until(api, name, lambda w: condition(w, "Admitted").get("status") == "True")
+        assert moved["spec"]["queueName"] == "user-queue"
+        assert moved["status"]["admission"]["clusterQueue"] == "cluster-queue"
+        pods = await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+        # syncQueueLabel: the pod made before the change relabelled while gated, those after it made so
+        assert {p["metadata"]["labels"][workloads.QUEUE_LABEL] for p in pods} == {"user-queue"}
+
+
+async def test_a_leaderworkerset_relabelled_before_a_replica_is_ready_moves_its_groups_workloads(
+    api: Any, bus: MemoryBus
+) -> None:
+    """leaderworkerset_reconciler.go updateWorkload: a LeaderWorkerSet's queue-name label changed while no replica
+    is ready (leaderworkerset_webhook.go ValidateUpdate lets it) becomes every group Workload's spec.queueName; here
+    from a LocalQueue that does not exist to user-queue, where both groups are admitted and their pods start."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        [doc] = examples.load("serving-workloads/sample-leaderworkerset.yaml")
+        doc["metadata"] = {**doc["metadata"], "namespace": "default"}
+        doc["metadata"]["labels"] = {**doc["metadata"]["labels"], workloads.QUEUE_LABEL: "missing-queue"}
+        lws = await kube.apply_manifest(api, doc)
+        groups = [serving.lws_workload_name("nginx-leaderworkerset", lws["metadata"]["uid"], str(i)) for i in range(2)]
+        for group in groups:
+            waiting = await workload_until(api, group, lambda w: condition(w, "QuotaReserved").get("status") == "False")
+            assert waiting["spec"]["queueName"] == "missing-queue"
+        await kube.patch_object(
+            api,
+            LWS_REF,
+            namespace="default",
+            name="nginx-leaderworkerset",
+            patch={"metadata": {"labels": {workloads.QUEUE_LABEL: "user-queue"}}},
+        )
+        await wait_for(bus, types.WorkloadAdmitted, count=2, timeout=10)
+        for group in groups:
+            moved = await workload_until(api, group, lambda w: condition(w, "Admitted").get("status") == "True")
+            assert moved["spec"]["queueName"] == "user-queue"
+        pods = await pods_until(api, lambda ps: len(ps) == 6 and all(started(p) for p in ps))
+        # leaderworkerset_reconciler.go setDefault: the gated pods relabelled
+        assert {p["metadata"]["labels"][workloads.QUEUE_LABEL] for p in pods} == {"user-queue"}
+
+
 async def test_statefulset_scaled_to_zero_keeps_its_workload_on_hold(api: Any, bus: MemoryBus) -> None:
     """Kueue v0.19 (statefulset_reconciler.go): scaled to zero, the StatefulSet's Workload stays, its quota
     released with QuotaReserved=False ``OnHold`` "StatefulSet scaled to zero; workload on hold" and not queued;

@@ -303,6 +303,53 @@ def test_leaderworkerset_group_pods_make_leader_and_worker_pod_sets() -> None:
     ]
 
 
+def test_the_gated_pods_of_a_serving_group_are_relabelled_to_the_queue_its_parent_names() -> None:
+    """statefulset_reconciler.go syncQueueLabel, leaderworkerset_reconciler.go setDefault: the group's pods get the
+    queue-name label of the LocalQueue their parent names, the gated ones only (Kueue's pod webhook refuses the
+    change on the others) and not those being deleted; nothing for a plain pod group's Workload or no queue."""
+    sts = created(resources.STATEFUL_SETS, sample("sample-statefulset.yaml", uid="sts-uid"))
+    members = [sts_pod(sts, i) for i in range(3)]
+    for pod in members:
+        emulator.gate_queued_pods(resources.PODS, pod, lookup=lambda *_: sts)
+    fact = pods.group_facts(members)
+    assert isinstance(fact, types.WorkloadObserved)
+    members[1]["spec"]["schedulingGates"] = []  # started
+    members[2]["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+    assert serving.queue_relabels(fact.workload, members, queue="other-queue") == ["nginx-statefulset-0"]
+    assert serving.queue_relabels(fact.workload, members, queue="user-queue") == []
+    assert serving.queue_relabels(fact.workload, members, queue="") == []
+    plain = models.Workload(metadata=models.ObjectMeta(name="group", namespace="default"), spec=fact.workload.spec)
+    assert serving.queue_relabels(plain, members, queue="other-queue") == []
+
+
+def test_a_leaderworkerset_groups_workload_is_in_the_local_queue_its_leaderworkerset_names_now() -> None:
+    """leaderworkerset_reconciler.go updateWorkload: each group Workload's spec.queueName is the LeaderWorkerSet's
+    queue-name label, so a label changed while no replica is ready (leaderworkerset_webhook.go ValidateUpdate)
+    moves the groups' workloads, whatever the pods already made say (the pods relabelled one by one meanwhile are
+    no rejected group); an unknown LeaderWorkerSet, or one made again under the name, leaves the pods' queue."""
+    lws = created(controllers.LWS_REF, sample("sample-leaderworkerset.yaml", uid="lws-uid"))
+    group = lws_pods(lws)
+    relabelled = copy.deepcopy(lws)
+    relabelled["metadata"]["labels"][QUEUE] = "other-queue"
+
+    def queue_of(members: list[dict[str, Any]], parent: dict[str, Any] | None) -> str:
+        known = {} if parent is None else {("default", "nginx-leaderworkerset"): parent}
+        fact = pods.group_facts(members, context=workloads.Context(objects={"LeaderWorkerSet": known}))
+        assert isinstance(fact, types.WorkloadObserved), fact
+        return fact.workload.spec.queue_name
+
+    assert queue_of(group, lws) == "user-queue"
+    assert queue_of(group, relabelled) == "other-queue"
+    halfway = copy.deepcopy(group)
+    halfway[0]["metadata"]["labels"][QUEUE] = "other-queue"
+    assert queue_of(halfway, relabelled) == "other-queue"
+    assert queue_of(group, None) == "user-queue"
+    made_again = copy.deepcopy(relabelled)
+    made_again["metadata"]["uid"] = "made-again"
+    assert queue_of(group, made_again) == "user-queue"
+    assert serving.lws_queue(relabelled) == "other-queue"
+
+
 def test_leaderworkerset_without_leader_template_is_main() -> None:
     lws = sample("sample-leaderworkerset.yaml", uid="lws-uid")
     del lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
@@ -477,6 +524,52 @@ def test_statefulset_updates_kueue_refuses() -> None:
     unmanaged = sample("sample-statefulset.yaml")
     del unmanaged["metadata"]["labels"][QUEUE]
     assert causes(lambda o: o["spec"].update(replicas=5), before=unmanaged) == []
+
+
+def test_a_statefulsets_group_is_in_the_local_queue_its_statefulset_names_now() -> None:
+    """statefulset_reconciler.go reconcileWorkload: while replicas > 0 the Workload's spec.queueName is the
+    StatefulSet's queue-name label, so a label changed while no replica is ready (the webhook lets it) moves the
+    group's workload, whatever its pods' labels say; and syncQueueLabel relabels the pods one by one meanwhile,
+    so pods of one StatefulSet naming different queues are no rejected group. Scaled to zero, or with the
+    StatefulSet not known, the pods' queue stays."""
+    sts = created(resources.STATEFUL_SETS, sample("sample-statefulset.yaml", uid="sts-uid"))
+    members = [sts_pod(sts, i) for i in range(2)]
+    for pod in members:
+        emulator.gate_queued_pods(resources.PODS, pod, lookup=lambda *_: sts)
+    relabelled = copy.deepcopy(sts)
+    relabelled["metadata"]["labels"][QUEUE] = "other-queue"
+
+    def queue_of(group: list[dict[str, Any]], parent: dict[str, Any] | None) -> str:
+        known = {} if parent is None else {("default", "nginx-statefulset"): parent}
+        fact = pods.group_facts(group, context=workloads.Context(objects={"StatefulSet": known}))
+        assert isinstance(fact, types.WorkloadObserved), fact
+        return fact.workload.spec.queue_name
+
+    assert queue_of(members, sts) == "user-queue"
+    assert queue_of(members, relabelled) == "other-queue"
+    halfway = copy.deepcopy(members)
+    halfway[1]["metadata"]["labels"][QUEUE] = "other-queue"  # syncQueueLabel got to one pod so far
+    assert queue_of(halfway, relabelled) == "other-queue"
+    assert queue_of(members, None) == "user-queue"
+    other_uid = copy.deepcopy(relabelled)
+    other_uid["metadata"]["uid"] = "made-again"  # another StatefulSet of the name: not these pods' parent
+    assert queue_of(members, other_uid) == "user-queue"
+    scaled_to_zero = copy.deepcopy(relabelled)
+    scaled_to_zero["spec"]["replicas"] = 0
+    assert queue_of(members, scaled_to_zero) == "user-queue"
+    assert serving.statefulset_queue(relabelled) == "other-queue"
+    assert serving.statefulset_queue(scaled_to_zero) == ""
+    assert serving.statefulset_queue({**relabelled, "spec": {"replicas": "two"}}) == ""
+
+    held = models.Workload(
+        metadata=models.ObjectMeta(name="statefulset-web-12345", namespace="default"),
+        spec=models.WorkloadSpec(
+            queue_name="user-queue", pod_sets=[models.PodSet(name="main", count=3, requests={"cpu": 100})]
+        ),
+    )
+    assert serving.statefulset_requeued(held, relabelled).spec.queue_name == "other-queue"
+    assert serving.statefulset_requeued(held, sts) is held
+    assert serving.statefulset_requeued(held, scaled_to_zero) is held
 
 
 def test_a_held_statefulset_workload_is_resized_to_the_replicas_it_is_scaled_up_to() -> None:
