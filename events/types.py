@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -37,10 +37,11 @@ Configuration's ``objectRetentionPolicies`` (the workloads' retention, which the
 9: ``WorkloadFinished.ownerDeleting`` (the OwnerNotFound finish of a job being deleted, whose Workload keeps
 its owner reference); 10: ``ChildJobObserved``, a job of a Kueue-managed ancestor seen running (the dispatcher
 suspends it while that ancestor's workload is not admitted); 11: ``Workload.spec.preemptionGates`` and
-``Workload.openPreemptionGates`` (a closed gate holds a preemption back). docs/events.md holds the history and the
-stability policy."""
+``Workload.openPreemptionGates`` (a closed gate holds a preemption back); 12:
+``RemoteWorkloadObserved.topologyAssigned`` (the pod sets a MultiKueue worker placed). docs/events.md holds the
+history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
@@ -179,7 +180,13 @@ class RemoteWorkloadObserved(_Event, frozen=True, kw_only=True, tag="RemoteWorkl
     Admitted condition's lastTransitionTime (ms since the epoch; the earliest wins, E.2 step 5);
     ``eviction_reason`` the Evicted condition's reason; ``finish_reason`` / ``finish_message`` the
     Finished condition's (``OutOfSync`` asks the manager to dispatch again, E.2 step 7). ``at_ms``:
-    when the edge saw it."""
+    when the edge saw it.
+
+    ``topology_assigned`` (schema version 12): the names of the pod sets whose assignment in the copy's
+    ``status.admission`` has a ``topologyAssignment`` (sorted): the ones the worker placed, whose delayed
+    topology request the manager marks Ready (multikueue/workload.go updateDelayedTopologyRequest). ``UNSET``
+    (left out when encoded, so earlier payloads keep their bytes) when it placed none, and in a payload of an
+    earlier schema version."""
 
     workload: WorkloadRef
     cluster: str
@@ -193,6 +200,7 @@ class RemoteWorkloadObserved(_Event, frozen=True, kw_only=True, tag="RemoteWorkl
     finish_reason: str = ""
     finish_message: str = ""
     at_ms: int = 0
+    topology_assigned: list[str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class WorkerClusterConnectivity(_Event, frozen=True, kw_only=True, tag="WorkerClusterConnectivity"):

@@ -188,6 +188,7 @@ def _built() -> Iterator[tuple[str, str, dict[str, str], str]]:
                 finish_reason="Succeeded",
                 finish_message="Job finished successfully",
                 at_ms=1_796_198_954_000,
+                topology_assigned=["workers"],
             ),
             "",
         ),

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import msgspec
 import structlog
 
 from kueue_es import deciders
@@ -368,6 +369,7 @@ def multikueue_fact(
         finish_reason=event.reason if event.state == "Finished" else "",
         finish_message=event.message if event.state == "Finished" else "",
         at_ms=at_ms,
+        topology_assigned=list(event.topology_assigned) or msgspec.UNSET,
     )
 
 

@@ -543,13 +543,18 @@ def _check_event(value: Any, *, where: str, known: set[str]) -> CheckEvent:
 
 
 def _remote_event(value: Any, *, where: str, known: set[str]) -> RemoteEvent:
-    allowed = ("workload", "cluster", "state", "reason", "message", "admittedAgo")
+    allowed = ("workload", "cluster", "state", "reason", "message", "admittedAgo", "topologyAssigned")
     spec = _mapping(value, where=where, allowed=allowed, required=("workload", "cluster", "state"))
     if spec["state"] not in REMOTE_STATES:
         raise _Problem(f"{where}.state: must be one of {', '.join(REMOTE_STATES)}, got {spec['state']!r}")
     ago = spec.get("admittedAgo")
     if ago is not None and spec["state"] != "Admitted":
         raise _Problem(f"{where}.admittedAgo: only for state Admitted")
+    placed = spec.get("topologyAssigned", [])
+    if not isinstance(placed, list) or not all(isinstance(name, str) and name for name in placed):
+        raise _Problem(f"{where}.topologyAssigned: must be a list of pod set names, got {placed!r}")
+    if placed and spec["state"] == "Gone":
+        raise _Problem(f"{where}.topologyAssigned: not for state Gone (no copy)")
     return RemoteEvent(
         workload=_workload_key(spec["workload"], where=f"{where}.workload", known=known),
         cluster=str(spec["cluster"]),
@@ -557,6 +562,7 @@ def _remote_event(value: Any, *, where: str, known: set[str]) -> RemoteEvent:
         reason=str(spec.get("reason", "")),
         message=str(spec.get("message", "")),
         admitted_ago_ms=_duration_ms(ago, where=f"{where}.admittedAgo") if ago is not None else 0,
+        topology_assigned=tuple(sorted(set(placed))),
     )
 
 

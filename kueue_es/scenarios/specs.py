@@ -136,10 +136,11 @@ class DecideEvent(msgspec.Struct, frozen=True, kw_only=True):
 
 class RemoteEvent(msgspec.Struct, frozen=True, kw_only=True):
     """``{remote: {workload: ns/name, cluster: WORKER, state: QuotaReserved|Admitted|Evicted|Finished|Gone,
-    reason?, message?, admittedAgo?}}``: the MultiKueue edge reports the workload's copy on worker
-    ``cluster`` (ours, SEMANTICS-ADVANCED E): a RemoteWorkloadObserved. ``Admitted`` is admitted
+    reason?, message?, admittedAgo?, topologyAssigned?}}``: the MultiKueue edge reports the workload's copy on
+    worker ``cluster`` (ours, SEMANTICS-ADVANCED E): a RemoteWorkloadObserved. ``Admitted`` is admitted
     ``admitted_ago_ms`` before now; ``Evicted`` / ``Finished`` take ``reason`` and ``message``; ``Gone``:
-    no copy on the worker."""
+    no copy on the worker. ``topology_assigned``: the pod sets the copy's admission gives a topology
+    assignment (the worker placed them)."""
 
     workload: str
     cluster: str
@@ -147,6 +148,7 @@ class RemoteEvent(msgspec.Struct, frozen=True, kw_only=True):
     reason: str = ""
     message: str = ""
     admitted_ago_ms: int = 0
+    topology_assigned: tuple[str, ...] = ()
 
 
 class WorkerEvent(msgspec.Struct, frozen=True, kw_only=True):

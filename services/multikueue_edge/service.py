@@ -35,6 +35,7 @@ import pathlib
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
 import structlog
 import tenacity
 import yaml
@@ -120,7 +121,8 @@ def remote_observation(
     cluster: str, obj: Mapping[str, Any] | None, *, ref: types.WorkloadRef, now_ms: int
 ) -> types.RemoteWorkloadObserved:
     """The RemoteWorkloadObserved of the copy ``obj`` of ``ref`` on ``cluster`` (None: no copy):
-    its QuotaReserved, Admitted, Evicted and Finished conditions (SEMANTICS-ADVANCED E.2 5-7, E.3)."""
+    its QuotaReserved, Admitted, Evicted and Finished conditions (SEMANTICS-ADVANCED E.2 5-7, E.3), and the pod
+    sets its ``status.admission`` gives a ``topologyAssignment`` (multikueue/workload.go needsDelayedTopologyUpdate)."""
     if obj is None:
         return types.RemoteWorkloadObserved(workload=ref, cluster=cluster, present=False, at_ms=now_ms)
     conditions = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or []}
@@ -130,6 +132,13 @@ def remote_observation(
         return cond if cond is not None and cond.get("status") == "True" else None
 
     admitted, evicted, finished = true("Admitted"), true("Evicted"), true("Finished")
+    admission = (obj.get("status") or {}).get("admission")
+    assignments = admission.get("podSetAssignments") if isinstance(admission, Mapping) else None
+    placed = sorted(
+        str(a.get("name") or "")
+        for a in assignments or []
+        if isinstance(a, Mapping) and isinstance(a.get("topologyAssignment"), Mapping)
+    )
     return types.RemoteWorkloadObserved(
         workload=ref,
         cluster=cluster,
@@ -143,6 +152,8 @@ def remote_observation(
         finish_reason=str(finished.get("reason") or "") if finished else "",
         finish_message=str(finished.get("message") or "") if finished else "",
         at_ms=now_ms,
+        # the pod sets the worker placed: the manager marks only their delayed topology request Ready
+        topology_assigned=placed or msgspec.UNSET,
     )
 
 
@@ -662,8 +673,6 @@ def stopped_status(job: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _same(a: types.RemoteWorkloadObserved, b: types.RemoteWorkloadObserved) -> bool:
-    import msgspec
-
     return msgspec.structs.replace(a, at_ms=0) == msgspec.structs.replace(b, at_ms=0)
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import copy
 
+import msgspec
 import pytest
 
-from kueue_es.events import types
+from kueue_es.events import codec, types
 from kueue_es.jobframework import jobs, webhooks
 from kueue_es.services.multikueue_edge import core, remote
 from kueue_es.services.multikueue_edge.service import remote_observation
@@ -235,6 +236,25 @@ def test_remote_observation_reads_the_conditions():
     assert fact.admitted_at_ms == 1_796_205_601_000  # 2026-12-02T10:00:01Z
     gone = remote_observation("w1", None, ref=REF, now_ms=6)
     assert not gone.present and not gone.admitted and gone.cluster == "w1"
+
+
+def test_remote_observation_names_the_pod_sets_the_worker_placed():
+    """multikueue/workload.go needsDelayedTopologyUpdate reads the copy's status.admission: the pod sets with a
+    topologyAssignment are the ones the worker placed; none placed leaves the field out (earlier bytes)."""
+    admission = {
+        "clusterQueue": "cq",
+        "podSetAssignments": [
+            {"name": "workers", "topologyAssignment": {"levels": ["kubernetes.io/hostname"], "slices": []}},
+            {"name": "launcher", "count": 1},
+            {"name": "driver", "topologyAssignment": {"levels": ["kubernetes.io/hostname"], "slices": []}},
+        ],
+    }
+    obj = {"status": {"conditions": [{"type": "Admitted", "status": "True"}], "admission": admission}}
+    assert remote_observation("w1", obj, ref=REF, now_ms=5).topology_assigned == ["driver", "workers"]
+    del admission["podSetAssignments"][0]["topologyAssignment"], admission["podSetAssignments"][2]["topologyAssignment"]
+    unplaced = remote_observation("w1", obj, ref=REF, now_ms=5)
+    assert unplaced.topology_assigned is msgspec.UNSET
+    assert b"topologyAssigned" not in codec.encode(unplaced)
 
 
 # -- the job side --------------------------------------------------------------------------------
