@@ -84,6 +84,7 @@ def run(
     multikueue_delays_topology: bool = True,
     replacement_annotation: bool = True,
     jobless_deactivation_evicts: bool = True,
+    multikueue_placed_topology: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -206,6 +207,10 @@ def run(
     delayed requests Ready (tas_flavorassigner.go podSetTopologyRequest, multikueue/workload.go
     updateDelayedTopologyRequest). 34 and earlier placed them on the manager's own nodes.
 
+    ``multikueue_placed_topology`` (admitter logic 40; False: 39 and earlier, for replay): the MultiKueue
+    check Ready marks Ready only the delayed requests of the pod sets the admitting worker placed, and the
+    workload waits for the others (:func:`lifecycle.decide`); 35 to 39 admitted it with them all Ready.
+
     ``replacement_annotation`` (admitter logic 36; False: 35 and earlier, for replay): with
     ElasticJobsViaWorkloadSlices on, a head whose ``kueue.x-k8s.io/workload-slice-replacement-for``
     annotation names a slice replaces it whether or not it also carries ``elastic-job: "true"``, as
@@ -268,6 +273,7 @@ def run(
                 second_pass=second_pass,
                 inactive_clears_requeue=inactive_clears_requeue,
                 multikueue_delays_topology=multikueue_delays_topology,
+                multikueue_placed_topology=multikueue_placed_topology,
             ),
             *failed_passes,
         ]:

@@ -106,6 +106,7 @@ def decide(
     second_pass: SecondPass | None = None,
     inactive_clears_requeue: bool = True,
     multikueue_delays_topology: bool = False,
+    multikueue_placed_topology: bool = False,
 ) -> list[types.Decision]:
     """The lifecycle decisions due at ``now_ms`` (ms), in workload key order.
 
@@ -121,7 +122,15 @@ def decide(
     ``multikueue_delays_topology`` (admitter logic 35): in a ClusterQueue with a MultiKueue check the
     delayed topology requests are the worker's to place; the MultiKueue check turning Ready marks them
     Ready (multikueue/workload.go updateDelayedTopologyRequest), so the workload is admitted with no
-    second pass."""
+    second pass.
+
+    ``multikueue_placed_topology`` (admitter logic 40; False: 35 to 39, which admitted once the check was
+    Ready): the check marks Ready only the pod sets the admitting worker's copy placed (its
+    ``RemoteWorkloadObserved.topology_assigned``: updateDelayedTopologyRequest skips a pod set with no
+    ``topologyAssignment`` there), so a workload with a delayed request the worker left unplaced is not
+    admitted: Kueue's HasTopologyAssignmentsPending keeps it Admitted=False ``PendingDelayedTopologyRequests``,
+    and the manager's second pass delays it again (tas_flavorassigner.go). It is admitted once a later
+    observation of that copy names them all."""
     out: list[types.Decision] = []
     keys = sorted({*state.checks_due, *state.backoffs, *_timed_due(state, now_ms)})
     for key in keys:
@@ -134,7 +143,12 @@ def decide(
                 out.append(types.WorkloadRequeued(workload=wl.ref, at_ms=now_ms))
             continue
         decided = _check_decisions(
-            state, wl, now_ms=now_ms, second_pass=second_pass, multikueue_delays_topology=multikueue_delays_topology
+            state,
+            wl,
+            now_ms=now_ms,
+            second_pass=second_pass,
+            multikueue_delays_topology=multikueue_delays_topology,
+            multikueue_placed_topology=multikueue_placed_topology,
         )
         if not decided and wl.admitted and wl.eviction is None and wl.active:
             decided = _timeout_decisions(state, wl, now_ms=now_ms, requeue_count=0 if cleared else wl.requeue_count)
@@ -149,6 +163,7 @@ def _check_decisions(
     now_ms: int,
     second_pass: SecondPass | None = None,
     multikueue_delays_topology: bool = False,
+    multikueue_placed_topology: bool = False,
 ) -> list[types.Decision]:
     cq = _cluster_queue_of(state, wl)
     named = _named_checks(cq)
@@ -174,12 +189,29 @@ def _check_decisions(
     if not checks_ready(wl, required):
         return []
     admitted = types.admitted(wl.reservation, at_ms=now_ms)
-    if not topology.pending_delayed(wl):
+    pending = topology.pending_delayed(wl)
+    if not pending:
         return [admitted]
     if multikueue_delays_topology and cq is not None and topology.multikueue_delays(state, cq):
-        return [admitted]  # the worker placed them: the MultiKueue check Ready marks them Ready
+        if not multikueue_placed_topology:
+            return [admitted]  # 35 to 39: the MultiKueue check Ready marked them all Ready
+        # the MultiKueue check Ready marks Ready the pod sets its admitting worker placed; one left Pending
+        # keeps the workload from admission (HasTopologyAssignmentsPending)
+        on_worker = worker_placed(state, wl)
+        return [admitted] if all(psa.name in on_worker for psa in pending) else []
     placed = second_pass(wl) if second_pass is not None else None
     return [placed, admitted] if placed is not None else []
+
+
+def worker_placed(state: ClusterState, wl: WorkloadState) -> frozenset[str]:
+    """The pod sets of ``wl`` its admitting MultiKueue worker placed: the ``topology_assigned`` of the copy on
+    the worker its status.clusterName names (RemoteAdmissionChosen), as the edge last saw it; empty with no
+    admitting worker or no copy there (multikueue/workload.go syncAdmittingRemoteState reads only that one)."""
+    mk = state.multikueue
+    copy = mk.remotes.get(wl.key, {}).get(mk.cluster_names.get(wl.key, ""))
+    if copy is None or not copy.topology_assigned:
+        return frozenset()
+    return frozenset(copy.topology_assigned)
 
 
 def _checks_message(wl: WorkloadState, names: list[str], state: str) -> str:

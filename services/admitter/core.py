@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 39
+LOGIC_VERSION = 40
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -58,8 +58,12 @@ EARLIER_LOGIC_VERSIONS = (
     36,
     37,
     38,
+    39,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 38 and earlier released
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 39 and earlier admitted a
+workload of a ClusterQueue with a MultiKueue check once the check was Ready, every delayed topology request Ready
+with it (40 marks Ready only the pod sets the admitting worker placed, its copy's topologyAssigned, and leaves the
+workload unadmitted while another is Pending, as Kueue's updateDelayedTopologyRequest). 38 and earlier released
 the quota of a Workload of no job deactivated by hand at once, with no eviction (39 evicts it ``Deactivated``
 and releases it once it is stopped, as Kueue's workload controller evicts every inactive workload). 37 and earlier applied
 resources.transformations in whole amounts (an output factor rounded up to one unit, a CPU product rounded
@@ -183,6 +187,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         ordering_gates=True,
         exact_transformations=True,
         jobless_deactivation_evicts=True,
+        multikueue_placed_topology=True,
     )
 
 
@@ -219,6 +224,7 @@ def _decide(
     ordering_gates: bool,
     exact_transformations: bool,
     jobless_deactivation_evicts: bool,
+    multikueue_placed_topology: bool,
 ) -> list[types.Output]:
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
@@ -268,6 +274,7 @@ def _decide(
             multikueue_delays_topology=multikueue_delays_topology,
             replacement_annotation=replacement_annotation,
             jobless_deactivation_evicts=jobless_deactivation_evicts,
+            multikueue_placed_topology=multikueue_placed_topology,
         )
     finally:
         tree.rollback()
@@ -347,6 +354,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     ordering_gates = version >= 37
     exact_transformations = version >= 38
     jobless_deactivation_evicts = version >= 39
+    multikueue_placed_topology = version >= 40
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -383,6 +391,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             ordering_gates=ordering_gates,
             exact_transformations=exact_transformations,
             jobless_deactivation_evicts=jobless_deactivation_evicts,
+            multikueue_placed_topology=multikueue_placed_topology,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
