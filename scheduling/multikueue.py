@@ -34,6 +34,7 @@ from kueue_es.events import models, types
 from kueue_es.projections import multikueue
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.scheduling import lifecycle
+from kueue_es.scheduling.tas import cycle as topology
 
 INCREMENTAL_ROUND_MS = 5 * 60 * 1000
 """How long an Incremental nomination round waits for an admission before the next step (Kueue's
@@ -137,7 +138,15 @@ def _judge(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> tuple[type
     if owner is None or (_group(owner.api_version), owner.kind) not in ADAPTER_KINDS:
         return _rejected(wl, name, check_state, now_ms, owner), why("")
     if check_state == "Ready":
-        return _while_ready(state, wl, name, cluster_name, now_ms=now_ms), why("")
+        retry = _while_ready(state, wl, name, cluster_name, now_ms=now_ms)
+        unplaced = _unplaced(state, wl) if retry is None and not wl.admitted else []
+        if unplaced:
+            # updateDelayedTopologyRequest marked Ready only what the worker placed (admitter logic 40)
+            return None, why(
+                f'waiting for "{cluster_name}" to place the delayed topology of pod sets {", ".join(unplaced)}'
+                " (PendingDelayedTopologyRequests)"
+            )
+        return retry, why("")
     if cluster_name:
         return None, why(f'status.clusterName is "{cluster_name}": nomination is over')
     others = [c for c in lifecycle.required_checks(cq, lifecycle.assigned_flavors(wl.reservation)) if c != name]
@@ -173,6 +182,13 @@ def _judge(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> tuple[type
         clusters = [*nominated, *rest[:step_size]]
         return types.WorkersNominated(workload=ref, check=name, clusters=clusters, step=step, at_ms=now_ms), why("")
     return None, why(f"dispatcher {settings.dispatcher_name!r} is another controller's: it nominates the workers")
+
+
+def _unplaced(state: ClusterState, wl: WorkloadState) -> list[str]:
+    """The pod sets of ``wl`` whose delayed topology request is Pending and which its admitting worker has not
+    placed (:func:`lifecycle.worker_placed`), sorted."""
+    placed = lifecycle.worker_placed(state, wl)
+    return sorted(psa.name for psa in topology.pending_delayed(wl) if psa.name not in placed)
 
 
 def _group(api_version: str) -> str:

@@ -188,6 +188,9 @@ class WorkloadRecord:
     cluster_name: str = ""  # MultiKueue: the worker that admitted it (status.clusterName)
     nominated: tuple[str, ...] = ()  # MultiKueue: the workers nominated (status.nominatedClusterNames)
     unhealthy_nodes: tuple[str, ...] = ()  # TAS: the failed node awaiting replacement (status.unhealthyNodes)
+    # MultiKueue: the pod sets the admitting worker placed, whose delayed topology request its check's Ready marks
+    # Ready (multikueue/workload.go updateDelayedTopologyRequest)
+    worker_placed: tuple[str, ...] = ()
 
     def set(self, kind: str, status: bool, reason: str, message: str, *, at_ms: int, generation: bool = True) -> None:
         """apimeta.SetStatusCondition: the transition time moves only when the status changes."""
@@ -464,10 +467,15 @@ def _fold_into(
             # SEMANTICS-ADVANCED E.2 step 5: Ready sets clusterName (immutable) and clears the nominations
             if isinstance(event, types.RemoteAdmissionChosen):
                 record.cluster_name = record.cluster_name or event.cluster
+                record.worker_placed = tuple(sorted(lifecycle.worker_placed(state, wl)))
             record.nominated = ()
             outcome = multikueue.check_outcome(event)
             if outcome is not None:
                 _check_changed(record, outcome)
+                if record.admission is not None and wl.reservation is not None and not wl.admitted:
+                    # a delayed topology request the worker did not place: Admitted=False
+                    # PendingDelayedTopologyRequests (SyncAdmittedCondition), not admitted
+                    _checks_moved(record, state, at_ms=outcome.at_ms, granular=granular)
         case _:
             assert_never(event)
 
@@ -504,7 +512,7 @@ def _evicted(record: WorkloadRecord, event: types.EvictionRequested) -> None:
     if event.preemption_reason:
         record.set("Preempted", True, event.preemption_reason, event.message, at_ms=event.at_ms, generation=False)
     _reset_checks(record, at_ms=event.at_ms)
-    record.cluster_name, record.nominated = "", ()  # evict.go resetClusterNomination
+    record.cluster_name, record.nominated, record.worker_placed = "", (), ()  # evict.go resetClusterNomination
     if event.requeue_at_ms or event.requeue_count:
         record.requeue_at_ms = event.requeue_at_ms or None
         if event.requeue_count:
@@ -625,7 +633,7 @@ def _topology_pending(record: WorkloadRecord) -> bool:
     if record.admission is None:
         return False
     return any(
-        a.delayed_topology_request == "Pending" and a.name not in record.topology
+        a.delayed_topology_request == "Pending" and a.name not in record.topology and a.name not in record.worker_placed
         for a in record.admission.pod_set_assignments
     )
 
@@ -658,6 +666,7 @@ def _unreserve(record: WorkloadRecord, reason: str, message: str, *, at_ms: int,
     record.set("QuotaReserved", False, reason, message, at_ms=at_ms)
     record.admission = None
     record.topology = {}
+    record.worker_placed = ()
     _sync_admitted(record, reserved=False, checks_ready=True, at_ms=at_ms, granular=granular)
 
 
@@ -918,6 +927,7 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
         record.cluster_name,
         record.nominated,
         record.unhealthy_nodes,
+        record.worker_placed,
     )
 
 
@@ -1193,9 +1203,8 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
                 entry["topologyAssignment"] = topology_assignment_dict(record.topology[a.name])
             if a.delayed_topology_request:
                 # SEMANTICS-ADVANCED A.9: Ready once the second pass placed it, or, under MultiKueue, once the
-                # worker's admission did (the manager admits only then: multikueue/workload.go
-                # updateDelayedTopologyRequest)
-                ready = a.name in record.topology or record.is_true("Admitted")
+                # admitting worker's admission did (multikueue/workload.go updateDelayedTopologyRequest)
+                ready = a.name in record.topology or a.name in record.worker_placed or record.is_true("Admitted")
                 entry["delayedTopologyRequest"] = "Ready" if ready else a.delayed_topology_request
             assignments.append(entry)
         status["admission"] = {"clusterQueue": record.admission.cluster_queue, "podSetAssignments": assignments}

@@ -6,7 +6,7 @@ updateDelayedTopologyRequest, needsDelayedTopologyUpdate); a pod set left ``Pend
 admission (workload.go HasTopologyAssignmentsPending), Admitted=False ``PendingDelayedTopologyRequests``
 (admissionchecks.go SyncAdmittedCondition). Logic 35 to 39 marked every delayed request Ready with the check.
 The scenario tests/scenarios/multikueue/tas-worker-placing-one-of-two-pod-sets-leaves-the-workload-unadmitted.yaml
-checks the outcome; here logic 39's outcome and replay of both logs.
+checks the outcome; here the status the dispatcher writes, logic 39's outcome and replay of both logs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from kueue_es.events import types
 from kueue_es.replay import check_log
 from kueue_es.scenarios.core_engine import CoreRun, run_scenario
 from kueue_es.scenarios.loading import parse_scenario
+from kueue_es.scheduling import multikueue
 from kueue_es.services.admitter import core as admitter
+from kueue_es.services.dispatcher import core as dispatch
+from kueue_es.services.dispatcher import status
 
 CASE = (
     Path(__file__).parents[1]
@@ -35,12 +38,34 @@ def _run() -> CoreRun:
     return run_scenario(parse_scenario(CASE.read_text(), path=str(CASE)))
 
 
+def _written(run: CoreRun) -> dict[str, object]:
+    """The Workload status the dispatcher writes for w1 after the run's log."""
+    view = dispatch.DispatchState()
+    for seq, event in run.log:
+        dispatch.fold(view, event, seq=seq)
+    return status.workload_status(view.records[KEY], generation=1)
+
+
 def test_a_pod_set_the_worker_did_not_place_keeps_the_workload_unadmitted() -> None:
     run = _run()
     wl = run.state.workloads[KEY]
     assert wl.reservation is not None and not wl.admitted
     assert wl.checks["mk"].state == "Ready"
     assert not [e for _, e in run.log if isinstance(e, types.WorkloadAdmitted)]
+    written = _written(run)
+    requests = {a["name"]: a["delayedTopologyRequest"] for a in written["admission"]["podSetAssignments"]}
+    assert requests == {"launcher": "Pending", "workers": "Ready"}
+    [admitted] = [c for c in written["conditions"] if c["type"] == "Admitted"]
+    assert (admitted["status"], admitted["reason"], admitted["message"]) == (
+        "False",
+        "PendingDelayedTopologyRequests",
+        "There are pending delayed topology requests",
+    )
+    assert written["clusterName"] == "worker-b"
+    why = multikueue.explain(run.state, wl, now_ms=0)  # its worker connected: no workerLostTimeout is read
+    assert why is not None and why.waiting == (
+        'waiting for "worker-b" to place the delayed topology of pod sets launcher (PendingDelayedTopologyRequests)'
+    )
     assert check_log(run.messages, deciders.BY_ROLE).mismatches == []
 
 
