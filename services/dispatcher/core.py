@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from kueue_es.events import models, slices, tas, types
+from kueue_es.events import job_owners, models, slices, tas, types
 from kueue_es.jobframework import integrations, jobs, prebuilt
 from kueue_es.jobframework.annotations import (
     EVICTED_ANNOTATION,
@@ -41,6 +41,7 @@ from kueue_es.jobframework.annotations import (
     SCHEDULING_GATE,
 )
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GROUP_WORKLOAD_ANNOTATION
+from kueue_es.jobframework.workloads import QUEUE_LABEL
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
 from kueue_es.scheduling.queues import required_checks
 from kueue_es.scheduling.tas import replacement
@@ -400,6 +401,20 @@ class StartPods:
     # a prebuilt Workload's group: those beyond its count are left gated, not deleted (Kueue's prebuilt path deletes
     # none: its in-sync check keeps them gated, and the watcher finishes such a workload OutOfSync)
     keep_excess: bool = False
+    # a StatefulSet's group: the LocalQueue its pods are labelled with before they start (its Workload's), as Kueue's
+    # StatefulSet reconciler runs syncQueueLabel before it ungates them (statefulset_reconciler.go Reconcile)
+    queue: str = ""
+
+    def relabel(self, pod: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The merge patch giving a gated ``pod`` the group's :attr:`queue` label, to be written before its start
+        (a separate write: Kueue's pod webhook refuses a queue-name change on a pod that is not gated,
+        jobframework validateUpdateForQueueName); None when there is nothing to change."""
+        meta = pod.get("metadata") or {}
+        gates = (pod.get("spec") or {}).get("schedulingGates") or []
+        gated = any(isinstance(g, dict) and g.get("name") == SCHEDULING_GATE for g in gates)
+        if not self.queue or not gated or (meta.get("labels") or {}).get(QUEUE_LABEL) == self.queue:
+            return None
+        return {"metadata": {"labels": {QUEUE_LABEL: self.queue}}}
 
     def patch(self, pod: Mapping[str, Any], *, pod_set: str) -> dict[str, Any] | None:
         """The merge patch that starts ``pod`` as a member of ``pod_set``; None for a pod no longer gated
@@ -1024,6 +1039,7 @@ def start_of(view: DispatchState, current: WorkloadState, ref: types.WorkloadRef
             pod_sets=infos,
             total=sum(ps.count for ps in current.workload.spec.pod_sets) if group else 0,
             keep_excess=prebuilt.is_adopted(current.workload),
+            queue=_statefulset_queue(current),
         )
     info = infos[0] if infos else PodSetInfo(name="main")
     return StartJob(
@@ -1065,7 +1081,15 @@ def late_start(view: DispatchState, key: str) -> StartPods | None:
         pod_sets=infos,
         total=sum(ps.count for ps in wl.workload.spec.pod_sets),
         keep_excess=prebuilt.is_adopted(wl.workload),
+        queue=_statefulset_queue(wl),
     )
+
+
+def _statefulset_queue(wl: WorkloadState) -> str:
+    """The LocalQueue a StatefulSet's group's pods carry once started: its Workload's, which is the StatefulSet's
+    (:func:`~kueue_es.jobframework.integrations.serving.statefulset_queue`); "" for another workload."""
+    parent = job_owners.serving_parent(wl.workload)
+    return wl.workload.spec.queue_name if parent is not None and parent.kind == "StatefulSet" else ""
 
 
 def _group_of(wl: WorkloadState) -> str:

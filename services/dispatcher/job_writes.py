@@ -344,11 +344,13 @@ class JobWrites:
             patch = action.patch(pod, pod_set=pod_set)
             if patch is None:
                 continue
-            await self.limiter.acquire(WriteClass.JOBS)
+            name = objects.meta(pod).get("name", "")
             try:
-                await self.api.patch_object(
-                    POD_REF, namespace=action.namespace, name=objects.meta(pod).get("name", ""), patch=patch
-                )
+                if (relabel := action.relabel(pod)) is not None:  # its StatefulSet's LocalQueue first (syncQueueLabel)
+                    await self.limiter.acquire(WriteClass.JOBS)
+                    await self.api.patch_object(POD_REF, namespace=action.namespace, name=name, patch=relabel)
+                await self.limiter.acquire(WriteClass.JOBS)
+                await self.api.patch_object(POD_REF, namespace=action.namespace, name=name, patch=patch)
             except kube_errors.NotFoundError:
                 continue  # deleted meanwhile: the watcher sees the group change
             self._pod_written(seq, pod)

@@ -273,8 +273,13 @@ class Ungating:
                 if patch is None:
                     continue
                 patch["metadata"]["resourceVersion"] = objects.meta(pod).get("resourceVersion")
-                await self.limiter.acquire(WriteClass.JOBS)
                 try:
+                    if (relabel := action.relabel(pod)) is not None:  # its StatefulSet's LocalQueue first
+                        relabel["metadata"]["resourceVersion"] = patch["metadata"]["resourceVersion"]
+                        await self.limiter.acquire(WriteClass.JOBS)
+                        relabelled = await self.api.patch_object(POD_REF, namespace=namespace, name=name, patch=relabel)
+                        patch["metadata"]["resourceVersion"] = (relabelled.get("metadata") or {}).get("resourceVersion")
+                    await self.limiter.acquire(WriteClass.JOBS)
                     stored = await self.api.patch_object(POD_REF, namespace=namespace, name=name, patch=patch)
                 except (kube_errors.NotFoundError, kube_errors.ConflictError):
                     continue  # gone, or changed since listed: its watch event marks the group again if still gated

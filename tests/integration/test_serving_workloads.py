@@ -38,6 +38,7 @@ from tests.integration.harness import (
     dispatcher_with_consumer,
     events_of,
     eviction,
+    local_queue,
     pod_services,
     running,
     set_up_queues,
@@ -239,8 +240,10 @@ async def test_a_leaderworkerset_relabelled_before_a_replica_is_ready_moves_its_
     api: Any, bus: MemoryBus
 ) -> None:
     """leaderworkerset_reconciler.go updateWorkload: a LeaderWorkerSet's queue-name label changed while no replica
-    is ready (leaderworkerset_webhook.go ValidateUpdate lets it) becomes every group Workload's spec.queueName; here
-    from a LocalQueue that does not exist to user-queue, where both groups are admitted and their pods start."""
+    is ready (leaderworkerset_webhook.go ValidateUpdate lets it) becomes every group Workload's spec.queueName, and
+    setDefault relabels the gated pods; here from a LocalQueue that does not exist to another one that does not
+    either (nothing is admitted meanwhile, so every pod is still gated), then that LocalQueue is made and both groups
+    are admitted there and their pods start."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(*services(bus, api, dispatcher, consumer)):
         await set_up_queues(api)
@@ -257,15 +260,23 @@ async def test_a_leaderworkerset_relabelled_before_a_replica_is_ready_moves_its_
             LWS_REF,
             namespace="default",
             name="nginx-leaderworkerset",
-            patch={"metadata": {"labels": {workloads.QUEUE_LABEL: "user-queue"}}},
+            patch={"metadata": {"labels": {workloads.QUEUE_LABEL: "lws-queue"}}},
         )
+        for group in groups:
+            await workload_until(api, group, lambda w: w["spec"]["queueName"] == "lws-queue")
+        relabelled = await pods_until(
+            api,
+            lambda ps: (
+                len(ps) == 6 and all(p["metadata"]["labels"].get(workloads.QUEUE_LABEL) == "lws-queue" for p in ps)
+            ),
+        )
+        assert all(pod_integration.is_gated(p) for p in relabelled)
+        await kube.apply_manifest(api, local_queue("lws-queue", "cluster-queue"))
         await wait_for(bus, types.WorkloadAdmitted, count=2, timeout=10)
         for group in groups:
             moved = await workload_until(api, group, lambda w: condition(w, "Admitted").get("status") == "True")
-            assert moved["spec"]["queueName"] == "user-queue"
-        pods = await pods_until(api, lambda ps: len(ps) == 6 and all(started(p) for p in ps))
-        # leaderworkerset_reconciler.go setDefault: the gated pods relabelled
-        assert {p["metadata"]["labels"][workloads.QUEUE_LABEL] for p in pods} == {"user-queue"}
+            assert moved["spec"]["queueName"] == "lws-queue"
+        await pods_until(api, lambda ps: len(ps) == 6 and all(started(p) for p in ps))
 
 
 async def test_statefulset_scaled_to_zero_keeps_its_workload_on_hold(api: Any, bus: MemoryBus) -> None:

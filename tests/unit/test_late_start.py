@@ -2,6 +2,8 @@
 late_start): a StatefulSet's pods come one by one, a serving group's replacements come back gated, and Kueue's
 pod group reconciler ungates them while the workload is admitted (pod_controller.go)."""
 
+import msgspec
+
 from kueue_es.events import models, types
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION
 from kueue_es.services.dispatcher import core
@@ -57,6 +59,45 @@ def test_an_admitted_started_group_starts_its_late_pods_on_the_flavor() -> None:
         view, types.EvictionRequested(workload=REF, cluster_queue="cq", message="preempted", at_ms=3), seq=seq + 1
     )
     assert core.late_start(view, REF.key) is None
+
+
+def test_a_statefulsets_gated_pods_get_its_local_queue_before_they_start() -> None:
+    """statefulset_reconciler.go Reconcile runs syncQueueLabel before ungatePods: a StatefulSet's group's gated pod
+    naming another LocalQueue is relabelled to its Workload's first, in a write of its own (Kueue's pod webhook
+    refuses the change on a pod no longer gated); nothing for a pod that names it, a started pod, or a group whose
+    Workload is no StatefulSet's."""
+    sts_marks = observed()
+    meta = sts_marks.workload.metadata
+    marked = models.ObjectMeta(
+        name=meta.name,
+        namespace=meta.namespace,
+        uid=meta.uid,
+        labels={"kueue.x-k8s.io/job-uid": "sts-uid"},
+        annotations={
+            **meta.annotations,
+            "kueue.x-k8s.io/job-owner-gvk": "apps/v1, Kind=StatefulSet",
+            "kueue.x-k8s.io/job-owner-name": "web",
+        },
+    )
+    view = core.DispatchState()
+    admitted(view, types.WorkloadObserved(workload=msgspec.structs.replace(sts_marks.workload, metadata=marked)))
+    action = core.late_start(view, REF.key)
+    assert action is not None and action.queue == "lq"
+    gated = {"kueue.x-k8s.io/admission"}
+    pod = {
+        "metadata": {"name": "web-1", "labels": {"kueue.x-k8s.io/queue-name": "old"}},
+        "spec": {"schedulingGates": [{"name": name} for name in gated]},
+    }
+    assert action.relabel(pod) == {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "lq"}}}
+    start = action.patch(pod, pod_set="main")
+    assert start is not None and "kueue.x-k8s.io/queue-name" not in start["metadata"]["labels"]
+    assert action.relabel({**pod, "metadata": {"name": "web-1", "labels": {"kueue.x-k8s.io/queue-name": "lq"}}}) is None
+    assert action.relabel({**pod, "spec": {}}) is None  # started
+
+    plain = core.DispatchState()
+    admitted(plain, observed())
+    other = core.late_start(plain, REF.key)
+    assert other is not None and other.queue == "" and other.relabel(pod) is None
 
 
 def test_nothing_for_a_single_pod_or_a_group_not_admitted() -> None:
