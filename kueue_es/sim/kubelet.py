@@ -37,7 +37,20 @@ watches batch/v1 Jobs, makes their pods as Kubernetes' Job controller does
   A Job this kubelet never ran (a restart) but whose status still counts active
   pods gets the same when seen suspended;
 * a deleted Job's pods are collected by the garbage collector of
-  :mod:`kueue_es.sim.controllers` (its owner is gone).
+  :mod:`kueue_es.sim.controllers` (its owner is gone);
+* a pod of a running Job that fails -- phase Failed, or deleted before it succeeded (``kubectl delete pod``)
+  -- counts as failed, as the Job controller counts it (job_controller.go isPodFailed; with
+  ``podReplacementPolicy: Failed``, the default under a ``podFailurePolicy``, a pod being deleted counts once
+  it is Failed or gone): ``status.failed`` goes up by one and a replacement is created at once (for an
+  Indexed Job, of the same index: :func:`pods_to_create`), with its ``SuccessfulCreate`` Event, until the
+  failures exceed ``spec.backoffLimit`` (6 by default); then the Job fails: its active pods are deleted, it
+  gets ``FailureTarget`` and ``Failed`` True with reason ``BackoffLimitExceeded`` and message "Job has reached
+  the specified backoff limit", and the Warning Event of that reason and message. Not modelled: the rules of a
+  ``podFailurePolicy`` (a deleted pod's failure counts, as one no rule matches: a plain deletion gives no
+  DisruptionTarget condition), ``backoffLimitPerIndex`` (whose Job has no global limit), the backoff delay
+  before a replacement, and the pod finalizer the Job controller tracks its pods with (a pod deleted here
+  goes at once; ``status.terminating`` stays unwritten). A pod the Job's suspension, failure or deletion
+  removes is no failure.
 
 The pods are not Kueue's: they carry no ``kueue.x-k8s.io/managed`` label, and
 Kueue's pod webhook and the watcher skip a pod whose controller is a Job
@@ -71,6 +84,11 @@ reason ``Completed``), ``Ready`` and ``ContainersReady`` False with reason
   restarts its exited containers;
 * a serving pod (``kueue.x-k8s.io/pod-group-serving: "true"``) runs until deleted
   unless it carries the duration annotation.
+
+A running pod that is deleted but held by a finalizer (Kueue's ``kueue.x-k8s.io/managed`` on a managed pod)
+is terminated as a kubelet terminates it: phase ``Failed``, each container ``terminated`` (exit code 137,
+reason ``Error``: killed), ``Ready`` and ``ContainersReady`` False with reason ``PodFailed``
+(:func:`pod_killed_status`); it then stays, Terminating, until the finalizer comes off.
 """
 
 from __future__ import annotations
@@ -135,6 +153,9 @@ class SimulatedKubelet:
         # Jobs whose Suspended Event was recorded and no Resumed since: a watch event still carrying the status
         # from before this kubelet wrote Suspended must not record it twice
         self._said_suspended: set[str] = set()
+        # Job UID -> the UIDs of its pods counted failed (a pod's deletion is seen as an update, then DELETED)
+        self._failed_pods: dict[str, set[str]] = {}
+        self._killing: set[str] = set()  # UIDs of deleted pods being written Failed
 
     def start(self) -> None:
         """Run ``run()`` in a background task (idempotent)."""
@@ -164,6 +185,7 @@ class SimulatedKubelet:
                 await self._resync(item.objects)
             elif item.type == "DELETED":
                 self._cancel_run(_uid(item.object))
+                self._failed_pods.pop(_uid(item.object), None)
             else:
                 await self._reconcile(item.object)
 
@@ -179,8 +201,12 @@ class SimulatedKubelet:
                     self._reconcile_pod(pod)
             elif item.type == "DELETED":
                 self._cancel_pod_run(_uid(item.object))
+                await self._job_pod_changed(item.object, gone=True)
             else:
                 self._reconcile_pod(item.object)
+                await self._job_pod_changed(item.object, gone=False)
+                if terminates_pod(item.object) and _uid(item.object) not in self._killing:
+                    await self._kill(item.object)
 
     @property
     def running(self) -> set[str]:
@@ -206,6 +232,7 @@ class SimulatedKubelet:
         if _is_finished(job) or job["metadata"].get("deletionTimestamp"):
             self._cancel_run(uid)
             self._said_suspended.discard(uid)
+            self._failed_pods.pop(uid, None)
         elif job.get("spec", {}).get("suspend"):
             cancelled = self._cancel_run(uid)
             if cancelled is not None:
@@ -225,6 +252,70 @@ class SimulatedKubelet:
             task = asyncio.create_task(self._run_job(job), name=f"sim-job-{job['metadata']['name']}")
             self._runs[uid] = task
             task.add_done_callback(functools.partial(self._forget_run, uid))
+
+    async def _kill(self, pod: dict[str, Any]) -> None:
+        """Write a deleted running pod Failed, as its kubelet does once it killed the containers
+        (:func:`pod_killed_status`)."""
+        metadata = pod["metadata"]
+        self._killing.add(_uid(pod))
+        try:
+            await _until_reachable(
+                client.patch_object,
+                self._api,
+                resources.PODS,
+                namespace=metadata.get("namespace"),
+                name=metadata["name"],
+                patch={"status": pod_killed_status(pod, now=self._clock())},
+                subresource="status",
+            )
+            self._log.info("sim_pod_killed", pod=metadata["name"], pod_namespace=metadata.get("namespace"))
+        except errors.KubeError as exc:  # gone already (its finalizer came off): nothing to write
+            self._log.info("sim_pod_not_killed", pod=metadata["name"], error=str(exc))
+        finally:
+            self._killing.discard(_uid(pod))
+
+    async def _job_pod_changed(self, pod: dict[str, Any], *, gone: bool) -> None:
+        """Count a failed pod of a running Job (:func:`job_pod_failed`) once: its ``status.failed``, then a
+        replacement, or the Job's failure once the failures exceed its ``backoffLimit`` (job_controller.go
+        syncJob: exceedsBackoffLimit, manageJob)."""
+        owner = _job_owner(pod)
+        if owner is None or (_uid(pod) in self._failed_pods.get(owner["uid"], ())):
+            return
+        phase = (pod.get("status") or {}).get("phase")
+        if phase == "Succeeded" or not (
+            gone or phase == "Failed" or (pod.get("metadata") or {}).get("deletionTimestamp")
+        ):
+            return  # no failure whatever the Job: not worth reading it
+        namespace = (pod.get("metadata") or {}).get("namespace")
+        try:
+            job = await _until_reachable(
+                client.get_object, self._api, resources.JOBS, namespace=namespace, name=owner["name"]
+            )
+        except errors.KubeError:
+            return  # gone (its pods are collected, no failure), or unreadable
+        if (
+            _uid(job) != owner["uid"]
+            or not _managed_here(job)
+            or not makes_pods(job)
+            or _is_finished(job)
+            or job["metadata"].get("deletionTimestamp")
+            or (job.get("spec") or {}).get("suspend")
+            or not job_pod_failed(pod, job, gone=gone)
+        ):
+            return
+        self._failed_pods.setdefault(_uid(job), set()).add(_uid(pod))
+        failed = int((job.get("status") or {}).get("failed") or 0) + 1
+        log = self._log.bind(job=job["metadata"]["name"], job_namespace=namespace)
+        log.info("sim_job_pod_failed", pod=(pod.get("metadata") or {}).get("name"), failed=failed)
+        if failed > _backoff_limit(job):
+            self._cancel_run(_uid(job))
+            await self._delete_pods(job)
+            await self._record(job, "BackoffLimitExceeded", BACKOFF_LIMIT_MESSAGE, kind="Warning")
+            await self._write_status(job, _failed_status(job, failed=failed, now=self._clock()))
+            log.info("sim_job_failed", reason="BackoffLimitExceeded")
+            return
+        await self._write_status(job, {"failed": failed})
+        await self._create_pods(job, await self._job_pods(job))
 
     def _cancel_run(self, uid: str) -> asyncio.Task[None] | None:
         """Cancel the run of a Job if there is one; returns the cancelled task."""
@@ -425,10 +516,12 @@ class SimulatedKubelet:
                 continue
             await self._record(job, "SuccessfulDelete", f"Deleted pod: {metadata['name']}")
 
-    async def _record(self, job: dict[str, Any], reason: str, message: str) -> None:
-        """Record a Normal Event about ``job`` (:func:`job_event`); one the API server refuses is logged and
-        dropped, as a recorder drops it."""
-        body = job_event(job, reason=reason, message=message, now=self._clock(), serial=next(self._event_serial))
+    async def _record(self, job: dict[str, Any], reason: str, message: str, *, kind: str = "Normal") -> None:
+        """Record an Event (type ``kind``) about ``job`` (:func:`job_event`); one the API server refuses is logged
+        and dropped, as a recorder drops it."""
+        body = job_event(
+            job, reason=reason, message=message, now=self._clock(), serial=next(self._event_serial), kind=kind
+        )
         try:
             await _until_reachable(
                 client.create_object, self._api, resources.EVENTS, namespace=body["metadata"]["namespace"], body=body
@@ -490,6 +583,79 @@ def finishes_pod(pod: dict[str, Any]) -> bool:
     return annotations.get(SERVING_ANNOTATION) != "true" or SIM_DURATION_ANNOTATION in annotations
 
 
+def terminates_pod(pod: dict[str, Any]) -> bool:
+    """Whether ``pod`` is one this kubelet terminates now: deleted (held by a finalizer) while Running."""
+    metadata = pod.get("metadata") or {}
+    return bool(metadata.get("deletionTimestamp")) and (pod.get("status") or {}).get("phase") == "Running"
+
+
+def pod_killed_status(pod: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
+    """What a kubelet writes once it killed the containers of a deleted running ``pod``: phase Failed, each
+    container terminated with exit code 137 and reason Error, Ready and ContainersReady False with reason
+    PodFailed."""
+    status = _pod_succeeded_status(pod, now=now)
+    for container in status["containerStatuses"]:
+        container["state"]["terminated"].update(exitCode=137, reason="Error")
+    stamp = store.format_timestamp(now)
+    conditions = [c for c in status["conditions"] if c.get("type") not in ("Ready", "ContainersReady")]
+    for kind in ("ContainersReady", "Ready"):
+        conditions.append({"type": kind, "status": "False", "reason": "PodFailed", "lastTransitionTime": stamp})
+    return {**status, "phase": "Failed", "conditions": conditions}
+
+
+BACKOFF_LIMIT_MESSAGE = "Job has reached the specified backoff limit"
+"""The message of a Job failed for its backoffLimit (job_controller.go, reason BackoffLimitExceeded)."""
+
+
+def job_pod_failed(pod: dict[str, Any], job: dict[str, Any], *, gone: bool = False) -> bool:
+    """Whether the Job controller counts ``pod`` of ``job`` failed (job_controller.go isPodFailed): phase Failed;
+    or, unless the Job replaces only failed pods (``podReplacementPolicy: Failed``, or a ``podFailurePolicy``:
+    onlyReplaceFailedPods), being deleted before it succeeded. A pod ``gone`` (deleted from the API; the Job
+    controller's tracking finalizer, not modelled here, would have held it until counted) that had not
+    succeeded counts too."""
+    phase = (pod.get("status") or {}).get("phase")
+    if phase == "Failed":
+        return True
+    if phase == "Succeeded":
+        return False
+    if gone:
+        return True
+    spec = job.get("spec") or {}
+    if spec.get("podReplacementPolicy") == "Failed" or spec.get("podFailurePolicy") is not None:
+        return False
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _backoff_limit(job: dict[str, Any]) -> int:
+    """``spec.backoffLimit`` as the API server defaults it: 6, or the int32 maximum with ``backoffLimitPerIndex``."""
+    spec = job.get("spec") or {}
+    value = spec.get("backoffLimit")
+    if isinstance(value, int) and value >= 0:
+        return value
+    return 2**31 - 1 if spec.get("backoffLimitPerIndex") is not None else 6
+
+
+def _job_owner(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod's controller owner reference when it is a batch/v1 Job (with a name and UID), else None."""
+    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            if (ref.get("apiVersion"), ref.get("kind")) == ("batch/v1", "Job") and ref.get("name") and ref.get("uid"):
+                return ref
+            return None
+    return None
+
+
+def _failed_status(job: dict[str, Any], *, failed: int, now: datetime.datetime) -> dict[str, Any]:
+    """A Job failed for its backoffLimit: ``failed`` counted, no pod active, FailureTarget and Failed True."""
+    conditions = _conditions_of(job)
+    for kind in ("FailureTarget", "Failed"):
+        conditions = _with_condition(
+            conditions,
+            _condition(kind, status="True", reason="BackoffLimitExceeded", message=BACKOFF_LIMIT_MESSAGE, now=now),
+        )
+    return {"failed": failed, "active": 0, "ready": 0, "conditions": conditions}
+
+
 def _uid(job: dict[str, Any]) -> str:
     return str(job.get("metadata", {}).get("uid", ""))
 
@@ -506,11 +672,12 @@ JOB_CONTROLLER_COMPONENT = "job-controller"
 
 
 def job_event(
-    job: dict[str, Any], *, reason: str, message: str, now: datetime.datetime, serial: int = 0
+    job: dict[str, Any], *, reason: str, message: str, now: datetime.datetime, serial: int = 0, kind: str = "Normal"
 ) -> dict[str, Any]:
     """The core v1 Event Kubernetes' Job controller records about ``job`` (a Job manifest as stored: its
-    ``metadata.name``, ``namespace`` and ``uid``): type Normal, ``reason`` and ``message`` (job_controller.go's
-    ``Suspended``/``Resumed``/``Completed``, controller_utils.go's ``SuccessfulCreate``/``SuccessfulDelete``),
+    ``metadata.name``, ``namespace`` and ``uid``): type ``kind`` (Normal, or Warning for a failure),
+    ``reason`` and ``message`` (job_controller.go's ``Suspended``/``Resumed``/``Completed``, the Warning
+    ``BackoffLimitExceeded``, controller_utils.go's ``SuccessfulCreate``/``SuccessfulDelete``),
     source ``job-controller``, count 1, first and last seen ``now`` (an aware datetime). Its name is client-go's
     ``<job>.<hex nanoseconds>``, ``serial`` added to the nanoseconds so that two Events of one instant differ."""
     metadata = job["metadata"]
@@ -528,7 +695,7 @@ def job_event(
             "name": metadata["name"],
             "uid": _uid(job),
         },
-        "type": "Normal",
+        "type": kind,
         "reason": reason,
         "message": message,
         "count": 1,

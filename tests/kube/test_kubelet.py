@@ -363,3 +363,126 @@ async def test_a_plain_pod_deleted_while_running_is_not_finished(
     async with asyncio.timeout(5):
         while sim_kubelet.running_pods:
             await asyncio.sleep(0.05)
+
+
+async def job_pods(api: k8s_client.ApiClient, name: str) -> list[dict[str, Any]]:
+    """The pods of Job ``default/name`` (its ``job-name`` label), not being deleted, by name."""
+    listed, _ = await client.list_objects(api, resources.PODS, namespace="default", label_selector=f"job-name={name}")
+    return sorted(
+        (p for p in listed if not p["metadata"].get("deletionTimestamp")), key=lambda p: p["metadata"]["name"]
+    )
+
+
+async def pods_until(api: k8s_client.ApiClient, name: str, check: Any) -> list[dict[str, Any]]:
+    async with asyncio.timeout(5):
+        while not check(pods := await job_pods(api, name)):
+            await asyncio.sleep(0.05)
+    return pods
+
+
+@pytest.mark.usefixtures("sim_kubelet")
+async def test_a_running_jobs_deleted_pod_counts_as_failed_and_is_replaced(api: k8s_client.ApiClient) -> None:
+    """``kubectl delete pod`` of a running Job's pod: the Job controller counts it failed (status.failed 1:
+    job_controller.go isPodFailed counts a pod deleted before it succeeded) and creates a replacement at once
+    (SuccessfulCreate); the Job then completes with its completions. Before, the deletion was not counted and
+    the Job ran on one pod short until its end."""
+    await client.create_object(
+        api, resources.JOBS, namespace="default", body=job("del", suspend=False, duration=1.5, parallelism=2)
+    )
+    first = await pods_until(api, "del", lambda pods: len(pods) == 2)
+    victim = first[0]["metadata"]["name"]
+    await client.delete_object(api, resources.PODS, namespace="default", name=victim)
+    status = await wait_for_status(api, "del", lambda s: s.get("failed") == 1)
+    assert not is_complete(status) and condition(status, "Failed") is None
+    pods = await pods_until(api, "del", lambda pods: len(pods) == 2)
+    assert victim not in {p["metadata"]["name"] for p in pods}
+    done = await wait_for_status(api, "del", is_complete)
+    assert (done["succeeded"], done["failed"]) == (2, 1)
+    created = [e for e in await job_events(api, "del") if e[2] == "SuccessfulCreate"]
+    assert len(created) == 3  # the two pods and the replacement
+
+
+@pytest.mark.usefixtures("sim_kubelet")
+async def test_a_jobs_pod_deleted_past_its_backoff_limit_fails_the_job(api: k8s_client.ApiClient) -> None:
+    """With ``backoffLimit: 0`` a running Job's deleted pod fails the Job: its other pods are deleted, it gets
+    FailureTarget and Failed True, reason BackoffLimitExceeded, and the Warning Event of that reason."""
+    await client.create_object(
+        api,
+        resources.JOBS,
+        namespace="default",
+        body=job("brittle", suspend=False, duration=30, parallelism=2, backoffLimit=0),
+    )
+    first = await pods_until(api, "brittle", lambda pods: len(pods) == 2)
+    await client.delete_object(api, resources.PODS, namespace="default", name=first[0]["metadata"]["name"])
+    status = await wait_for_status(api, "brittle", lambda s: condition(s, "Failed") is not None)
+    assert (status["failed"], status["active"]) == (1, 0)
+    for kind in ("FailureTarget", "Failed"):
+        got = condition(status, kind)
+        assert got is not None
+        assert (got["status"], got["reason"], got["message"]) == (
+            "True",
+            "BackoffLimitExceeded",
+            "Job has reached the specified backoff limit",
+        )
+    await pods_until(api, "brittle", lambda pods: not pods)
+    assert (
+        "job-controller",
+        "Warning",
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    ) in await job_events(api, "brittle")
+    await asyncio.sleep(0.3)
+    assert not is_complete(await job_status(api, "brittle"))
+
+
+def _job_spec(**spec: Any) -> dict[str, Any]:
+    return {"spec": spec}
+
+
+@pytest.mark.parametrize(
+    ("phase", "deleting", "gone", "spec", "want"),
+    [
+        pytest.param("Failed", False, False, {}, True, id="Failed: failed"),
+        pytest.param("Running", False, False, {}, False, id="running: not failed"),
+        pytest.param("Running", True, False, {}, True, id="deleted while running (TerminatingOrFailed): failed"),
+        pytest.param("Succeeded", True, True, {}, False, id="deleted after it succeeded: not failed"),
+        pytest.param(
+            "Running", True, False, {"podReplacementPolicy": "Failed"}, False, id="replacement policy Failed: waits"
+        ),
+        pytest.param("Running", True, False, {"podFailurePolicy": {"rules": []}}, False, id="pod failure policy"),
+        pytest.param(
+            "Running", True, True, {"podReplacementPolicy": "Failed"}, True, id="gone before it succeeded: failed"
+        ),
+    ],
+)
+def test_which_job_pods_count_as_failed(
+    phase: str, deleting: bool, gone: bool, spec: dict[str, Any], want: bool
+) -> None:
+    """job_controller.go isPodFailed, as the simulated Job controller applies it."""
+    pod = plain_pod("p", phase=phase)
+    if deleting:
+        pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert kubelet.job_pod_failed(pod, _job_spec(**spec), gone=gone) is want
+
+
+@pytest.mark.usefixtures("sim_kubelet")
+async def test_a_running_pod_deleted_under_a_finalizer_is_terminated_failed(api: k8s_client.ApiClient) -> None:
+    """A running pod deleted while a finalizer holds it (Kueue's on a managed pod) is terminated as a kubelet
+    terminates it: phase Failed, its container killed (exit code 137), Ready False with reason PodFailed; it
+    stays, Terminating, until the finalizer comes off. Before, it stayed Running for ever."""
+    body = plain_pod("held", annotations={kubelet.SIM_DURATION_ANNOTATION: "30"})
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    status = body.pop("status")
+    await client.create_object(api, resources.PODS, namespace="default", body=body)
+    await client.patch_object(
+        api, resources.PODS, namespace="default", name="held", patch={"status": status}, subresource="status"
+    )
+    await client.delete_object(api, resources.PODS, namespace="default", name="held")
+    pod = await pod_where(api, "held", lambda p: p["status"].get("phase") == "Failed")
+    assert pod["metadata"]["deletionTimestamp"]
+    (container,) = pod["status"]["containerStatuses"]
+    assert container["state"]["terminated"]["exitCode"] == 137
+    assert {c["type"]: c.get("reason") for c in pod["status"]["conditions"]}["Ready"] == "PodFailed"
+    await client.patch_object(
+        api, resources.PODS, namespace="default", name="held", patch={"metadata": {"finalizers": None}}
+    )
