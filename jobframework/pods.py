@@ -164,9 +164,23 @@ def excess_pods(members: Sequence[Mapping[str, Any]], total: int) -> list[Mappin
     return sorted(active, key=kept_first)[total:]
 
 
-def is_running(pods: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether any pod of a workload runs: not gated and not terminated (the inverse of Kueue's IsSuspended)."""
-    return any(not is_gated(p) and not is_terminated(p) for p in pods)
+def is_running(pods: Sequence[Mapping[str, Any]], *, now_ms: int | None = None) -> bool:
+    """Whether any pod of a workload runs: not gated and not terminated (the inverse of Kueue's IsSuspended).
+    With ``now_ms`` (ms since the epoch), a pod being deleted whose grace period has passed by then
+    (``deletionTimestamp`` + ``deletionGracePeriodSeconds``) does not count: Kueue's IsActive does not count a
+    pod stuck terminating, so its group's quota is released once it was deleted, while Kueue's finalizer keeps
+    the pod until a replacement comes (pod_controller.go IsActive)."""
+    return any(not is_gated(p) and not is_terminated(p) and not _past_grace(p, now_ms) for p in pods)
+
+
+def _past_grace(pod: Mapping[str, Any], now_ms: int | None) -> bool:
+    meta = workloads.as_mapping(pod.get("metadata"))
+    if now_ms is None or not meta.get("deletionTimestamp"):
+        return False
+    grace = workloads.parse_int(meta.get("deletionGracePeriodSeconds"))
+    if grace is None:
+        return False  # IsActive asks for both
+    return now_ms > _time_ms(meta.get("deletionTimestamp"), default=now_ms) + grace * 1000
 
 
 # -- a single pod ---------------------------------------------------------------------------------
@@ -427,11 +441,13 @@ def holds_finalizer(pod: Mapping[str, Any]) -> bool:
 
 
 def finalizer_released(
-    pod: Mapping[str, Any], *, group_finished: bool = False, workload_finished: bool = False
+    pod: Mapping[str, Any], *, group_finished: bool = False, workload_finished: bool = False, replaced: bool = False
 ) -> bool:
     """Whether Kueue's pod reconciler takes the :data:`POD_FINALIZER` off ``pod`` now, its pod webhook having put
-    it on at creation (``group_finished``: the pod's group has finished, :func:`group_has_finished`; unused for a
-    single pod; ``workload_finished``: the pod's Workload is Finished).
+    it on at creation (``group_finished``: the pod's group has finished, :func:`group_has_finished`;
+    ``workload_finished``: the pod's Workload is Finished, or, for a group, being deleted by hand, whose Stop
+    finalizes every pod; ``replaced``: the group member is one :func:`replaced_members` lets go; the last two
+    unused for a single pod).
 
     Only a pod that holds the finalizer and carries ``kueue.x-k8s.io/managed: "true"`` (pod_controller.go Skip:
     any other is not reconciled) is let go:
@@ -440,20 +456,164 @@ def finalizer_released(
       or terminated, Succeeded or Failed (Finished, then finalizeJob);
     - any pod once its Workload is Finished (reconciler.go: finalizeJob of a finished workload's job);
     - a pod of a group once the group has finished (Finalize lets every pod of the group go);
-    - a pod of a group once it is being deleted. Kueue keeps such a member until a replacement comes, its group
-      finishes or its Workload is deleted (FindMatchingWorkloads' finalizePods, Stop); kueue-es lets it go at
-      once, as its watcher forgets a deleted member (docs/kueue-job-integration.md "Pod groups"). The
-      dispatcher's deletions (a stopped group, an excess pod, a Workload deleted by hand) are among these, as
-      Kueue finalizes those pods too (Stop, removeExcessPods).
-
-    A Failed member of a group that is not being deleted keeps its finalizer until the group finishes (Kueue's
-    finalizePods of replaced inactive pods, once a replacement is active, is not done)."""
+    - a pod of a group that no longer counts (Failed, or deleted before it got a node) once it is replaced or
+      has no Workload to count for (``replaced``: FindMatchingWorkloads' and ConstructComposableWorkload's
+      finalizePods). A member being deleted keeps it until then, as in Kueue, so that its group's state stays
+      countable: a deleted running member stays, Terminating, until its kubelet writes it Failed and a
+      replacement comes (or its group finishes, or its Workload is deleted)."""
     meta = workloads.as_mapping(pod.get("metadata"))
     if not holds_finalizer(pod) or workloads.as_mapping(meta.get("labels")).get(workloads.MANAGED_LABEL) != "true":
         return False
-    if meta.get("deletionTimestamp") or workload_finished:
+    if workload_finished:
         return True
-    return group_finished if group_name(pod) else is_terminated(pod)
+    if group_name(pod):
+        return group_finished or replaced
+    return bool(meta.get("deletionTimestamp")) or is_terminated(pod)
+
+
+def counts_in_group(pod: Mapping[str, Any]) -> bool:
+    """Whether a group member still counts for its group: not Failed, and not deleted before it got a node
+    (pod_controller.go isPodRunnableOrSucceeded; its partitionPods' active pods). A running member being deleted
+    counts until its kubelet writes it Failed."""
+    return _runnable_or_succeeded(pod)
+
+
+def replaced_members(
+    members: Sequence[Mapping[str, Any]], pod_sets: Sequence[tuple[str, int]] | None, *, now_ms: int
+) -> list[Mapping[str, Any]]:
+    """The members of one pod group whose finalizer Kueue's pod reconciler takes off as no longer needed to
+    count the group (pod_controller.go finalizePods), of ``members`` (the group's pods seen):
+
+    - ``pod_sets`` None (the group has no Workload): every member that does not count
+      (:func:`counts_in_group`; ConstructComposableWorkload finalizes the inactive pods);
+    - else, per pod set ``(role hash, count)`` of its Workload, the members of that role that do not count
+      beyond those still needed to fill ``count`` with the ones that do: ``min(inactive, inactive + active -
+      count)`` of them (FindMatchingWorkloads), taken from the end of Kueue's sortInactivePods order (holding the
+      finalizer first, then the one last active the latest, then the oldest): those without the finalizer,
+      then the ones inactive longest, go first. A member whose role is not among ``pod_sets`` is not let go.
+
+    ``now_ms``: the time a member neither Failed nor deleted counts as last active (lastActiveTime). A member
+    whose role cannot be computed is left out."""
+    inactive = [m for m in members if not counts_in_group(m)]
+    if pod_sets is None:
+        return inactive
+    by_role: dict[str, tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]] = {}
+    for member in members:
+        try:
+            role = role_hash(member)
+        except quantities.QuantityError:
+            continue
+        active_of, inactive_of = by_role.setdefault(role, ([], []))
+        (active_of if counts_in_group(member) else inactive_of).append(member)
+    out: list[Mapping[str, Any]] = []
+    for role, count in pod_sets:
+        active_of, inactive_of = by_role.get(role, ([], []))
+        finalizeable = min(len(inactive_of), len(inactive_of) + len(active_of) - count)
+        if finalizeable <= 0:
+            continue
+        ordered = sorted(inactive_of, key=lambda m: _inactive_order(m, now_ms=now_ms))
+        out.extend(ordered[len(ordered) - finalizeable :])
+    return out
+
+
+def _inactive_order(pod: Mapping[str, Any], *, now_ms: int) -> tuple[bool, int, int, str]:
+    """sortInactivePods: with the finalizer first, then the later last active first, then the older first."""
+    created, name = _age_key(pod)
+    return (not holds_finalizer(pod), -_last_active_ms(pod, now_ms=now_ms), created, name)
+
+
+def _last_active_ms(pod: Mapping[str, Any], *, now_ms: int) -> int:
+    """lastActiveTime: the earlier of when its containers failed (ContainersReady False with reason PodFailed)
+    and its deletion, ``now_ms`` for either it lacks."""
+    failed_ms = now_ms
+    status = workloads.as_mapping(pod.get("status"))
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == "ContainersReady":
+            if condition.get("status") == "False" and condition.get("reason") == "PodFailed":
+                failed_ms = _time_ms(condition.get("lastTransitionTime"), default=now_ms)
+            break
+    deleted_ms = _time_ms(workloads.as_mapping(pod.get("metadata")).get("deletionTimestamp"), default=now_ms)
+    return min(failed_ms, deleted_ms)
+
+
+def _time_ms(value: Any, *, default: int) -> int:
+    if not value:
+        return default
+    try:
+        return manifests.parse_time_ms(value)
+    except manifests.ManifestError:
+        return default
+
+
+def absent_pods(
+    members: Sequence[Mapping[str, Any]], pod_sets: Sequence[tuple[str, int]], *, fast: bool = False
+) -> int:
+    """How many pods a pod group lacks against its Workload's pod sets ``(role hash, count)``: per pod set, its
+    count less the members of that role that still count (:func:`counts_in_group`), none below zero; with fast
+    admission (``fast``) 1 for each pod set with a count and no such member (pod_controller.go countAbsentPods).
+    More than 0 makes the Workload's WaitingForReplacementPods True (:func:`replacement_condition`)."""
+    counted: dict[str, int] = {}
+    for member in members:
+        if not counts_in_group(member):
+            continue
+        try:
+            role = role_hash(member)
+        except quantities.QuantityError:
+            continue
+        counted[role] = counted.get(role, 0) + 1
+    if fast:
+        return sum(1 for role, count in pod_sets if count > 0 and not counted.get(role))
+    return sum(max(0, count - counted.get(role, 0)) for role, count in pod_sets)
+
+
+WAITING_FOR_REPLACEMENT_PODS = "WaitingForReplacementPods"
+"""The Workload condition of a pod group that lacks pods (kueue.WorkloadWaitingForReplacementPods)."""
+PODS_FAILED_REASON = "PodsFailed"
+"""Its reason while pods are missing and the Workload is not evicted (pod_controller.go WorkloadPodsFailed)."""
+PODS_FAILED_MESSAGE = "Some Failed pods need replacement"
+NO_REPLACEMENT_REASON = "PodsReady"
+"""Its reason once no pod is missing (kueue.WorkloadPodsReady)."""
+NO_REPLACEMENT_MESSAGE = "No pods need replacement"
+
+
+def replacement_condition(
+    existing: Mapping[str, Any] | None,
+    *,
+    absent: int,
+    evicted: tuple[str, str] | None,
+    generation: int,
+    now: str,
+) -> dict[str, Any] | None:
+    """A pod group's Workload condition WaitingForReplacementPods as Kueue's pod reconciler keeps it
+    (pod_controller.go waitingForReplacementPodsCondition), from the condition the Workload has (``existing``, a
+    condition mapping, or None), the pods it lacks (``absent``: :func:`absent_pods`), its Evicted condition when
+    True (``evicted``: reason, message), its ``metadata.generation`` and the time now (``now``, RFC 3339).
+
+    - None while it has none and no pod is missing: nothing to write;
+    - True while pods are missing: with the Evicted condition's reason and message while that is True (kept in
+      step with them), else, on turning True, reason ``PodsFailed`` "Some Failed pods need replacement" (one
+      already True keeps its reason and message);
+    - False once none is missing: reason ``PodsReady`` "No pods need replacement".
+
+    A change sets ``lastTransitionTime`` to ``now`` and ``observedGeneration``, as Kueue does on any change (not
+    only of the status); no change returns ``existing`` as it is."""
+    if existing is None and absent <= 0:
+        return None
+    wanted: dict[str, Any] = dict(existing) if existing is not None else {"type": WAITING_FOR_REPLACEMENT_PODS}
+    if absent > 0:
+        if evicted is not None:
+            wanted["reason"], wanted["message"] = evicted
+        elif wanted.get("status") != "True":
+            wanted["reason"], wanted["message"] = PODS_FAILED_REASON, PODS_FAILED_MESSAGE
+        wanted["status"] = "True"
+    elif wanted.get("status") != "False":
+        wanted.update(status="False", reason=NO_REPLACEMENT_REASON, message=NO_REPLACEMENT_MESSAGE)
+    if existing is not None and wanted == dict(existing):
+        return wanted
+    wanted["lastTransitionTime"] = now
+    if generation:
+        wanted["observedGeneration"] = generation
+    return wanted
 
 
 def group_has_finished(members: Sequence[Mapping[str, Any]]) -> bool:

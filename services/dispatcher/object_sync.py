@@ -43,6 +43,7 @@ import structlog
 from kueue_es.events import manifests, models, slices, subjects, types
 from kueue_es.events.bus.base import Bus
 from kueue_es.jobframework import integrations, prebuilt, workloads
+from kueue_es.jobframework import pods as pod_integration
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
@@ -239,6 +240,8 @@ class WorkloadSync:
         created: Callable[[str, kube_events.KubeEvent | None, str], None],
         record: Callable[[Awaitable[Any]], None] | None = None,
         group_members: Callable[[str, str], list[tuple[str, str]]] | None = None,
+        absent_pods: Callable[[str, str, list[tuple[str, int]]], int | None] | None = None,
+        group_written: Callable[[str, str], None] | None = None,
         deleted: Callable[[kube_events.KubeEvent, str], None] | None = None,
         finished: Callable[[kube_events.KubeEvent, str], None] | None = None,
         updated: Callable[[kube_events.KubeEvent, int], None] | None = None,
@@ -250,6 +253,10 @@ class WorkloadSync:
         self.finished = finished  # (its job's FinishedWorkload Event, the object's UID) of one just written Finished
         self.updated = updated  # (its job's UpdatedWorkload Event, the sequence of the change) of one just rewritten
         self.group_members = group_members  # a pod group's pods (name, UID), by namespace and group: its owners
+        # the pods a pod group lacks against its pod sets (role hash, count), None when none of its pods is watched
+        self.absent_pods = absent_pods
+        # told of a pod group's Workload object just written (its owners may now name its replacement pods)
+        self.group_written = group_written
         self.job_event = job_event  # (a job's or pod's Event, the end of its name): UpdatedAdmissionCheck
         # workload key -> the pending checks' message its job was last told (UpdatedAdmissionCheck)
         self._check_messages: dict[str, str] = {}
@@ -420,6 +427,8 @@ class WorkloadSync:
             stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, desired))
             if not created:
                 self._tell_owners_added(wl, before=owners, after=_owner_refs(stored))
+            if self.group_written is not None and meta.annotations.get(status.GROUP_WORKLOAD_ANNOTATION) == "true":
+                self.group_written(meta.namespace, meta.name)
             if created:
                 uid = str(objects.meta(stored).get("uid") or "")
                 self.created(key, kube_events.for_created_workload(wl.workload), uid)
@@ -483,6 +492,7 @@ class WorkloadSync:
             wanted, key=key, state=self.view.cluster, workload_uid=self.stored.workload_uid
         )
         wanted = status.with_object_uids(wanted, self.stored.object_uid)
+        wanted = self._with_replacement_condition(wl, stored, wanted, generation=generation)
         if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
             identity: dict[str, Any] = {
                 "apiVersion": resources.WORKLOADS.api_version,
@@ -510,6 +520,39 @@ class WorkloadSync:
                 uid = str(objects.meta(stored).get("uid") or "")
                 if item is not None and uid:
                     self.finished(item, uid)
+
+    def _with_replacement_condition(
+        self, wl: WorkloadState, stored: objects.StoredObject, wanted: dict[str, Any], *, generation: int
+    ) -> dict[str, Any]:
+        """``wanted`` (a pod group's Workload status) with Kueue's WaitingForReplacementPods condition, which its
+        pod reconciler keeps from the group's pods (:func:`kueue_es.jobframework.pods.replacement_condition`):
+        True while the group lacks pods against its pod sets, False once they are replaced, from the condition
+        the object has (``stored``). Not on the log: the dispatcher's view of the group's pods decides it, as
+        Kueue's pod reconciler's does; no change for another workload or while no pod of the group is watched."""
+        meta = wl.workload.metadata
+        if self.absent_pods is None or meta.annotations.get(status.GROUP_WORKLOAD_ANNOTATION) != "true":
+            return wanted
+        pod_sets = [(ps.name, ps.count) for ps in wl.workload.spec.pod_sets]
+        absent = self.absent_pods(meta.namespace, meta.name, pod_sets)
+        conditions = [c for c in (stored.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+        existing = next((c for c in conditions if c.get("type") == pod_integration.WAITING_FOR_REPLACEMENT_PODS), None)
+        if absent is None:
+            if existing is None:
+                return wanted
+            condition: dict[str, Any] | None = existing  # kept as it is (it is ours: the status is applied whole)
+        else:
+            record = self.view.records.get(wl.key)
+            evicted = record.conditions.get("Evicted") if record is not None else None
+            condition = pod_integration.replacement_condition(
+                existing,
+                absent=absent,
+                evicted=(evicted.reason, evicted.message) if evicted is not None and evicted.status else None,
+                generation=generation,
+                now=manifests.format_time_ms(wall_clock_ms()),
+            )
+        if condition is None:
+            return wanted
+        return {**wanted, "conditions": [*wanted.get("conditions", []), condition]}
 
     async def _sync_prebuilt(self, key: str, wl: WorkloadState) -> None:
         """A job's prebuilt Workload (:func:`kueue_es.jobframework.prebuilt.is_adopted`): made the job's, as
@@ -543,6 +586,9 @@ class WorkloadSync:
                     owners = _owner_refs(current)
                     current = await self.stored.patch(resources.WORKLOADS, current_meta, patch)
                     self._tell_owners_added(wl, before=owners, after=_owner_refs(current))
+                    if self.group_written is not None and members:
+                        self.stored.keep(ident, objects.as_stored(current))
+                        self.group_written(meta.namespace, meta.name)
                     log.info(
                         "prebuilt_workload_adopted", workload=key, job=wl.workload.owner and wl.workload.owner.name
                     )

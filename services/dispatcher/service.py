@@ -179,6 +179,8 @@ class Dispatcher:
             job_event=lambda item, suffix: self.recording.job_event(item, suffix=suffix),
             record=self.settling.record,
             group_members=lambda namespace, group: self.ungating.members(namespace, group),
+            absent_pods=lambda namespace, group, pod_sets: self.ungating.absent_pods(namespace, group, pod_sets),
+            group_written=lambda namespace, group: self.ungating.group_workload_changed(namespace, group),
         )
         self.queues = QueueStatusSync(view=self.view, stored=self.stored, interval=queue_status_interval)
         self.ungating = Ungating(
@@ -187,6 +189,7 @@ class Dispatcher:
             view=self.view,
             on_excess=self._excess_pod_deleted,
             on_started=self._pod_started_late,
+            workload_owners=self._workload_owners,
         )
         self._pod_events_flush: asyncio.Task[None] | None = None
         # a job started or suspended by hand is put back in line with its workload's admission (reconciler.go 7, 8)
@@ -203,6 +206,15 @@ class Dispatcher:
             bus=bus,
             gate=lambda: self.gate is None or self.gate(),
         )
+
+    def _workload_owners(self, namespace: str, name: str) -> set[str] | None:
+        """The UIDs the Workload object ``namespace/name`` names as owners, as the server last answered (None when
+        no object is kept)."""
+        stored = self.stored.objects.get(("Workload", namespace, name))
+        if stored is None:
+            return None
+        refs = objects.meta(stored).get("ownerReferences") or []
+        return {str(ref.get("uid")) for ref in refs if isinstance(ref, dict) and ref.get("uid")}
 
     def _excess_pod_deleted(self, pod: objects.Pod) -> None:
         """A pod beyond its group's count was deleted: Kueue's Normal ``ExcessPodDeleted`` Event on it."""
@@ -333,6 +345,8 @@ class Dispatcher:
                     self.stored.observed(accepted)
                     if (key := status_key(accepted)) is not None:
                         self.retention.touched(key)
+                        # a pod group's Workload observed, finished or deleted: its pods' finalizers looked at again
+                        self.ungating.group_workload_changed(*key.split("/", 1))
                     elif isinstance(accepted, types.ConfigurationObserved):
                         self.retention.configured()
                     if isinstance(accepted, types.WorkloadAdmitted | types.TopologyAssigned):

@@ -31,6 +31,7 @@ from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects
+from kueue_es.services.runtime import wall_clock_ms
 
 log = structlog.get_logger(__name__)
 
@@ -52,13 +53,18 @@ class Ungating:
         view: core.DispatchState,
         on_excess: job_writes.ExcessHook | None = None,
         on_started: Callable[[objects.Pod, str], None] | None = None,
+        workload_owners: Callable[[str, str], set[str] | None] | None = None,
     ) -> None:
         self.api, self.limiter, self.view, self.on_excess = api, limiter, view, on_excess
+        # the UIDs the Workload object ``namespace/name`` names as owners, as last written (None: no object)
+        self.workload_owners = workload_owners
         self.on_started = on_started  # told of each late pod started (the pod, its ClusterQueue): its Started Event
         self.pods: dict[objects.PodKey, objects.Pod] = {}
         self.ungated = 0
         self._dirty: dict[str, None] = {}
         self.group_pods: dict[objects.PodKey, objects.Pod] = {}
+        # (namespace, pod group) -> the names of its pods in group_pods
+        self._groups: dict[tuple[str, str], set[str]] = {}
         self._late: dict[str, None] = {}  # pod groups (namespace/name) with a gated pod
         # serving groups (namespace/name) whose gated pods may name another LocalQueue than their Workload, with the
         # LocalQueue its last observation named ("": the log's, while the workload holds no quota)
@@ -90,11 +96,11 @@ class Ungating:
             if isinstance(item, kube.Resynced):
                 pods = [objects.as_pod(raw) for raw in item.objects]
                 for key in seen:
-                    self.group_pods.pop(key, None)
+                    self._forget(key)
                 seen = {objects.pod_key(pod) for pod in pods if pod_integration.group_name(pod)}
                 for pod in pods:
                     if pod_integration.group_name(pod):
-                        self.group_pods[objects.pod_key(pod)] = pod
+                        self._keep(pod)
                         self._group_pod_changed(pod)
                 if releases:
                     for pod in pods:
@@ -103,8 +109,10 @@ class Ungating:
                 gone = objects.as_pod(item.object)
                 key = objects.pod_key(gone)
                 self._release.pop(key, None)
-                if self.group_pods.pop(key, None) is not None and (group := pod_integration.group_name(gone)):
+                if self._forget(key) is not None and (group := pod_integration.group_name(gone)):
                     self._members_changed(key[0], group)
+                    if releases:  # a member gone may leave another's replacement due (or not)
+                        self.group_workload_changed(key[0], group)
                 seen.discard(key)
             else:
                 pod = objects.as_pod(item.object)
@@ -115,10 +123,14 @@ class Ungating:
                 key = objects.pod_key(pod)
                 seen.add(key)
                 before = self.group_pods.get(key)
-                self.group_pods[key] = pod
-                if before is None or bool(objects.meta(before).get("deletionTimestamp")) != bool(
-                    objects.meta(pod).get("deletionTimestamp")
+                self._keep(pod)
+                if (
+                    before is None
+                    or bool(objects.meta(before).get("deletionTimestamp"))
+                    != bool(objects.meta(pod).get("deletionTimestamp"))
+                    or pod_integration.counts_in_group(before) != pod_integration.counts_in_group(pod)
                 ):
+                    # its owners, or the pods it lacks (WaitingForReplacementPods), may have changed
                     self._members_changed(key[0], group)
                 self._group_pod_changed(pod)
                 if releases:
@@ -126,28 +138,114 @@ class Ungating:
 
     def _check_release(self, pod: objects.Pod) -> None:
         """After a managed pod changed: queue it for its finalizer to come off when Kueue's pod reconciler would
-        take it off now (:func:`pod_integration.finalizer_released`), and every member of its group with it once
-        the group or its Workload has finished (Kueue's Finalize lets the whole group go)."""
-        key = objects.pod_key(pod)
-        wl = self.view.cluster.workloads.get("/".join(pod_integration.workload_key(pod)))
-        workload_finished = wl is not None and wl.finished is not None
-        candidates, group_finished = [pod], False
-        if group := pod_integration.group_name(pod):
-            members = [
-                m
-                for (ns, name), m in self.group_pods.items()
-                if ns == key[0] and name != key[1] and pod_integration.group_name(m) == group
-            ]
-            group_finished = pod_integration.group_has_finished([pod, *members])
-            if group_finished or workload_finished:
-                candidates += members
-        for candidate in candidates:
-            released = pod_integration.finalizer_released(
-                candidate, group_finished=group_finished, workload_finished=workload_finished
+        take it off now (:func:`pod_integration.finalizer_released`); for a pod of a group, every member is
+        looked at again: the group or its Workload may have finished, or a member may now be replaced
+        (:func:`pod_integration.replaced_members`, against the pod sets of the group's Workload as folded)."""
+        if not (group := pod_integration.group_name(pod)):
+            self._queue_release(pod, workload_finished=self._workload_finished(pod))
+            return
+        namespace = objects.pod_key(pod)[0]
+        members = {objects.pod_key(m): m for m in self._group_members(namespace, group)}
+        members[objects.pod_key(pod)] = pod
+        self._check_group_release(pod, list(members.values()))
+
+    def _check_group_release(self, first: objects.Pod, members: list[objects.Pod]) -> None:
+        """:meth:`_check_release` for the pods ``members`` of one group (``first`` among them)."""
+        key = "/".join(pod_integration.workload_key(first))
+        wl = self.view.cluster.workloads.get(key)
+        # Kueue's Stop of a Workload deleted by hand deletes the group's pods and Finalize lets them all go
+        workload_finished = wl is not None and (wl.finished is not None or wl.deleted_seq > 0)
+        group_finished = pod_integration.group_has_finished(members)
+        pod_sets = None
+        if wl is not None and pod_integration.is_group_workload(wl.workload):
+            pod_sets = [(ps.name, ps.count) for ps in wl.workload.spec.pod_sets]
+        replaced = {
+            objects.pod_key(objects.as_pod(dict(m)))
+            for m in pod_integration.replaced_members(members, pod_sets, now_ms=wall_clock_ms())
+        }
+        if replaced and pod_sets is not None and not self._owned_by_all(key, members):
+            # Kueue makes the replacements owners of the Workload before it lets the replaced pods go
+            # (EnsureWorkloadOwnedByAllMembers, then finalizePods), so the garbage collector never takes the
+            # Workload when its last named owner goes: looked at again once the owners are written
+            replaced = set()
+        for member in members:
+            self._queue_release(
+                member,
+                group_finished=group_finished,
+                workload_finished=workload_finished,
+                replaced=objects.pod_key(member) in replaced,
             )
-            if released:
-                self._release[objects.pod_key(candidate)] = candidate
-                self._wakeup.set()
+
+    def _owned_by_all(self, key: str, members: list[objects.Pod]) -> bool:
+        """Whether the Workload object ``key`` (``namespace/name``) names as owners every member that is not being
+        deleted (true when no object is kept, or no owners are told)."""
+        if self.workload_owners is None:
+            return True
+        namespace, _, name = key.partition("/")
+        owners = self.workload_owners(namespace, name)
+        if owners is None:
+            return True
+        live = {
+            str(objects.meta(m).get("uid") or "")
+            for m in members
+            if not objects.meta(m).get("deletionTimestamp") and objects.meta(m).get("uid")
+        }
+        return live <= owners
+
+    def _workload_finished(self, pod: objects.Pod) -> bool:
+        wl = self.view.cluster.workloads.get("/".join(pod_integration.workload_key(pod)))
+        return wl is not None and wl.finished is not None
+
+    def _queue_release(self, pod: objects.Pod, **why: bool) -> None:
+        if pod_integration.finalizer_released(pod, **why):
+            self._release[objects.pod_key(pod)] = pod
+            self._wakeup.set()
+
+    def group_workload_changed(self, namespace: str, group: str) -> None:
+        """The workload of pod group ``namespace/group`` changed on the log (observed with other pod sets,
+        finished, deleted): its members' finalizers are looked at again (:meth:`_check_release`)."""
+        members = [m for m in self._group_members(namespace, group) if pod_integration.group_name(m) == group]
+        if members:
+            self._check_group_release(members[0], members)
+
+    def absent_pods(self, namespace: str, name: str, pod_sets: list[tuple[str, int]]) -> int | None:
+        """How many pods the pod group ``namespace/name`` lacks against its Workload's ``pod_sets`` (role hash,
+        count) (:func:`pod_integration.absent_pods`: WaitingForReplacementPods); None when none of its pods is
+        watched (a dispatcher without a real API server, or a group whose pods are all gone)."""
+        members = self._group_members(namespace, name)
+        if not members:
+            return None
+        first = objects.as_pod(dict(pod_integration.oldest_first(members)[0]))
+        fast = (objects.meta(first).get("annotations") or {}).get(pod_integration.FAST_ADMISSION_ANNOTATION) == "true"
+        return pod_integration.absent_pods(members, pod_sets, fast=fast)
+
+    def _group_members(self, namespace: str, group: str) -> list[objects.Pod]:
+        return [
+            pod
+            for name in sorted(self._groups.get((namespace, group), ()))
+            if (pod := self.group_pods.get((namespace, name))) is not None
+        ]
+
+    def _keep(self, pod: objects.Pod) -> None:
+        key = objects.pod_key(pod)
+        before = self.group_pods.get(key)
+        if before is not None and (old := pod_integration.group_name(before)) != pod_integration.group_name(pod):
+            self._unindex(key, old)
+        self.group_pods[key] = pod
+        self._groups.setdefault((key[0], pod_integration.group_name(pod)), set()).add(key[1])
+
+    def _forget(self, key: objects.PodKey) -> objects.Pod | None:
+        gone = self.group_pods.pop(key, None)
+        if gone is not None:
+            self._unindex(key, pod_integration.group_name(gone))
+        return gone
+
+    def _unindex(self, key: objects.PodKey, group: str) -> None:
+        names = self._groups.get((key[0], group))
+        if names is not None:
+            names.discard(key[1])
+            if not names:
+                del self._groups[(key[0], group)]
 
     async def release_finalizers(self) -> bool:
         """Take Kueue's ``kueue.x-k8s.io/managed`` finalizer off the pods queued by :meth:`_check_release`, the
@@ -180,12 +278,9 @@ class Ungating:
         """The pods of pod group ``namespace/group`` seen (not being deleted), as ``(name, uid)``: the Workload's
         owners. Empty before the group's pods are watched (a dispatcher without a real API server)."""
         return sorted(
-            (name, str(objects.meta(pod).get("uid") or ""))
-            for (ns, name), pod in self.group_pods.items()
-            if ns == namespace
-            and pod_integration.group_name(pod) == group
-            and not objects.meta(pod).get("deletionTimestamp")
-            and objects.meta(pod).get("uid")
+            (objects.name_of(pod), str(objects.meta(pod).get("uid") or ""))
+            for pod in self._group_members(namespace, group)
+            if not objects.meta(pod).get("deletionTimestamp") and objects.meta(pod).get("uid")
         )
 
     def _members_changed(self, namespace: str, group: str) -> None:
@@ -253,11 +348,7 @@ class Ungating:
             if action is None:
                 continue
             namespace, _, group = key.partition("/")
-            members = {
-                name: pod
-                for (ns, name), pod in sorted(self.group_pods.items())
-                if ns == namespace and pod_integration.group_name(pod) == group
-            }
+            members = {objects.name_of(pod): pod for pod in self._group_members(namespace, group)}
             # a pod beyond the group's count is deleted, not started (Kueue's removeExcessPods; a prebuilt Workload's
             # group's is left gated)
             excess = await job_writes.delete_excess(
@@ -267,7 +358,7 @@ class Ungating:
                 ns = namespace
                 if name in excess:
                     if not action.keep_excess:
-                        self.group_pods.pop((ns, name), None)
+                        self._forget((ns, name))
                     continue
                 patch = action.patch(pod, pod_set=pod_integration.role_hash(pod))
                 if patch is None:
@@ -283,7 +374,7 @@ class Ungating:
                     stored = await self.api.patch_object(POD_REF, namespace=namespace, name=name, patch=patch)
                 except (kube_errors.NotFoundError, kube_errors.ConflictError):
                     continue  # gone, or changed since listed: its watch event marks the group again if still gated
-                self.group_pods[(ns, name)] = objects.as_pod(stored)
+                self._keep(objects.as_pod(stored))
                 log.info("pod_started_late", pod=f"{namespace}/{name}", workload=key)
                 wl = self.view.cluster.workloads.get(key)
                 if self.on_started is not None and wl is not None and wl.reservation is not None:

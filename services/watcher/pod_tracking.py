@@ -51,7 +51,8 @@ class PodGroups:
         self.groups: dict[Key, set[str]] = {}  # (namespace, pod group) -> names of its pods
         # (namespace, pod group) -> its pods deleted after they succeeded, by name, while its workload runs:
         # Kueue's kueue.x-k8s.io/managed finalizer keeps such a pod until the group finishes, so it still
-        # counts towards "Pods succeeded: n/total" (kueue-es lets a deleted member go at once)
+        # counts towards "Pods succeeded: n/total" (the dispatcher lets one go early once it no longer counts and
+        # is replaced, and a pod's finalizer may be taken off by hand)
         self.succeeded_gone: dict[Key, dict[str, objects.KubeObject]] = {}
 
     # -- the index --------------------------------------------------------------------------------
@@ -178,7 +179,8 @@ class PodGroups:
             live = self.pods.get((wl_key[0], objects.name_of(pod)))
             members = [live] if live is not None else []
         now_ms = self.clock()
-        running = pods.is_running(members)
+        # a group's members being deleted past their grace period no longer run (IsActive): the stop is reported
+        running = pods.is_running(members, now_ms=now_ms if group else None)
         await self.reporter.report_mark_stopped(wl_key, [pod, *members], running=running, now_ms=now_ms)
         if wl_key not in self.publisher.known["Workload"] or not members:
             return

@@ -182,10 +182,21 @@ async def test_kueue_pod_and_pod_group_are_ungated_on_their_flavor_and_stopped_b
 
         await commit(bus, eviction(group))
         for pod in (leader, worker):
-            await gone(api, PODS, pod["metadata"]["name"])
+            # deleted, and kept by Kueue's finalizer until replaced (pod_controller.go FindMatchingWorkloads)
+            deleted = await until(
+                api, PODS, pod["metadata"]["name"], lambda o: bool(o["metadata"].get("deletionTimestamp"))
+            )
+            assert deleted["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
         [stop] = await wait_for(bus, types.WorkloadStopped, workload__name="sample-group")
         assert stop.reason == "Preempted"
-        await wait_for(bus, types.ObjectDeleted, kind="Workload", name="sample-group")
+
+        # the group waits for replacement pods (waitingForReplacementPodsCondition; its reason is the Evicted
+        # condition's only while that is True, and the admitter here admits the requeued group again at once)
+        def waiting(obj: dict[str, Any]) -> bool:
+            conditions = obj["status"].get("conditions") or []
+            return any(c["type"] == "WaitingForReplacementPods" and c["status"] == "True" for c in conditions)
+
+        await until(api, resources.WORKLOADS, "sample-group", waiting)
         # the single pod was not evicted and still runs
         await kube.get_object(api, PODS, namespace="default", name=single["metadata"]["name"])
 

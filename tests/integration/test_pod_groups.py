@@ -9,6 +9,7 @@ annotation instead of the label (WorkloadIdentifierAnnotations, read first) gets
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -359,11 +360,24 @@ async def all_pods(api: Any) -> dict[str, dict[str, Any]]:
     return {p["metadata"]["name"]: p for p in listed}
 
 
-async def test_deleted_pending_pods_lose_kueues_finalizer_and_go(api, bus: MemoryBus) -> None:
+async def replacement_condition(api: Any, name: str, status: str) -> dict[str, Any]:
+    """Poll Workload ``default/name`` until its WaitingForReplacementPods condition has ``status``; returns it."""
+    async with asyncio.timeout(10):
+        while True:
+            with contextlib.suppress(kube.errors.NotFoundError):
+                wl = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+                for condition in (wl.get("status") or {}).get("conditions") or []:
+                    if condition["type"] == "WaitingForReplacementPods" and condition["status"] == status:
+                        return dict(condition)
+            await asyncio.sleep(0.05)
+
+
+async def test_deleted_pending_pods_lose_kueues_finalizer_when_kueue_lets_them_go(api, bus: MemoryBus) -> None:
     """Kueue's pod webhook puts its ``kueue.x-k8s.io/managed`` finalizer and the ``kueue.x-k8s.io/role-hash``
-    annotation on a managed pod (pod_webhook.go Default); deleted, a pending single pod and the pods of a pending
-    group go, as the dispatcher takes the finalizer off (Kueue pod_controller.go Load, Finalize). Before, pods got
-    no finalizer; with one nothing took off, they stayed terminating for ever."""
+    annotation on a managed pod (pod_webhook.go Default). Deleted, a pending single pod goes at once (Load); the
+    pods of a pending group that has a Workload stay, Terminating, as Kueue finalizes a member only once it is
+    replaced (FindMatchingWorkloads), and the Workload says WaitingForReplacementPods; ``kubectl delete workload``
+    then lets them go (Stop, Finalize). Before, the group's pods went at once."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     async with running(*services(bus, api, dispatcher, consumer)):
         await set_up_queues(api, cpu=1)  # the group (2 CPU) and the lone pod (2 CPU) stay pending
@@ -372,18 +386,57 @@ async def test_deleted_pending_pods_lose_kueues_finalizer_and_go(api, bus: Memor
         await kube.apply_manifest(api, member("lone", "", total=1, cpu="2"))
         created = await all_pods(api)
         await wait_for(bus, types.WorkloadObserved, count=2, timeout=10)  # the group's and the lone pod's
+        await workload_exists(api, "del")
         for name in created:
             await kube.delete_object(api, resources.PODS, namespace="default", name=name)
         async with asyncio.timeout(10):
+            while "lone" in (left := await all_pods(api)):
+                await asyncio.sleep(0.05)
+        waiting = await replacement_condition(api, "del", "True")
+        await asyncio.sleep(0.5)
+        kept = await all_pods(api)
+        await kube.delete_object(api, resources.WORKLOADS, namespace="default", name="del")
+        async with asyncio.timeout(10):
             while left := await all_pods(api):
                 await asyncio.sleep(0.05)
+        await workload_gone(api, "del")
     assert sorted(created) == ["d-a", "d-b", "lone"]
     for pod in created.values():
         assert pod["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
         assert pod["metadata"]["annotations"]["kueue.x-k8s.io/role-hash"] == pod_integration.role_hash(
             {"spec": pod["spec"]}
         )
+    assert sorted(kept) == ["d-a", "d-b"]
+    assert all(p["metadata"]["deletionTimestamp"] and p["metadata"]["finalizers"] for p in kept.values())
+    assert (waiting["reason"], waiting["message"]) == ("PodsFailed", "Some Failed pods need replacement")
     assert left == {}
+
+
+async def test_a_deleted_member_waits_for_its_replacement(api, bus: MemoryBus) -> None:
+    """A member of a running pod group deleted (``kubectl delete pod``): as in Kueue, its Workload stays admitted
+    (no eviction) and gets WaitingForReplacementPods True ``PodsFailed`` "Some Failed pods need replacement",
+    and the pod keeps Kueue's finalizer (Terminating) so the group stays countable. A replacement created
+    (gated by the webhook) is started, the deleted member is let go, and the condition turns False
+    ``PodsReady`` "No pods need replacement" (pod_controller.go waitingForReplacementPodsCondition,
+    FindMatchingWorkloads' finalizePods). Before, the pod went at once and the Workload had no such condition."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        admitted = await running_group(api, bus, "rep", ("r-a", "r-b"))
+        await kube.delete_object(api, resources.PODS, namespace="default", name="r-a")
+        waiting = await replacement_condition(api, "rep", "True")
+        held = (await all_pods(api))["r-a"]
+        await kube.apply_manifest(api, member("r-c", "rep", total=2))
+        started = await pods_until(api, lambda pods: "r-c" in ungated(pods))
+        replaced = await replacement_condition(api, "rep", "False")
+        async with asyncio.timeout(10):
+            while "r-a" in await all_pods(api):
+                await asyncio.sleep(0.05)
+        released = [e for e in await events_of(bus, types.QuotaReleased) if e.workload == admitted.workload]
+    assert held["metadata"]["deletionTimestamp"] and held["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
+    assert (waiting["reason"], waiting["message"]) == ("PodsFailed", "Some Failed pods need replacement")
+    assert (replaced["reason"], replaced["message"]) == ("PodsReady", "No pods need replacement")
+    assert set(started) == {"r-b", "r-c"}
+    assert released == []  # never evicted: the group kept its quota
 
 
 async def test_a_finished_single_pod_loses_kueues_finalizer(api, bus: MemoryBus) -> None:
