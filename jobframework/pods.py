@@ -145,10 +145,12 @@ def is_terminated(pod: Mapping[str, Any]) -> bool:
 
 def excess_pods(members: Sequence[Mapping[str, Any]], total: int) -> list[Mapping[str, Any]]:
     """The pods of a group beyond its ``total`` count, which Kueue deletes (pod_controller.go removeExcessPods,
-    with the active pods ordered by sortActivePods). Of ``members`` only the active ones count (not terminated,
-    not being deleted); those kept are the first ``total`` of them, the ones with Kueue's pod finalizer first,
-    then the ungated ones, then the oldest (creationTimestamp, then name). Returns the rest, in that order."""
-    active = [p for p in members if not is_terminated(p) and not (p.get("metadata") or {}).get("deletionTimestamp")]
+    with the active pods ordered by sortActivePods). Of ``members`` only the active ones count: those that still
+    count in the group (:func:`counts_in_group`: a Succeeded pod too, and a running one being deleted, as Kueue's
+    partitionPods counts them); those kept are the first ``total`` of them, the ones with Kueue's pod finalizer
+    first, then the ungated ones, then the oldest (creationTimestamp, then name). Returns the rest, in that
+    order."""
+    active = [p for p in members if counts_in_group(p)]
     if len(active) <= total:
         return []
 

@@ -70,9 +70,10 @@ async def delete_excess(
     on_deleted: ExcessHook | None = None,
 ) -> set[str]:
     """Delete the active pods of ``action``'s group beyond its count (:func:`pods.excess_pods`: the newest
-    gated ones go first), as Kueue's pod group reconciler does, so no pod runs outside the workload's quota;
-    ``on_deleted`` is told of each (its Event). Returns the names deleted (or found gone), or, for a prebuilt
-    Workload's group (``keep_excess``), those left gated."""
+    gated ones go first), as Kueue's pod group reconciler does, so no pod runs outside the workload's quota, each
+    let go of Kueue's pod finalizer first (removeExcessPods finalizes, then deletes: an excess pod is no member
+    to count); ``on_deleted`` is told of each (its Event). Returns the names deleted (or found gone), or, for a
+    prebuilt Workload's group (``keep_excess``), those left gated."""
     if not action.group or action.total <= 0:
         return set()
     deleted: set[str] = set()
@@ -81,9 +82,18 @@ async def delete_excess(
         if action.keep_excess:
             deleted.add(name)
             continue
-        await limiter.acquire(WriteClass.JOBS)
         try:
-            await api.delete_object(POD_REF, namespace=action.namespace, name=name)
+            if pod_integration.holds_finalizer(pod):
+                kept = [
+                    f for f in (pod.get("metadata") or {}).get("finalizers") or [] if f != pod_integration.POD_FINALIZER
+                ]
+                await limiter.acquire(WriteClass.JOBS)
+                await api.patch_object(
+                    POD_REF, namespace=action.namespace, name=name, patch={"metadata": {"finalizers": kept or None}}
+                )
+            if not (pod.get("metadata") or {}).get("deletionTimestamp"):  # one being deleted is only let go
+                await limiter.acquire(WriteClass.JOBS)
+                await api.delete_object(POD_REF, namespace=action.namespace, name=name)
         except kube_errors.NotFoundError:
             deleted.add(name)
             continue

@@ -117,6 +117,25 @@ async def test_pods_beyond_the_groups_count_are_deleted_not_started(api, bus: Me
     assert len(events) == 2 and "g-d" in events  # one of the three at creation, and the late one
 
 
+async def test_a_succeeded_member_counts_so_a_late_pod_beyond_the_count_is_deleted(api, bus: MemoryBus) -> None:
+    """A pod created for a running group of two whose first member already succeeded: Kueue counts the Succeeded
+    pod among the group's active ones (partitionPods: isPodRunnableOrSucceeded), so the new one is beyond the
+    count and deleted with the ``ExcessPodDeleted`` Event, not started (FindMatchingWorkloads, removeExcessPods).
+    Before, a Succeeded pod did not count and the late pod was started: three pods on a reservation of two."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await running_group(api, bus, "part", ("x-a", "x-b"))
+        await succeed(api, "x-a")
+        await asyncio.sleep(0.3)
+        await kube.apply_manifest(api, member("x-c", "part", total=2))
+        async with asyncio.timeout(10):
+            while "x-c" not in await excess_events(api):
+                await asyncio.sleep(0.05)
+        pods = await pods_until(api, lambda pods: "x-c" not in pods)
+    assert set(pods) == {"x-a", "x-b"}
+    assert pods["x-a"]["status"]["phase"] == "Succeeded"
+
+
 async def test_a_group_named_by_annotation_gets_its_replacement_started(api, bus: MemoryBus) -> None:
     """A group whose name is an annotation (no label): a failed member's replacement, created gated after
     admission, is started. Before, the dispatcher watched only pods with the label and it stayed gated."""

@@ -116,7 +116,9 @@ def test_nothing_for_a_single_pod_or_a_group_not_admitted() -> None:
 
 def test_excess_pods_are_the_newest_gated_ones_kept_last_as_kueue_sorts_them() -> None:
     """pod_controller.go sortActivePods: pods with Kueue's finalizer kept first, then ungated ones, then the
-    oldest; terminated pods and pods being deleted do not count."""
+    oldest; a Succeeded pod counts (partitionPods: isPodRunnableOrSucceeded), a Failed one and one deleted
+    before it got a node do not. Before, a Succeeded pod did not count, so a pod beyond the count of a group
+    whose members had succeeded was started."""
     from kueue_es.jobframework.pods import POD_FINALIZER, excess_pods
 
     def pod(name: str, created: str, *, gated: bool = False, finalizer: bool = False, phase: str = "") -> dict:
@@ -124,14 +126,19 @@ def test_excess_pods_are_the_newest_gated_ones_kept_last_as_kueue_sorts_them() -
         spec = {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]} if gated else {}
         return {"metadata": meta, "spec": spec, "status": {"phase": phase} if phase else {}}
 
+    deleted_gated = pod("deleted-gated", "2026-01-01T00:00:02Z", gated=True)
+    deleted_gated["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:03Z"
     members = [
         pod("old-gated", "2026-01-01T00:00:01Z", gated=True),
         pod("new-running", "2026-01-01T00:00:05Z"),
         pod("newest-gated", "2026-01-01T00:00:09Z", gated=True),
         pod("oldest-running", "2026-01-01T00:00:00Z"),
         pod("done", "2026-01-01T00:00:00Z", phase="Succeeded"),
+        pod("failed", "2026-01-01T00:00:00Z", phase="Failed"),
+        deleted_gated,
         pod("finalized-gated", "2026-01-01T00:00:10Z", gated=True, finalizer=True),
     ]
-    names = [p["metadata"]["name"] for p in excess_pods(members, 3)]
+    names = [p["metadata"]["name"] for p in excess_pods(members, 4)]
     assert names == ["old-gated", "newest-gated"]
-    assert excess_pods(members, 5) == []
+    assert [p["metadata"]["name"] for p in excess_pods(members, 3)] == ["new-running", "old-gated", "newest-gated"]
+    assert excess_pods(members, 6) == []
