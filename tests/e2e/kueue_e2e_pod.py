@@ -29,6 +29,7 @@ from tests.e2e.kueue_e2e import (
     namespace,
     pod,
     priority_class,
+    run_for,
 )
 
 ON_DEMAND = {"instance-type": "on-demand"}
@@ -168,12 +169,9 @@ async def admits_a_group_of_diverse_pods(e2e: E2E) -> None:
 
 
 async def preempts_the_lower_priority_group(e2e: E2E) -> None:
-    """pod_test.go, Describe "Pod groups", When "Single CQ", It "should allow to preempt the lower priority group".
-
-    Not checked, as kueue-es differs: Kueue's pods carry its pod finalizer, so a preempted pod stays, Failed, and
-    keeps the group's Workload (read as preempted) until replacements come; kueue-es puts no finalizer on pods
-    (docs/webhooks.md), so the preempted pods are deleted at once, and with them, by the garbage collector, the
-    group's Workload; the replacement pods then make a new Workload of the same name."""
+    """pod_test.go, Describe "Pod groups", When "Single CQ", It "should allow to preempt the lower priority group":
+    the preempted pods stay, Failed, under Kueue's pod finalizer, keeping the group's Workload, until the
+    replacement pods come; then they are let go."""
     ns = "pod-e2e-preempt"
     await _single_cq(e2e, ns)
     high_class = f"high-{ns}"
@@ -223,6 +221,80 @@ async def preempts_the_lower_priority_group(e2e: E2E) -> None:
     await e2e.kubectl.ok("delete", "pods", "--all", "-n", ns)
 
 
+def _replacement_condition(status: str, reason: str, message: str) -> Any:
+    """Whether a Workload has WaitingForReplacementPods ``status`` with ``reason`` and ``message``."""
+
+    def check(wl: dict[str, Any]) -> bool:
+        conditions = (wl.get("status") or {}).get("conditions") or []
+        want = {"type": "WaitingForReplacementPods", "status": status, "reason": reason, "message": message}
+        return any(want.items() <= c.items() for c in conditions)
+
+    return check
+
+
+async def replaces_a_failed_pod_in_the_group(e2e: E2E) -> None:
+    """pod_test.go, Describe "Pod groups", When "Single CQ", It "Failed Pod can be replaced in group"."""
+    ns = "pod-e2e-replace"
+    await _single_cq(e2e, ns)
+    group = _group("group", ns, 3, cpu="1")
+    # First pod runs for much longer, so that there is time to terminate it.
+    group[0]["metadata"]["annotations"].update(run_for(FOREVER))
+    await e2e.create(*group)  # Group starts
+    names = [p["metadata"]["name"] for p in group]
+    await _all_ungated(e2e, ns, names, what="the group started")
+    await e2e.wait(  # Wait for the pod to be running to allow fast termination by Kubelet
+        "pod", "group-0", ns, lambda p: p["status"].get("phase") == "Running", what="group-0 running"
+    )
+    await e2e.kubectl.ok("delete", "pod", "group-0", "-n", ns, "--wait=false")  # Fail a pod
+    await e2e.wait("pod", "group-0", ns, lambda p: p["status"].get("phase") == "Failed", what="group-0 Failed")
+    await e2e.wait(  # Checking that WaitingForReplacementPods status is set to true
+        "workload",
+        "group",
+        ns,
+        _replacement_condition("True", "PodsFailed", "Some Failed pods need replacement"),
+        what="WaitingForReplacementPods True",
+    )
+    # Replacement pod starts, and the failed one is deleted (a pod template that can succeed fast: here it runs
+    # a little longer than the demo's default, as Kueue's takes its container's start-up on a kind cluster, so
+    # that the group has not finished when the excess pod comes)
+    replacement_meta = {**group[2]["metadata"], "name": "replacement"}
+    replacement_meta["annotations"] = {**replacement_meta["annotations"], **run_for(20)}
+    replacement = {**group[2], "metadata": replacement_meta}
+    await e2e.create(replacement)
+    await _all_ungated(e2e, ns, ["replacement"], what="the replacement started")
+    await _pods_finalized_or_gone(e2e, ns, "group-0")
+    excess = {**group[2], "metadata": {**group[2]["metadata"], "name": "excess"}}
+    await e2e.create(excess)  # Excess pod is deleted
+
+    async def excess_deleted_event() -> bool:  # Use events to observe the excess pods are getting stopped
+        events = await e2e.list("events", ns)
+        return any(
+            e.get("reason") == "ExcessPodDeleted" and e["involvedObject"].get("name") == "excess" for e in events
+        )
+
+    await eventually(excess_deleted_event, what="the ExcessPodDeleted Event of the excess pod")
+    await e2e.wait_gone("pod", "excess", ns)  # Verify the excess pod is deleted
+    await e2e.wait(  # Checking that WaitingForReplacementPods status is set to false
+        "workload",
+        "group",
+        ns,
+        _replacement_condition("False", "PodsReady", "No pods need replacement"),
+        what="WaitingForReplacementPods False",
+    )
+    await _finished(e2e, "group", ns)
+    await e2e.kubectl.ok("delete", "pods", "--all", "-n", ns, "--wait=false")
+
+
+async def _pods_finalized_or_gone(e2e: E2E, ns: str, name: str) -> None:
+    """ExpectPodsFinalizedOrGone: the pod is gone or has no finalizer left."""
+
+    async def done() -> bool:
+        found = await e2e.get("pod", name, ns)
+        return found is None or not found["metadata"].get("finalizers")
+
+    await eventually(done, what=f"pod {ns}/{name} finalized or gone")
+
+
 async def admitted_after_group_labels_added(e2e: E2E) -> None:
     """pod_test.go, Describe "Pod groups", When "Single CQ", It "Pod should be admitted after the group labels are
     added" (without its check of the ``kueue.x-k8s.io/role-hash`` annotation: kueue-es's webhook does not write it,
@@ -270,5 +342,6 @@ STEPS: list[Step] = [
     admits_only_a_complete_group,
     admits_a_group_of_diverse_pods,
     preempts_the_lower_priority_group,
+    replaces_a_failed_pod_in_the_group,
     admitted_after_group_labels_added,
 ]

@@ -11,9 +11,6 @@ as a user installs those controllers), one per ``ginkgo.It``, each in its own na
 once on one system (its start-up is shared; CI's slow tests have a
 fixed budget). Kueue's cases not here, and why:
 
-- pod_test.go "Failed Pod can be replaced in group": kueue-es's pod webhook adds no ``kueue.x-k8s.io/managed``
-  finalizer (docs/webhooks.md), so a deleted pod is gone at once instead of staying Failed, and the Workload's
-  ``WaitingForReplacementPods`` condition (pod_controller.go waitingForReplacementPodsCondition) is not written;
 - pod_test.go "Unscheduled Pod which is deleted can be replaced in group": needs a kube-scheduler that leaves a pod
   whose nodeSelector matches no node Pending with PodScheduled=False ``Unschedulable``;
 - statefulset_test.go "should allow to change queue name if ReadyReplicas=0" and "should allow to change queue
