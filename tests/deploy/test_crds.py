@@ -136,14 +136,77 @@ def test_python_m_kueue_es_crds_rewrites_the_status_file(tmp_path: Path, monkeyp
     """``python -m kueue_es.crds DIR`` writes kueue_status.json from DIR; a missing DIR or CRDs it cannot use
     exit 2 with a message."""
     committed = crds.KUEUE_STATUS_FILE.read_text()
+    committed_v1beta1 = crds.KUEUE_V1BETA1_FILE.read_text()
     target = tmp_path / "kueue_status.json"
     monkeypatch.setattr(crds, "KUEUE_STATUS_FILE", target)
+    monkeypatch.setattr(crds, "KUEUE_V1BETA1_FILE", tmp_path / "kueue_v1beta1.json")
     assert crds.main([str(KUEUE_CRDS)]) == 0
     assert target.read_text() == committed
+    assert (tmp_path / "kueue_v1beta1.json").read_text() == committed_v1beta1
     assert crds.main([str(tmp_path / "absent")]) == 2
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "a.yaml").write_text("kind: CustomResourceDefinition\nspec: {group: kueue.x-k8s.io}\n")
     assert crds.main([str(tmp_path / "broken")]) == 2
+
+
+# -- v1beta1: Kueue's deprecated version, converted ----------------------------------------------------
+
+
+def test_kueue_v1beta1_json_is_taken_from_kueues_crds() -> None:
+    """kueue_v1beta1.json is what ``python -m kueue_es.crds tests/fixtures/crds/kueue`` writes: Kueue's v1beta1
+    entry of every CRD, with its pod templates kept as preserved objects; a kind without v1beta1 is an error."""
+    documents = crds.read_kueue_crds(KUEUE_CRDS)
+    assert crds.KUEUE_V1BETA1_FILE.read_text() == crds.render_kueue_v1beta1(documents)
+    versions = crds.kueue_v1beta1_versions(documents)
+    assert list(versions) == [kind.kind for kind in crds.KINDS]
+    template = versions["Workload"]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["podSets"]
+    assert template["items"]["properties"]["template"]["x-kubernetes-preserve-unknown-fields"] is True
+    without = [doc for doc in documents if doc["spec"]["names"]["kind"] != "Topology"]
+    with pytest.raises(ValueError, match="Topology: Kueue's CRD has no v1beta1"):
+        crds.kueue_v1beta1_versions(without)
+
+
+@pytest.mark.parametrize("kind", crds.KINDS, ids=lambda k: k.kind)
+def test_v1beta1_is_served_deprecated_and_converted_as_kueues(kind: crds.Kind) -> None:
+    """Every CRD serves Kueue's v1beta1 beside v1beta2 (storage), deprecated with Kueue's warning where Kueue's is,
+    with Kueue's v1beta1 schema fields and printer columns; the kinds Kueue's CRDs convert through its webhook
+    call the kueue-es webhook service at Kueue's path /convert, the others use strategy None."""
+    theirs = yaml.safe_load((KUEUE_CRDS / crds.file_name(kind)).read_text())
+    (their_v1,) = [v for v in theirs["spec"]["versions"] if v["name"] == "v1beta1"]
+    ours = crds.crd(kind)
+    by_name = {v["name"]: v for v in ours["spec"]["versions"]}
+    assert list(by_name) == ["v1beta2", "v1beta1"]
+    assert by_name["v1beta2"]["storage"] is True and by_name["v1beta1"]["storage"] is False
+    assert by_name["v1beta1"]["served"] is True
+    assert by_name["v1beta1"].get("deprecated") == their_v1.get("deprecated")
+    assert by_name["v1beta1"].get("deprecationWarning") == their_v1.get("deprecationWarning")
+    if kind.kind != "MultiKueueConfig":  # Kueue does not deprecate MultiKueueConfig's v1beta1
+        assert by_name["v1beta1"]["deprecationWarning"] == "This version is deprecated. Use v1beta2 instead."
+    assert by_name["v1beta1"].get("additionalPrinterColumns") == their_v1.get("additionalPrinterColumns")
+    assert by_name["v1beta1"].get("subresources") == their_v1.get("subresources")
+    assert field_types(by_name["v1beta1"]["schema"]["openAPIV3Schema"]).items() <= {
+        path: kind_of
+        for path, kind_of in field_types(their_v1["schema"]["openAPIV3Schema"]).items()
+        if ".template." not in path
+    }.items() | {(p, "preserved") for p in field_types(by_name["v1beta1"]["schema"]["openAPIV3Schema"])}
+    conversion = ours["spec"]["conversion"]
+    if kind.kind in ("ClusterQueue", "Cohort", "LocalQueue", "Workload", "MultiKueueCluster"):
+        assert conversion == {
+            "strategy": "Webhook",
+            "webhook": {
+                "clientConfig": {
+                    "service": {
+                        "name": "kueue-es-webhook-service",
+                        "namespace": "kueue-es",
+                        "path": "/convert",
+                        "port": 443,
+                    }
+                },
+                "conversionReviewVersions": ["v1"],
+            },
+        }
+    else:
+        assert conversion == {"strategy": "None"}
 
 
 @pytest.mark.parametrize("kind", crds.KINDS, ids=lambda k: k.kind)
