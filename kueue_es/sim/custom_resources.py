@@ -27,8 +27,9 @@ API server's apiextensions controllers do. This module holds the pure part of th
 
 Not done: CEL ``x-kubernetes-validations`` and ``format`` checks (a real API server runs them),
 ``x-kubernetes-list-type`` uniqueness, ``anyOf``/``oneOf``/``allOf``/``not`` alternatives,
-conversion webhooks (every served version shares one storage, converted by rewriting
-``apiVersion``, which is the ``None`` strategy), and ``metadata`` pruning inside embedded
+conversion webhooks of installed CRDs (every served version shares one storage, converted by rewriting
+``apiVersion``, which is the ``None`` strategy; Kueue's own v1beta1 is converted by Kueue's rules, in
+the emulator), and ``metadata`` pruning inside embedded
 resources.
 """
 
@@ -244,6 +245,15 @@ def decode(obj: dict[str, Any], schema: Mapping[str, Any]) -> list[str]:
     pruned: list[str] = []
     _prune(obj, schema, path="", pruned=pruned, root=True)
     _default(obj, schema, root=True)
+    return pruned
+
+
+def prune(obj: dict[str, Any], schema: Mapping[str, Any]) -> list[str]:
+    """Prune ``obj`` in place by ``schema`` as :func:`decode` does, without defaulting it (a partial object: an
+    apply configuration); returns the pruned paths. An empty ``schema`` keeps everything."""
+    pruned: list[str] = []
+    if schema:
+        _prune(obj, schema, path="", pruned=pruned, root=True)
     return pruned
 
 

@@ -85,7 +85,7 @@ import structlog
 import yaml
 
 from kueue_es import crds, validation
-from kueue_es.events import models
+from kueue_es.events import models, v1beta1
 from kueue_es.jobframework import integrations, pods, webhooks, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
@@ -148,6 +148,9 @@ class _ApiCall:
     accept: str = ""
     user_agent: str = ""
     user: rbac.User | None = None  # an impersonated user (kubectl --as); None: the administrator
+    #: The version the client addressed when it differs from ``ref`` and the objects are converted
+    #: (Kueue's v1beta1, executed against v1beta2): reads are answered in it, writes converted from it.
+    served: resources.ResourceRef | None = None
 
     @property
     def dry_run(self) -> bool:
@@ -253,6 +256,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     _documents: dict[tuple[Any, ...], dict[str, Any]] = attrs.field(factory=dict, init=False)
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
     _builtin_payload_ids: set[int] = attrs.field(factory=set, init=False)
+    #: Kueue's v1beta1 kinds by (group, version, plural): the v1beta2 kind they are stored as and converted to.
+    _converted: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
     _watch_epoch: int = attrs.field(default=0, init=False)
     _closing: bool = attrs.field(default=False, init=False)
 
@@ -290,6 +295,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         ):
             self.register_resource(ref)
         self.register_resource(custom_resources.CRDS)
+        self._serve_kueue_v1beta1()
         self._store.create_system_priority_classes()
         for obj in rbac.bootstrap_objects():  # what kube-apiserver's RBAC bootstrap policy creates at start
             self.put_objects([obj])
@@ -330,6 +336,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             verbs=_VERBS,
             subresources={"status"} if ref.status_subresource else set(),
         )
+
+    def _serve_kueue_v1beta1(self) -> None:
+        """Serve Kueue's deprecated v1beta1 of every Kueue kind beside v1beta2, as Kueue's CRDs do: stored
+        as v1beta2 and converted both ways by Kueue's rules (:mod:`kueue_es.events.v1beta1`)."""
+        for hub in [ref for ref in self._refs.values() if ref.api_version == v1beta1.V1BETA2]:
+            served = dataclasses.replace(hub, version="v1beta1")
+            self.register_resource(served, storage=hub)
+            self._converted[(served.group, served.version, served.plural)] = hub
 
     def unregister_resource(self, ref: resources.ResourceRef) -> None:
         """Stop serving a kind: its objects are deleted (watchers see DELETED), its watches end,
@@ -584,6 +598,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if (cached := self._documents.get(key)) is not None:
             return cached
         custom = {kind.ref: kind.schema for kind in self._custom.values()}
+        for (group, version, plural), hub in self._converted.items():  # Kueue's v1beta1 schemas
+            custom[self._refs[group, version, plural]] = crds.v1beta1_schema(hub.kind)
         match where:
             case ("v2",):
                 document = openapi.v2_document(refs, custom)
@@ -716,7 +732,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         """Run a routed call against the store; raises kmock.KubernetesError with a real-looking Status.
 
         A write to a CustomResourceDefinition then updates the kinds served (:meth:`_crd_changed`);
-        objects of a CRD's other served versions are answered in the requested version."""
+        objects of a CRD's other served versions are answered in the requested version; Kueue's v1beta1
+        kinds are executed as v1beta2 (:meth:`_execute_converted`)."""
+        if (hub := self._converted.get((call.ref.group, call.ref.version, call.ref.plural))) is not None:
+            return self._execute_converted(call, hub)
         result = self._execute_call(call)
         if call.ref == rbac.CLUSTER_ROLES and call.verb not in ("get", "list", "watch"):
             with _kubernetes_errors(call):
@@ -730,6 +749,67 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 return dataclasses.replace(result, payload=_in_version(call.ref, result.payload))
             return _events_in_version(call.ref, result)
         return result
+
+    def _execute_converted(self, call: _ApiCall, hub: resources.ResourceRef) -> _Reply | AsyncIterator[dict[str, Any]]:
+        """A request for a Kueue kind in v1beta1, as kube-apiserver serves a CRD version that is not the storage
+        one: the written object (create, replace, server-side apply) is decoded by the v1beta1 schema and
+        converted to v1beta2 (:meth:`_from_served`); a JSON or merge patch is applied to the object as v1beta1
+        shows it (:meth:`_update`); then the call runs on v1beta2, and what it answers (objects, lists, watch
+        events) is converted back to v1beta1. Every answer carries the version's deprecation warning."""
+        warnings: list[str] = []
+        with _kubernetes_errors(call):
+            body, content_type = call.body, call.content_type
+            media_type = call.content_type.split(";", 1)[0].strip().lower()
+            if call.verb in ("create", "replace"):
+                converted = self._from_served(call, _json_body(call), warnings)
+                body, content_type = json.dumps(converted).encode(), "application/json"
+            elif call.verb == "patch" and media_type == APPLY_PATCH:
+                converted = self._from_served(call, _apply_config(call), warnings, applied=True)
+                body = json.dumps(converted).encode()
+            result = self._execute_call(
+                dataclasses.replace(call, ref=hub, served=call.ref, body=body, content_type=content_type)
+            )
+        deprecation = crds.v1beta1_warning(call.ref.kind)
+        if isinstance(result, _Reply):
+            extra = ((deprecation,) if deprecation else ()) + tuple(warnings)
+            payload = _in_served(call.ref, result.payload)
+            return dataclasses.replace(result, payload=payload, warnings=extra + result.warnings)
+        return _events_in_served(call.ref, result)
+
+    def _from_served(self, call: _ApiCall, obj: Any, warnings: list[str], *, applied: bool = False) -> dict[str, Any]:
+        """An object written through a Kueue kind's v1beta1 (``call.ref``, or ``call.served`` once routed) as
+        the v1beta2 object to store: fields Kueue's v1beta1 schema does not declare pruned (400 with
+        ``fieldValidation=Strict``, warnings with ``Warn``), then, unless it is an apply configuration
+        (``applied``: a partial object), the schema's defaults filled in and its value constraints checked
+        (422), then converted by Kueue's rules (:func:`kueue_es.events.v1beta1.to_v1beta2`)."""
+        served = call.served or call.ref
+        if not isinstance(obj, dict):
+            raise store.StoreError(
+                status=400, reason="BadRequest", message=f"the request body is not a {served.kind} object"
+            )
+        obj = {**obj, "apiVersion": served.api_version, "kind": served.kind}
+        schema = crds.v1beta1_schema(served.kind)
+        # an apply configuration is partial: pruned, but neither defaulted nor held to required fields
+        pruned = custom_resources.prune(obj, schema) if applied else custom_resources.decode(obj, schema)
+        unknown = [f'unknown field "{path}"' for path in pruned]
+        if unknown and call.field_validation == "Strict":
+            raise store.StoreError(
+                status=400,
+                reason="BadRequest",
+                message=f'{served.kind} in version "{served.version}" cannot be handled as a {served.kind}: '
+                f"strict decoding error: {', '.join(unknown)}",
+                details={"kind": served.plural, "group": served.group, "name": call.name or ""},
+            )
+        if call.field_validation == "Warn":
+            warnings.extend(unknown)
+        if self.validate and not applied and (causes := custom_resources.validate(obj, schema)):
+            name = str((obj.get("metadata") or {}).get("name") or call.name or "")
+            invalid = validation.Invalid(kind=served.kind, group=served.group, name=name, causes=causes)
+            raise store.StoreError(status=422, reason="Invalid", message=invalid.message, details=invalid.details())
+        try:
+            return v1beta1.to_v1beta2(obj)
+        except v1beta1.ConversionError as err:
+            raise store.StoreError(status=400, reason="BadRequest", message=str(err)) from err
 
     def _execute_call(self, call: _ApiCall) -> _Reply | AsyncIterator[dict[str, Any]]:
         with _kubernetes_errors(call):
@@ -887,7 +967,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     def _field_selector(self, call: _ApiCall) -> selectors.FieldSelector:
         """The request's ``fieldSelector``, refused (400) when it names a field the kind does not select by."""
         fields = selectors.parse_field_selector(call.params.get("fieldSelector"))
-        ref = call.ref
+        ref = call.served or call.ref  # the version addressed: Kueue's v1beta1 Workload selects by no status field
         custom = not self._takes_strategic_merge(ref)
         selectors.check_selectable(
             fields,
@@ -902,6 +982,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     def _selectable_fields(self, ref: resources.ResourceRef) -> tuple[str, ...]:
         """The ``selectableFields`` of a custom kind's CRD: Kueue's own (:data:`kueue_es.crds.KINDS`) or an
         installed CRD's; () for any other kind."""
+        if (ref.group, ref.version, ref.plural) in self._converted:
+            return crds.v1beta1_selectable(ref.kind)  # Kueue's v1beta1 declares none
         if ref.group == crds.GROUP:
             return next((kind.selectable for kind in crds.KINDS if kind.plural == ref.plural), ())
         custom = self._custom.get((ref.group, ref.version, ref.plural))
@@ -913,15 +995,18 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             return _Reply(status=200, payload=payload)
         objects = payload["items"] if "items" in payload else [payload]
         version = str(payload.get("metadata", {}).get("resourceVersion", ""))
-        if self._store.storage_of(call.ref) not in (None, call.ref):
+        shown = call.served or call.ref
+        if call.served is not None:
+            objects = [_in_served(call.served, obj) for obj in objects]
+        elif self._store.storage_of(call.ref) not in (None, call.ref):
             objects = [_in_version(call.ref, obj) for obj in objects]
         table = tables.table(
-            call.ref,
+            shown,
             objects,
             now=self.clock(),
             resource_version=version,
             include_object=call.params.get("includeObject") or "PartialObjectMetadata",
-            printer_columns=self._printer_columns(call.ref),
+            printer_columns=self._printer_columns(shown),
         )
         for key in ("continue", "remainingItemCount"):  # a page of a list as a Table (kubectl get --chunk-size)
             if key in payload.get("metadata", {}) and "items" in payload:
@@ -1036,9 +1121,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 )
 
             def change(current: dict[str, Any]) -> Any:
-                patched = patches.apply_patch(
-                    current, body, content_type=call.content_type, schema=openapi.patch_schema(call.ref)
-                )
+                if call.served is not None:  # patched as the client sees it (v1beta1), stored as v1beta2
+                    shown = _in_served(call.served, current)
+                    patched = patches.apply_patch(shown, body, content_type=call.content_type, schema=None)
+                    patched = self._from_served(call, patched, warnings)
+                else:
+                    patched = patches.apply_patch(
+                        current, body, content_type=call.content_type, schema=openapi.patch_schema(call.ref)
+                    )
                 return self._admit(call, self._decode(call, patched, warnings), old=current)
 
         return self._store.update(
@@ -1283,6 +1373,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         return (ref.group, ref.version, ref.plural) in self._custom
 
     def _printer_columns(self, ref: resources.ResourceRef) -> tuple[Mapping[str, Any], ...] | None:
+        if (ref.group, ref.version, ref.plural) in self._converted:  # Kueue's v1beta1 columns (.spec.cohort)
+            return crds.v1beta1_columns(ref.kind) or None
         kind = self._custom.get((ref.group, ref.version, ref.plural))
         return kind.printer_columns if kind is not None else None
 
@@ -1924,6 +2016,25 @@ def _in_version(ref: resources.ResourceRef, payload: dict[str, Any]) -> dict[str
     if payload.get("kind") == ref.kind:
         return {**payload, "apiVersion": ref.api_version}
     return payload
+
+
+def _in_served(ref: resources.ResourceRef, payload: dict[str, Any]) -> dict[str, Any]:
+    """An object (or a list of them) of v1beta2 as Kueue's v1beta1 ``ref`` shows it, converted by Kueue's rules
+    (:func:`kueue_es.events.v1beta1.convert`); anything else (a Status, a Table) as it is."""
+    if "items" in payload and isinstance(payload["items"], list):
+        return {**payload, "apiVersion": ref.api_version, "items": [_in_served(ref, i) for i in payload["items"]]}
+    if payload.get("kind") == ref.kind and payload.get("apiVersion") == v1beta1.V1BETA2:
+        return v1beta1.convert(payload, ref.api_version)
+    return payload
+
+
+async def _events_in_served(
+    ref: resources.ResourceRef, events: AsyncIterator[dict[str, Any]]
+) -> AsyncIterator[dict[str, Any]]:
+    async for event in events:
+        if event.get("type") in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK") and isinstance(event.get("object"), dict):
+            event = {**event, "object": _in_served(ref, event["object"])}
+        yield event
 
 
 async def _events_in_version(

@@ -229,9 +229,14 @@ async def test_a_workload_is_selected_by_the_clusterqueue_reserving_it(cluster: 
     ):
         status, body = await call(cluster, "GET", workloads, params={"fieldSelector": selector})
         assert (status, [item["metadata"]["name"] for item in body["items"]]) == (200, want)
-    # and the CRD kueue-es deploys (deploy/crds) declares it, as Kueue's does
-    [version] = crds.crd(next(kind for kind in crds.KINDS if kind.kind == "Workload"))["spec"]["versions"]
-    assert version["selectableFields"] == [{"jsonPath": ".status.admission.clusterQueue"}]
+    # and the CRD kueue-es deploys (deploy/crds) declares it in v1beta2, as Kueue's does (not in v1beta1: nor Kueue's)
+    versions = crds.crd(next(kind for kind in crds.KINDS if kind.kind == "Workload"))["spec"]["versions"]
+    assert [v.get("selectableFields") for v in versions] == [[{"jsonPath": ".status.admission.clusterQueue"}], None]
+    v1beta1_workloads = workloads.replace("/v1beta2/", "/v1beta1/")
+    status, _ = await call(
+        cluster, "GET", v1beta1_workloads, params={"fieldSelector": "status.admission.clusterQueue=cq"}
+    )
+    assert status == 400
 
 
 async def test_an_installed_crd_selects_by_its_selectable_fields(cluster: emulator.ClusterEmulator) -> None:
