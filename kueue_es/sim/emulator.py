@@ -496,7 +496,12 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             )
         if tables.wants_table(call.accept):
             result = self._table_events(call, result)
-        return await _stream_events(raw_request, result)
+        deprecation = (
+            crds.v1beta1_warning(call.ref.kind)
+            if (call.ref.group, call.ref.version, call.ref.plural) in self._converted
+            else None
+        )
+        return await _stream_events(raw_request, result, warnings=(deprecation,) if deprecation else ())
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         """kmock's dispatch of reactions, without KubernetesEmulator's own object bookkeeping (the store does it)."""
@@ -2453,10 +2458,13 @@ async def _with_headers_first(events: AsyncIterator[dict[str, Any]]) -> AsyncIte
 
 
 async def _stream_events(
-    raw_request: aiohttp.web.BaseRequest, events: AsyncIterator[dict[str, Any]]
+    raw_request: aiohttp.web.BaseRequest, events: AsyncIterator[dict[str, Any]], *, warnings: tuple[str, ...] = ()
 ) -> aiohttp.web.StreamResponse:
-    """Write a watch stream as JSON lines, one event per line, flushing each."""
-    response = aiohttp.web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+    """Write a watch stream as JSON lines, one event per line, flushing each; ``warnings`` as ``Warning`` headers."""
+    headers = multidict.CIMultiDict([("Content-Type", "application/json")])
+    for text in warnings:
+        headers.add("Warning", f'299 - "{_quoted(text)}"')
+    response = aiohttp.web.StreamResponse(status=200, headers=headers)
     try:
         await response.prepare(raw_request)  # the client may be gone already (a service stopping)
         async for event in events:

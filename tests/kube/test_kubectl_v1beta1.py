@@ -12,6 +12,7 @@ import json
 import shutil
 import textwrap
 
+import aiohttp
 import pytest
 
 from kueue_es.events import v1beta1
@@ -175,3 +176,27 @@ async def test_strict_fields_are_checked_by_the_v1beta1_schema(
     code, _, err = await kubectl.run("apply", "-f", "-", stdin=wrong)
     assert code != 0
     assert 'unknown field "spec.cohortName"' in err
+
+
+async def test_a_watch_through_v1beta1_sees_objects_converted(
+    cluster: emulator.ClusterEmulator, kubectl: Kubectl
+) -> None:
+    """A watch of v1beta1 LocalQueues sees a v1beta2 write converted (status.flavorsUsage as flavorUsage), with the
+    deprecation warning in the response's headers."""
+    await kubectl.ok("apply", "-f", "-", stdin=SETUP)
+    usage = [{"name": "default-flavor", "resources": [{"name": "cpu", "total": "1"}]}]
+    status = {"status": {"flavorsUsage": usage}}
+    await kubectl.ok(
+        "patch", "localqueues.v1beta2.kueue.x-k8s.io", "-n", "default", "user-queue",
+        "--subresource=status", "--type=merge", "-p", json.dumps(status),
+    )  # fmt: skip
+    path = "/apis/kueue.x-k8s.io/v1beta1/namespaces/default/localqueues"
+    async with aiohttp.ClientSession() as session:
+        params = {"watch": "true", "timeoutSeconds": "1"}
+        async with session.get(cluster.url + path, params=params) as response:
+            warning = response.headers.get("Warning", "")
+            lines = [json.loads(line) for line in (await response.text()).splitlines() if line.strip()]
+    assert v1beta1.DEPRECATION_WARNING in warning
+    [added] = [event["object"] for event in lines if event["type"] == "ADDED"]
+    assert added["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert added["status"]["flavorUsage"] == usage and "flavorsUsage" not in added["status"]
