@@ -48,6 +48,24 @@ VALIDATING_CONFIGS = ResourceRef(
     namespaced=False,
 )
 
+CRDS = ResourceRef(
+    group="apiextensions.k8s.io",
+    version="v1",
+    plural="customresourcedefinitions",
+    kind="CustomResourceDefinition",
+    namespaced=False,
+)
+#: The CRDs whose conversion webhook is this service (deploy/crds: the kinds Kueue's CRDs convert by webhook,
+#: kueue_es.events.v1beta1.WEBHOOK_KINDS), which get the CA in ``spec.conversion.webhook.clientConfig.caBundle``
+#: as Kueue's cert-controller gives it to its own CRDs (pkg/util/cert/cert.go, rotator.CRDConversion).
+CONVERSION_CRDS = (
+    "clusterqueues.kueue.x-k8s.io",
+    "cohorts.kueue.x-k8s.io",
+    "localqueues.kueue.x-k8s.io",
+    "workloads.kueue.x-k8s.io",
+    "multikueueclusters.kueue.x-k8s.io",
+)
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Settings:
@@ -56,7 +74,8 @@ class Settings:
     ``namespace``: the webhook's namespace; ``service_name``: its Service (the certificate names
     ``<service>.<namespace>.svc``); ``secret_name``: the Secret holding ``ca.crt``, ``ca.key``,
     ``tls.crt``, ``tls.key``; ``mutating_name`` / ``validating_name``: the configurations whose
-    webhooks get the CA bundle; ``lookahead``: renew this long before the end; ``check_every``:
+    webhooks get the CA bundle; ``conversion_crds``: the CRDs whose conversion webhook gets it too, where it
+    is this service (a CRD that is absent or converted by another service, Kueue's own, is left alone); ``lookahead``: renew this long before the end; ``check_every``:
     seconds between checks.
     """
 
@@ -65,6 +84,7 @@ class Settings:
     secret_name: str = "kueue-es-webhook-server-cert"
     mutating_name: str = "kueue-es-mutating-webhook-configuration"
     validating_name: str = "kueue-es-validating-webhook-configuration"
+    conversion_crds: tuple[str, ...] = CONVERSION_CRDS
     lookahead: datetime.timedelta = certs.LOOKAHEAD
     check_every: float = 60.0
 
@@ -197,7 +217,34 @@ class Rotator:
                 done = False  # changed meanwhile: the next pass injects again
                 continue
             log.info("webhook_ca_bundle_injected", kind=ref.kind, name=name, webhooks=len(hooks))
+        await self._inject_conversion(bundle)
         return done
+
+    async def _inject_conversion(self, bundle: str) -> None:
+        """Put the CA (base64) into the conversion webhook ``clientConfig.caBundle`` of each CRD of
+        ``settings.conversion_crds`` that calls this service; the others, and a missing CRD, are left alone (a
+        cluster may run with Kueue's CRDs, deploy/without-crds). Readiness does not wait for them: only a
+        v1beta1 request needs the conversion."""
+        for name in self.settings.conversion_crds:
+            try:
+                crd = await client.get_object(self.api, CRDS, name=name)
+            except errors.NotFoundError:
+                continue
+            conversion = (crd.get("spec") or {}).get("conversion") or {}
+            config = (conversion.get("webhook") or {}).get("clientConfig") or {}
+            service = config.get("service") or {}
+            ours = (service.get("name"), service.get("namespace")) == (
+                self.settings.service_name,
+                self.settings.namespace,
+            )
+            if conversion.get("strategy") != "Webhook" or not ours or config.get("caBundle") == bundle:
+                continue
+            config["caBundle"] = bundle
+            try:
+                await client.replace_object(self.api, CRDS, name=name, body=crd)
+            except errors.ConflictError:
+                continue  # changed meanwhile: the next pass injects again
+            log.info("conversion_ca_bundle_injected", crd=name)
 
     async def run(self, stop: asyncio.Event, *, on_change: Callable[[], object]) -> None:
         """:meth:`check` every ``settings.check_every`` seconds until ``stop`` is set, calling ``on_change``

@@ -7,7 +7,9 @@ AdmissionReview is answered from the pure rules (:mod:`.review`,
 namespace has a ``default`` LocalQueue, what a job's LocalQueue's ClusterQueue checks
 (MultiKueue), the labels of the job's Namespace (``--config``'s
 ``managedJobsNamespaceSelector``) and the owners of a job's controller chain (is it part of a
-managed job's workload: :func:`read_owners`), each only when the answer depends on it. The kinds
+managed job's workload: :func:`read_owners`), each only when the answer depends on it. ``POST /convert`` is
+Kueue's CRD conversion webhook (v1beta1 <-> v1beta2, :mod:`kueue_es.events.v1beta1`), which the
+ClusterQueue, Cohort, LocalQueue, Workload and MultiKueueCluster CRDs of deploy/crds call. The kinds
 of the frameworks ``--config``'s ``integrations.frameworks`` leaves out get Kueue's no-op
 webhook: allowed, unchanged.
 
@@ -37,7 +39,7 @@ import aiohttp.web
 import structlog
 from kubernetes_asyncio import client as k8s_client
 
-from kueue_es.events import models
+from kueue_es.events import models, v1beta1
 from kueue_es.jobframework import webhooks, workloads
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.webhook import certs, review, rotation
@@ -197,6 +199,8 @@ def app(
         if request.path == "/readyz":
             ok = ready()
             return aiohttp.web.Response(text="ok" if ok else "certificates not ready", status=200 if ok else 503)
+        if request.path == v1beta1.WEBHOOK_PATH:
+            return await _convert(request)
         found = webhooks.target_of_path(request.path)
         if found is None:
             return aiohttp.web.Response(text=f"no webhook at {request.path}\n", status=404)
@@ -325,6 +329,27 @@ def app(
     application = aiohttp.web.Application()
     application.router.add_route("*", "/{tail:.*}", handle)
     return application
+
+
+async def _convert(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
+    """``POST /convert``: Kueue's conversion webhook, which the CRDs of the kinds Kueue converts by webhook call
+    (kueue_es.crds.conversion): a ConversionReview answered by Kueue's v1beta1 <-> v1beta2 rules
+    (:func:`kueue_es.events.v1beta1.convert_review`); a body that is not a ConversionReview is 400."""
+    if request.method != "POST":
+        return aiohttp.web.Response(text="POST a ConversionReview\n", status=405)
+    try:
+        answer = v1beta1.convert_review(await request.json())
+    except (v1beta1.ConversionError, json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
+        return aiohttp.web.Response(text=f"{err}\n", status=400)
+    result = answer["response"]["result"]
+    log.info(
+        "conversion_reviewed",
+        webhook=request.path,
+        objects=len(answer["response"]["convertedObjects"]),
+        status=result["status"],
+        message=result.get("message", ""),
+    )
+    return aiohttp.web.json_response(answer)
 
 
 class ServingCerts:

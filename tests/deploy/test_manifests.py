@@ -247,6 +247,14 @@ WEBHOOK_OWN = {
     "secrets": ["kueue-es-webhook-server-cert"],
     "mutatingwebhookconfigurations": ["kueue-es-mutating-webhook-configuration"],
     "validatingwebhookconfigurations": ["kueue-es-validating-webhook-configuration"],
+    # the CRDs whose v1beta1 conversion webhook it serves (their caBundle), as Kueue's cert rotation
+    "customresourcedefinitions": [
+        "clusterqueues.kueue.x-k8s.io",
+        "cohorts.kueue.x-k8s.io",
+        "localqueues.kueue.x-k8s.io",
+        "workloads.kueue.x-k8s.io",
+        "multikueueclusters.kueue.x-k8s.io",
+    ],
 }
 
 

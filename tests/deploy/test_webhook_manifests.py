@@ -184,7 +184,8 @@ def test_the_webhook_may_touch_only_its_own_objects() -> None:
         for rule in cluster_role["rules"]
         for group in rule["apiGroups"]
         for resource in rule["resources"]
-        if (group, resource) in owners or group not in ("", "kueue.x-k8s.io", "admissionregistration.k8s.io")
+        if (group, resource) in owners
+        or group not in ("", "kueue.x-k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io")
     }
     assert readable == owners
     for rule in cluster_role["rules"]:
@@ -197,7 +198,15 @@ def test_the_webhook_may_touch_only_its_own_objects() -> None:
         "namespaces",
         "mutatingwebhookconfigurations",
         "validatingwebhookconfigurations",
+        "customresourcedefinitions",
     }
+    from kueue_es import crds
+    from kueue_es.services.webhook import rotation
+
+    converted = [kind.name for kind in crds.KINDS if crds.conversion(kind)["strategy"] == "Webhook"]
+    assert sorted(by_resource["customresourcedefinitions"]["resourceNames"]) == sorted(converted)
+    assert sorted(rotation.CONVERSION_CRDS) == sorted(converted)
+    assert by_resource["customresourcedefinitions"]["verbs"] == ["get", "update"]
     for kind, resource in (
         ("MutatingWebhookConfiguration", "mutatingwebhookconfigurations"),
         ("ValidatingWebhookConfiguration", "validatingwebhookconfigurations"),
@@ -222,6 +231,19 @@ def test_certmanager_overlay_uses_cert_manager_instead() -> None:
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         (config,) = [d for d in docs if d["kind"] == kind]
         assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "kueue-es/kueue-es-webhook-cert"
+    # the CA injector also fills the caBundle of the CRDs' conversion webhook, and only of those that have one
+    injected = sorted(
+        d["metadata"]["name"]
+        for d in docs
+        if d["kind"] == "CustomResourceDefinition"
+        and "cert-manager.io/inject-ca-from" in d["metadata"].get("annotations", {})
+    )
+    webhook_crds = sorted(
+        d["metadata"]["name"]
+        for d in docs
+        if d["kind"] == "CustomResourceDefinition" and d["spec"]["conversion"]["strategy"] == "Webhook"
+    )
+    assert injected == webhook_crds and len(injected) == 5
     # cert-manager owns the Secret: not shipped, and the webhook's Role on it is gone
     assert ("Secret", "kueue-es-webhook-server-cert") not in by_kind_name
     assert ("Role", "kueue-es-webhook") not in by_kind_name

@@ -251,6 +251,37 @@ async def test_bad_requests_and_probes(webhook: tuple[str, ssl.SSLContext]) -> N
                 pass
 
 
+async def test_crd_conversion_reviews_are_answered_at_convert(webhook: tuple[str, ssl.SSLContext]) -> None:
+    """``/convert`` answers the ConversionReview a CRD with the Webhook strategy sends (Kueue's path): every object
+    in the desired version by Kueue's rules; a body that is not a ConversionReview is 400, a GET 405."""
+    url, trust = webhook
+    uid = str(uuid.uuid4())
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "cq"},
+        "spec": {"cohort": "team", "admissionChecks": ["check"]},
+    }
+    review = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "ConversionReview",
+        "request": {"uid": uid, "desiredAPIVersion": "kueue.x-k8s.io/v1beta2", "objects": [queue]},
+    }
+    answer = await post(url, trust, "/convert", review)
+    assert answer["response"]["uid"] == uid and answer["response"]["result"] == {"status": "Success"}
+    [converted] = answer["response"]["convertedObjects"]
+    assert converted["apiVersion"] == "kueue.x-k8s.io/v1beta2"
+    assert converted["spec"] == {
+        "cohortName": "team",
+        "admissionChecksStrategy": {"admissionChecks": [{"name": "check"}]},
+    }
+    async with aiohttp.ClientSession() as session:
+        async with session.post(url + "/convert", json={"kind": "AdmissionReview"}, ssl=trust) as response:
+            assert response.status == 400
+        async with session.get(url + "/convert", ssl=trust) as response:
+            assert response.status == 405
+
+
 # -- internal certificate management -------------------------------------------------------------
 
 WEBHOOK_KINDS = (rotation.SECRETS, rotation.MUTATING_CONFIGS, rotation.VALIDATING_CONFIGS)
@@ -356,6 +387,46 @@ async def test_rotation_renews_a_near_expiry_certificate_and_updates_the_ca_bund
     ):
         config = await client.get_object(api, ref, name=name)
         assert rotation.ca_bundles(config) == [base64.b64encode(new_ca).decode()] * 2
+
+
+async def test_rotation_puts_the_ca_into_the_crds_conversion_webhook(
+    cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient, tmp_path: Path
+) -> None:
+    """The CRDs of deploy/crds that convert through the webhook service get its CA in their conversion webhook's
+    caBundle, as Kueue's cert-controller gives its own CRDs; a CRD converted by another service (Kueue's) and
+    the CRDs with strategy None are left alone."""
+    from kueue_es import crds
+
+    settings = rotation.Settings()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-es"}}
+    await client.create_object(api, resources.NAMESPACES, body=namespace)
+    for ref, name in (
+        (rotation.MUTATING_CONFIGS, settings.mutating_name),
+        (rotation.VALIDATING_CONFIGS, settings.validating_name),
+    ):
+        await client.create_object(api, ref, body=webhook_configuration(ref, name))
+    documents = crds.all_crds()
+    kueues = next(d for d in documents if d["metadata"]["name"] == "cohorts.kueue.x-k8s.io")
+    kueues["spec"]["conversion"]["webhook"]["clientConfig"]["service"].update(
+        name="webhook-service", namespace="kueue-system"
+    )
+    cluster.install_crds(documents)
+    rotator = rotation.Rotator(api, settings, cert_dir=tmp_path)
+    await rotator.check()
+    assert rotator.bundle is not None
+    bundle = base64.b64encode(rotator.bundle.ca_cert).decode()
+    found = {}
+    for document in documents:
+        name = document["metadata"]["name"]
+        stored = await client.get_object(api, rotation.CRDS, name=name)
+        found[name] = ((stored["spec"]["conversion"].get("webhook") or {}).get("clientConfig") or {}).get("caBundle")
+    assert {name for name, ca in found.items() if ca == bundle} == {
+        "clusterqueues.kueue.x-k8s.io",
+        "localqueues.kueue.x-k8s.io",
+        "workloads.kueue.x-k8s.io",
+        "multikueueclusters.kueue.x-k8s.io",
+    }
+    assert {ca for name, ca in found.items() if ca != bundle} == {None}
 
 
 async def test_a_second_replica_uses_the_stored_certificates(api: k8s_client.ApiClient, tmp_path: Path) -> None:
