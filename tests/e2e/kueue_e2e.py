@@ -55,6 +55,7 @@ KINDS = {
     "workloads": resources.WORKLOADS,
     "clusterqueue": resources.CLUSTER_QUEUES,
     "localqueue": resources.LOCAL_QUEUES,
+    "resourceflavor": resources.RESOURCE_FLAVORS,
     "statefulset": resources.STATEFUL_SETS,
     "deployment": resources.DEPLOYMENTS,
     "jobset": resources.JOBSETS,
