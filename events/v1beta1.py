@@ -296,7 +296,7 @@ def _workload_down(obj: dict[str, Any], where: str) -> None:
         spec.pop("preemptionGates", None)
         ref = _part(spec, "priorityClassRef", f"{where}: spec")
         spec.pop("priorityClassRef", None)
-        if ref is not None and (source := _SOURCES.get((ref.get("group"), ref.get("kind")))) is not None:
+        if ref is not None and (source := _SOURCES.get((str(ref.get("group")), str(ref.get("kind"))))) is not None:
             spec["priorityClassSource"] = source
             spec["priorityClassName"] = ref.get("name") or ""
         for pod_set in spec.get("podSets") or ():
