@@ -42,7 +42,10 @@ served version, status and scale subresources, short names and categories, schem
 columns), their objects pruned, defaulted and validated by the schema (not its CEL rules);
 deleting it deletes their objects
 and ends their watches; ``crd_files`` / :meth:`ClusterEmulator.install_crds` install CRDs without
-HTTP.  Not served: aggregated discovery, the
+HTTP.  Kueue's kinds are served in v1beta2 and, as Kueue's CRDs serve it, in the deprecated v1beta1,
+stored as v1beta2 and converted both ways by Kueue's rules (:mod:`kueue_es.events.v1beta1`), with
+Kueue's v1beta1 schemas, printer columns and deprecation warning (one difference: the
+``managedFields`` of a write through v1beta1 name v1beta2 and its field paths).  Not served: aggregated discovery, the
 protobuf OpenAPI v2, CEL rules of CRDs, deletecollection, consistent pages of a list (a page
 read with a ``continue`` token has the objects as they are now, not as of the first page), the items of
 ``listType=map`` and ``set`` lists as fields of their own in ``managedFields`` (every list is owned whole),

@@ -99,6 +99,11 @@ async def test_apply_v1beta1_then_read_in_both_versions(cluster: emulator.Cluste
     assert versions["preferredVersion"]["version"] == "v1beta2"
     resources = await kubectl.ok("api-resources", "--api-group=kueue.x-k8s.io", "-o", "name")
     assert "clusterqueues.kueue.x-k8s.io" in resources.split()
+    # kubectl explain reads Kueue's v1beta1 schema from /openapi/v3
+    explained = await kubectl.ok("explain", "clusterqueues.spec.cohort", "--api-version=kueue.x-k8s.io/v1beta1")
+    assert "FIELD: cohort" in explained
+    code, _, err = await kubectl.run("explain", "clusterqueues.spec.cohort", "--api-version=kueue.x-k8s.io/v1beta2")
+    assert code != 0 and "cohort" in err
     # a second client-side apply is a merge patch computed on the v1beta1 object; the names Kueue's conversion
     # rewrites (Borrow, admissionChecks) are sent again, as to Kueue, and convert to the object already stored
     code, out, err = await kubectl.run("apply", "-f", "-", stdin=SETUP)
