@@ -263,6 +263,8 @@ def test_no_wildcards_secrets_or_escalation() -> None:
 
     for role in [*kinds("ClusterRole"), *kinds("Role")]:
         name = role["metadata"]["name"]
+        if name.startswith("kueue-") and not name.startswith("kueue-es-"):
+            continue  # Kueue's ClusterRoles for people (user-roles.yaml): an admin binds them, no service has them
         for rule in role["rules"]:
             if name == "kueue-es-multikueue-edge" and role["kind"] == "Role" and rule["resources"] == ["secrets"]:
                 # the workers' kubeconfigs: get only, in kueue-es's namespace (Kueue's multikueue rbac marker)

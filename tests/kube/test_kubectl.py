@@ -531,8 +531,9 @@ roleRef:
 async def test_rbac_objects_apply_as_in_a_cluster(kubectl: Kubectl) -> None:
     """``kubectl apply`` of Kueue's visibility reader role and binding works (kubectl used to refuse it while
     validating: no rbac.authorization.k8s.io in /openapi/v3, then no protobuf /openapi/v2); the objects are
-    stored and listed, and a namespaced Role and RoleBinding too. They grant nothing: the emulator allows all.
-    (``kubectl create role`` sends protobuf, which the emulator reads for a few kinds only: README.)"""
+    stored and listed beside the server's bootstrap bindings, and a namespaced Role and RoleBinding too (what
+    they grant is tests/kube/test_rbac.py's). (``kubectl create role`` sends protobuf, which the emulator reads
+    for a few kinds only: README.)"""
     out = await kubectl.ok("apply", "-f", "-", stdin=VISIBILITY_READER)
     assert out.split("\n")[:2] == [
         "clusterrole.rbac.authorization.k8s.io/kueue-visibility-server-api created",
@@ -562,7 +563,8 @@ async def test_rbac_objects_apply_as_in_a_cluster(kubectl: Kubectl) -> None:
     ]
     listed = table(await kubectl.ok("get", "clusterrolebindings", "-o", "wide"))
     assert listed[0][:3] == ["NAME", "ROLE", "AGE"] and listed[0][-1] == "SERVICEACCOUNTS"
-    assert listed[1][1:2] == ["ClusterRole/kueue-visibility-server-api"] and listed[1][-1] == "default/default"
+    mine = [row for row in listed[1:] if row[0] == "kueue-visibility-server-api"]
+    assert [row[1] for row in mine] == ["ClusterRole/kueue-visibility-server-api"] and mine[0][-1] == "default/default"
     assert table(await kubectl.ok("get", "roles"))[0] == ["NAME", "CREATED AT"]
     assert (await kubectl.ok("auth", "can-i", "delete", "workloads")).strip() == "yes"
 
