@@ -8,7 +8,10 @@ LocalQueue (pending, reserving and admitted workloads, flavorsReservation,
 flavorsUsage). The pure part, what they should say, is
 :mod:`kueue_es.services.dispatcher.status`; this module writes it.
 
-All are server-side applied with the dispatcher's field manager. Writes are
+All are server-side applied with the dispatcher's field manager, but for ``spec.active`` of a Workload:
+that field is its user's once Kueue has written it (a reactivation sets it true again), so the applied
+object never carries it, and Kueue's deactivation (WorkloadDeactivated) is written once as a merge patch
+(:meth:`WorkloadSync._deactivate`). Writes are
 compared with the last state the server returned (:class:`StoredObjects`, listed at
 start-up), so a redelivered decision, a restart or an unchanged queue writes
 nothing. A write that fails with 5xx, 429, a conflict or a broken connection is
@@ -266,6 +269,8 @@ class WorkloadSync:
         self.retired: dict[str, str] = {}
         # workload key -> (the observed workload, its job's pod templates by pod set): _job_templates
         self._templates: dict[str, tuple[Any, dict[str, Any]]] = {}
+        # workload key -> (its UID on the log, WorkloadRecord.deactivations) of the last deactivation written
+        self._deactivations: dict[str, tuple[str, int]] = {}
 
     def _take(self, keys: Iterable[str] | None) -> dict[str, int]:
         if keys is None:
@@ -367,6 +372,7 @@ class WorkloadSync:
                 if wl is None or wl.deleted_seq:
                     self._templates.pop(key, None)
                     self._check_messages.pop(key, None)
+                    self._deactivations.pop(key, None)
                     await self.stored.delete_workload(namespace, name)
                     continue
                 if wl.workload.owner is None:
@@ -407,9 +413,8 @@ class WorkloadSync:
         status; the job's Events on what the writes did (CreatedWorkload, UpdatedWorkload)."""
         meta = wl.workload.metadata
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
-        record = self.view.records.get(key)
         templates = await self._job_templates(key, wl)
-        desired = status.workload_object(wl, self.view.cluster, record, templates=templates, members=self._members(wl))
+        desired = status.workload_object(wl, self.view.cluster, templates=templates, members=self._members(wl))
         stored = self.stored.objects.get(ident)
         if (
             stored is None
@@ -442,8 +447,36 @@ class WorkloadSync:
                 )
                 if updated is not None:
                     self.updated(updated, seq)
+        stored = await self._deactivate(key, wl, ident) or stored
         await self._sync_status(key, wl, ident, stored)
         self._tell_checks(key, wl, seq=seq)
+
+    async def _deactivate(self, key: str, wl: WorkloadState, ident: ObjectKey) -> objects.StoredObject | None:
+        """Write ``spec.active: false`` on the Workload object of a workload the log deactivated, once per
+        WorkloadDeactivated (:func:`~kueue_es.services.dispatcher.status.deactivation_unwritten`), as Kueue's
+        workload controller writes it once (workload_controller.go). A JSON merge patch, not part of the applied
+        object: the field is then its user's, and setting it true again (a reactivation) is never undone by a
+        later apply of an older log value. The patch names the object's UID (a namesake made since is refused,
+        409). Returns the object as the server stored it, None when nothing was written."""
+        record = self.view.records.get(key)
+        if not status.deactivation_unwritten(record):
+            return None
+        assert record is not None
+        mark = (wl.workload.metadata.uid, record.deactivations)
+        if self._deactivations.get(key) == mark:
+            return None
+        patch: dict[str, Any] = {"spec": {"active": False}}
+        uid = self.stored.workload_uid(ident[1], ident[2])
+        if not uid and (wl.workload.owner is None or prebuilt.is_adopted(wl.workload)):
+            uid = wl.workload.metadata.uid  # a Workload made as such: the log has its object's UID
+        if uid:
+            patch["metadata"] = {"uid": uid}
+        stored = self.stored.keep(
+            ident, await self.stored.patch(resources.WORKLOADS, {"namespace": ident[1], "name": ident[2]}, patch)
+        )
+        self._deactivations[key] = mark
+        log.info("workload_deactivation_written", workload=key, deactivation=record.deactivations)
+        return stored
 
     def _tell_owners_added(self, wl: WorkloadState, *, before: list[Any], after: list[Any]) -> None:
         """A pod group's Workload object just written naming more of its pods as owners (``before``, ``after``:
@@ -593,6 +626,7 @@ class WorkloadSync:
                         "prebuilt_workload_adopted", workload=key, job=wl.workload.owner and wl.workload.owner.name
                     )
                 stored = self.stored.keep(ident, objects.as_stored(current))
+            stored = await self._deactivate(key, wl, ident) or stored
             await self._sync_status(key, wl, ident, stored)
         except kube_errors.NotFoundError:
             self.stored.objects.pop(ident, None)
@@ -632,7 +666,8 @@ class WorkloadSync:
         return found
 
     async def _sync_standalone(self, key: str, wl: WorkloadState) -> None:
-        """A Workload a user created: only its status is ours (the object and its spec are the user's).
+        """A Workload a user created: only its status is ours (the object and its spec are the user's, but for
+        ``spec.active`` set false once when Kueue deactivates it, :meth:`_deactivate`).
 
         Kueue's status fields are server-side applied with the dispatcher's field manager;
         what the user writes there (a Finished condition, admission check states) is read
@@ -643,7 +678,11 @@ class WorkloadSync:
         """
         meta = wl.workload.metadata
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
-        stored = self.stored.objects.get(ident)
+        try:
+            stored = await self._deactivate(key, wl, ident) or self.stored.objects.get(ident)
+        except kube_errors.NotFoundError:
+            log.info("standalone_workload_not_in_cluster", workload=key)
+            return
         generation = int(objects.meta(stored or {}).get("generation") or meta.generation or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         wanted = status.with_object_uids(wanted, self.stored.object_uid)

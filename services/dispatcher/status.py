@@ -183,6 +183,7 @@ class WorkloadRecord:
     requeue_at_ms: int | None = None
     deactivated: bool = False
     inactive_seen: bool = False
+    deactivations: int = 0  # WorkloadDeactivated decisions folded: each one's ``spec.active: false`` written once
     reactivated: bool = False  # seen active again after Requeued=False Deactivated: Reactivated at the next decision
     reclaimable: tuple[tuple[str, int], ...] = ()  # (pod set, count) in pod set order: status.reclaimablePods
     cluster_name: str = ""  # MultiKueue: the worker that admitted it (status.clusterName)
@@ -763,6 +764,7 @@ def _deactivate(record: WorkloadRecord, event: types.WorkloadDeactivated, *, hol
     """
     record.deactivated = True
     record.inactive_seen = False
+    record.deactivations += 1
     record.requeue_count = record.requeue_at_ms = None
     if holds_quota:
         return
@@ -922,6 +924,7 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
         record.requeue_at_ms,
         record.deactivated,
         record.inactive_seen,
+        record.deactivations,
         record.reactivated,
         record.reclaimable,
         record.cluster_name,
@@ -1019,7 +1022,6 @@ ClusterQueue names it; a Topology while a ResourceFlavor names it."""
 def workload_object(
     wl: WorkloadState,
     state: ClusterState,
-    record: WorkloadRecord | None = None,
     *,
     templates: Mapping[str, Mapping[str, Any]] | None = None,
     members: Sequence[tuple[str, str]] = (),
@@ -1047,8 +1049,10 @@ def workload_object(
     pod group, which Kueue does not label), Kueue's :data:`RESOURCE_IN_USE_FINALIZER` until the
     workload finishes (jobframework utils.go NewWorkload, a Pod's and a pod group's too), annotations the watcher gave the workload
     (``kueue.x-k8s.io/is-group-workload``), spec from the folded workload (SEMANTICS
-    §2.1; reconciler.go ConstructWorkload); ``spec.active`` false once the log
-    deactivated it (``record``), until it is reactivated.
+    §2.1; reconciler.go ConstructWorkload). Never ``spec.active``: once Kueue has set it false the field is
+    its user's (workload_controller.go writes it once, with an Update, and the job reconciler keeps the value it
+    reads, reconciler.go prepareWorkload), so a forced apply of the log's value, which may be older than a
+    user's change, would undo it; the deactivation is written once on its own (:func:`deactivation_unwritten`).
     """
     workload, owner = wl.workload, wl.workload.owner
     assert owner is not None
@@ -1091,11 +1095,23 @@ def workload_object(
     if ref is not None:
         spec["priorityClassRef"] = {"group": ref.group, "kind": ref.kind, "name": ref.name}
     spec["priority"] = priority_of(workload, state)
-    spec["active"] = workload.spec.active and not (record is not None and record.deactivated)
     if workload.spec.maximum_execution_time_seconds:
         # the job's kueue.x-k8s.io/max-exec-time-seconds label (jobframework utils.go NewWorkload)
         spec["maximumExecutionTimeSeconds"] = workload.spec.maximum_execution_time_seconds
     return {"apiVersion": KUEUE_API, "kind": "Workload", "metadata": metadata, "spec": spec}
+
+
+def deactivation_unwritten(record: WorkloadRecord | None) -> bool:
+    """Whether the log deactivated the workload (WorkloadDeactivated: Kueue's decision) and the watcher has not yet
+    seen ``spec.active`` false on its Workload object since: the one moment the dispatcher writes that field.
+
+    Kueue's workload controller sets ``spec.active`` false once, with an Update of the object it read
+    (workload_controller.go, the DeactivationTarget branch); from then on the field is its user's, who may set it
+    true again (kubectl kueue resume). So the false is written as a decision, once per WorkloadDeactivated
+    (:attr:`WorkloadRecord.deactivations` tells them apart), never re-asserted from the log: a value the log
+    holds may be older than the user's last change.
+    """
+    return record is not None and record.deactivated and not record.inactive_seen
 
 
 def _pod_set(pod_set: models.PodSet, template: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -478,9 +478,10 @@ def test_admission_check_entries_follow_the_checks_and_reset_on_eviction() -> No
 
 
 def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
-    """WorkloadDeactivated with the eviction of the same batch: spec.active false on the Workload object, Evicted
+    """WorkloadDeactivated with the eviction of the same batch: spec.active false to be written once (until the
+    watcher sees it; the applied object never carries the field, which is its user's), Evicted
     DeactivatedDueToAdmissionCheck counted as (Deactivated, AdmissionCheck), Requeued=False Deactivated; the
-    workload seen inactive and then active again is Requeued=True Reactivated and spec.active true."""
+    workload seen inactive and then active again is Requeued=True Reactivated."""
     log, ref = checked_log()
     log.add(reserved(ref, 10), check(ref, "Rejected", 11, message="no capacity"))
     log.add(
@@ -496,7 +497,8 @@ def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
     )
     wl = log.view.cluster.workloads[ref.key]
     record = log.view.records[ref.key]
-    assert status.workload_object(wl, log.view.cluster, record)["spec"]["active"] is False
+    assert "active" not in status.workload_object(wl, log.view.cluster)["spec"]
+    assert status.deactivation_unwritten(record) and record.deactivations == 1
     out = log.status(ref)
     conditions = {c["type"]: c for c in out["conditions"]}
     assert conditions["Evicted"]["reason"] == "DeactivatedDueToAdmissionCheck"
@@ -504,9 +506,13 @@ def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
     assert out["schedulingStats"]["evictions"] == [
         {"reason": "Deactivated", "underlyingCause": "AdmissionCheck", "count": 1}
     ]
-    inactive = msgspec.structs.replace(wl.workload, spec=msgspec.structs.replace(wl.workload.spec, active=False))
-    log.add(types.WorkloadObserved(workload=inactive), types.WorkloadObserved(workload=wl.workload))
-    assert status.workload_object(wl, log.view.cluster, log.view.records[ref.key])["spec"]["active"] is True
+    active = wl.workload
+    inactive = msgspec.structs.replace(active, spec=msgspec.structs.replace(active.spec, active=False))
+    log.add(types.WorkloadObserved(workload=inactive))
+    assert not status.deactivation_unwritten(log.view.records[ref.key])  # written and seen
+    log.add(types.WorkloadObserved(workload=active))
+    assert not status.deactivation_unwritten(log.view.records[ref.key])
+    assert "active" not in status.workload_object(wl, log.view.cluster)["spec"]
     # Reactivated when the admitter next decides about it (at 40 s), not at the workload's creation: the
     # reservation's "wait time since queued" counts from there, as from Kueue's reconcile of the change
     log.add(types.WorkloadInadmissible(workload=ref, reason="Pending", message="waiting", at_ms=at(40)))

@@ -916,5 +916,5 @@ def test_list_names_every_pod_of_a_pod_group(tmp_path: Path, capsys: pytest.Capt
     [row] = [row for row in json.loads(out) if row["NAME"] == "grp"]
     assert (row["JOB TYPE"], row["JOB NAME"]) == ("pod", "grp-0, grp-1, grp-2")
     held = WorkloadState(workload=fact.workload, observed_seq=1)
-    written = status.workload_object(held, ClusterState(), None)
+    written = status.workload_object(held, ClusterState())
     assert models.POD_GROUP_MEMBERS_ANNOTATION not in written["metadata"].get("annotations", {})
