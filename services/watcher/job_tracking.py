@@ -13,7 +13,7 @@ progress reports is :class:`kueue_es.services.watcher.reporting.ProgressReporter
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
 import msgspec
@@ -69,8 +69,12 @@ class JobTracker:
         inputs: ConversionInputs,
         reporter: ProgressReporter,
         clock: Callable[[], int],
+        read_workload: Callable[[str, str], Awaitable[objects.KubeObject | None]] | None = None,
     ) -> None:
         self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
+        # the Workload object (namespace, name) as the API server holds it now, None when there is none: a list of
+        # jobs that no longer has a job tells by it whether its Workload outlived it (:meth:`_left_orphaned`)
+        self.read_workload = read_workload
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in JOB_KINDS}
         # the kinds listed since this tracker started: until StatefulSets are, a workload the log holds on hold
         # (its pods all gone) cannot be told from one whose StatefulSet went while no watcher ran
@@ -195,13 +199,10 @@ class JobTracker:
     async def resynced(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
         """A fresh list of one job kind: replace what is kept, delete the workloads gone, convert the rest."""
         kept = self.objects[kind]
-        # jobs seen being deleted with the orphan finalizer before this list: their workloads outlive them
-        orphaning = {
-            wl_key: obj
-            for obj in kept.values()
-            if objects.uid_of(obj) in self.orphaning
-            for wl_key in self._workload_keys(kind, obj)
-        }
+        # the jobs seen before this list, by workload key, and those seen being deleted with the orphan finalizer:
+        # their workloads outlive them
+        last_seen = {wl_key: obj for obj in kept.values() for wl_key in self._workload_keys(kind, obj)}
+        orphaning = {wl_key: obj for wl_key, obj in last_seen.items() if objects.uid_of(obj) in self.orphaning}
         for obj in kept.values():
             self.inputs.forget_owner(obj)
             self.orphaning.discard(objects.uid_of(obj))
@@ -221,7 +222,9 @@ class JobTracker:
                 k for k in gone if not self._held(k) and not self._hold_unconfirmed(k) and not self._parent_keeps(k)
             }
         for key in sorted(gone):
-            if key in orphaning and await self._left_orphaned(kind, orphaning[key], key, orphaning=True):
+            # a job gone while no watch told (its DELETED, maybe its orphaning, unseen): whether its Workload
+            # outlives it is read off the Workload object (:meth:`_left_orphaned`)
+            if await self._left_orphaned(kind, last_seen.get(key), key, orphaning=key in orphaning, listed=True):
                 continue
             await self.publisher.delete_workload(key, version=version)
         self.listed.add(kind)
@@ -896,32 +899,54 @@ class JobTracker:
         labels = objects.meta(obj).get("labels") or {}
         if labels.get(workloads.JOB_UID_LABEL) != known.owner.uid:
             return
-        conditions = (cast(Mapping[str, Any], obj).get("status") or {}).get("conditions") or []
-        finished = any(
-            isinstance(c, dict) and c.get("type") == "Finished" and c.get("status") == "True" for c in conditions
-        )
-        await self._orphan(key, known, finished=finished)
+        await self._orphan(key, known, finished=_finished_object(obj))
 
-    async def _left_orphaned(self, kind: str, obj: objects.KubeObject, wl_key: Key, *, orphaning: bool) -> bool:
-        """Whether the workload ``wl_key`` of job ``obj``, just deleted, outlives it: its Workload object was
-        seen orphaned, or the job was seen being deleted with the ``orphan`` finalizer (``orphaning``:
-        propagationPolicy Orphan, the garbage collector takes the job's reference off the Workload before the job
-        goes, whichever watch tells first). Such a workload is finished ``OwnerNotFound`` (unless its job had
+    async def _left_orphaned(
+        self, kind: str, obj: objects.KubeObject | None, wl_key: Key, *, orphaning: bool, listed: bool = False
+    ) -> bool:
+        """Whether the workload ``wl_key`` of job ``obj`` (as last seen; None when this watcher never saw it), just
+        deleted, outlives it: its Workload object was seen orphaned, or the job was seen being deleted with the
+        ``orphan`` finalizer (``orphaning``: propagationPolicy Orphan, the garbage collector takes the job's
+        reference off the Workload before the job goes, whichever watch tells first), or -- the job found gone
+        by a list (``listed``), its deletion and its Workload's change maybe both unseen -- the Workload object as
+        the API server holds it now is orphaned (:meth:`_orphaned_object`): the garbage collector took the job's
+        reference off before the job could go, so what it says then is the outcome, whatever order the watches
+        tell in, as Kueue's workload controller decides from the Workload alone (workload_controller.go
+        isOrphanedWorkload). Such a workload is finished ``OwnerNotFound`` (unless its job or its Workload had
         finished) instead of deleted."""
         if wl_key in self.publisher.orphaned:
             return True
-        if not orphaning:
-            return False
         known = self.publisher.workloads.get(wl_key)
-        if known is None or known.owner is None or known.owner.uid != objects.uid_of(obj):
+        if known is None or known.owner is None or (obj is not None and known.owner.uid != objects.uid_of(obj)):
             return False
-        context = self.inputs.context(wl_key, previous=known)
-        try:
-            finished = isinstance(_convert(kind, obj, now_ms=self.clock(), context=context), types.WorkloadFinished)
-        except manifests.ManifestError:
-            finished = False
+        left = None
+        if not orphaning:
+            left = await self._orphaned_object(wl_key, job_uid=known.owner.uid) if listed else None
+            if left is None:
+                return False
+        finished = left is not None and _finished_object(left)
+        if obj is not None and not finished:
+            context = self.inputs.context(wl_key, previous=known)
+            try:
+                converted = _convert(kind, obj, now_ms=self.clock(), context=context)
+            except manifests.ManifestError:
+                converted = None
+            finished = isinstance(converted, types.WorkloadFinished)
         await self._orphan(wl_key, known, finished=finished)
         return True
+
+    async def _orphaned_object(self, wl_key: Key, *, job_uid: str) -> objects.KubeObject | None:
+        """The Workload object ``wl_key`` as the API server holds it now, when it is its job's (the
+        ``kueue.x-k8s.io/job-uid`` label ``job_uid``) left without owner references
+        (:func:`kueue_es.jobframework.workloads.is_orphaned`); None otherwise (gone, still owned: the garbage
+        collector deletes it, or no reader)."""
+        if self.read_workload is None:
+            return None
+        current = await self.read_workload(*wl_key)
+        if current is None or not workloads.is_orphaned(cast(Mapping[str, Any], current)):
+            return None
+        labels = objects.meta(current).get("labels") or {}
+        return current if labels.get(workloads.JOB_UID_LABEL) == job_uid else None
 
     async def _orphan(self, key: Key, known: models.Workload, *, finished: bool) -> None:
         """Workload ``key`` (``known``: as the log holds it) outlives its job: remembered as orphaned and, unless
@@ -1211,6 +1236,12 @@ def _not_equivalent(held: HeldWorkload, previous: models.Workload, now: models.W
             if before.tolerations != after.tolerations:
                 return f"pod set {after.name}: its tolerations changed"
     return ""
+
+
+def _finished_object(obj: objects.KubeObject) -> bool:
+    """Whether a Workload object's Finished condition is True."""
+    conditions = (cast(Mapping[str, Any], obj).get("status") or {}).get("conditions") or []
+    return any(isinstance(c, dict) and c.get("type") == "Finished" and c.get("status") == "True" for c in conditions)
 
 
 def _orphaning(obj: objects.KubeObject) -> bool:

@@ -167,7 +167,13 @@ class Watcher:
             clock=_now_ms,
             reclaimable_pods=initial.configuration.feature_gates.get("ReclaimablePods", True),
         )
-        self.jobs = JobTracker(publisher=self.publisher, inputs=self.inputs, reporter=self.reporter, clock=_now_ms)
+        self.jobs = JobTracker(
+            publisher=self.publisher,
+            inputs=self.inputs,
+            reporter=self.reporter,
+            clock=_now_ms,
+            read_workload=self._read_workload,
+        )
         self.kueue = KueueTracker(
             publisher=self.publisher, inputs=self.inputs, reconvert=self.jobs.reconvert, clock=_now_ms
         )
@@ -421,6 +427,18 @@ class Watcher:
         return ref
 
     # -- changes, by family -----------------------------------------------------------------------
+
+    async def _read_workload(self, namespace: str, name: str) -> objects.KubeObject | None:
+        """The Workload object ``namespace/name`` as the API server holds it now, None when there is none or it
+        cannot be read (logged: the caller then does as when it is gone). A LIST by field selector, the watcher's
+        seam being lists and watches (:class:`KubeReader`)."""
+        fields = f"metadata.namespace={namespace},metadata.name={name}"
+        try:
+            listed, _ = await self.reader.list(resources.WORKLOADS, field_selector=fields)
+        except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+            log.warning("workload_read_failed", workload=f"{namespace}/{name}", error=str(err))
+            return None
+        return listed[0] if listed else None
 
     async def _resynced(self, kind: str, listed: list[objects.KubeObject], *, resource_version: str = "") -> None:
         # The dedup id names the relist: a constant one would swallow the deletion of a re-created namesake.

@@ -1679,6 +1679,47 @@ async def test_a_job_deleted_with_orphan_propagation_is_seen_orphaned_from_the_j
     assert "ObjectDeleted" not in story
 
 
+async def test_a_job_gone_with_orphan_propagation_while_unwatched_leaves_its_workload_finished(
+    api, bus: MemoryBus
+) -> None:
+    """The Job deleted with propagationPolicy Orphan while the watcher's Job watch was down (a watch that fell behind
+    and lists again: it saw neither the Job marked nor its DELETED), and no Workload watch to tell of the Workload's
+    change first: the list without the Job finds the Workload object the garbage collector left without its owner
+    reference, as the API server has it now, so the workload is finished OwnerNotFound, never deleted (Kueue's
+    workload controller looks at the Workload alone: workload_controller.go isOrphanedWorkload). Before, a Job gone
+    from a list was taken for a Job deleted in the background: ObjectDeleted, and the dispatcher deleted the
+    Workload object."""
+    watcher = Watcher(bus=bus, api=api)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        async with running(*watch_all(watcher)):
+            await set_up(api, cpu=3)
+            ref = await _started(api, bus, "runner", parallelism=1)
+            before = await eventually(
+                api, resources.WORKLOADS, namespace="default", name=ref.name, check=has_kueue_finalizer
+            )
+        await kube.delete_object(api, JOBS, namespace="default", name="runner", options={"propagationPolicy": "Orphan"})
+        await gone(api, JOBS, namespace="default", name="runner")
+        async with running(*watch_all(watcher)):  # the Job watch listed again, by the same watcher
+            await wait_until_about(bus, ref, ("WorkloadFinished", "ObjectDeleted"))
+            assert "ObjectDeleted" not in await _about(bus, ref), "the orphaned Job's workload was deleted"
+            await wait_for(bus, types.QuotaReleased, workload=ref)
+            kept = await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=_orphaned)
+    story = await _about(bus, ref)
+
+    assert "ObjectDeleted" not in story and story.count("WorkloadFinished") == 1
+    [finished] = await events_of(bus, types.WorkloadFinished, workload=ref)
+    assert (finished.reason, finished.message) == ("OwnerNotFound", "The workload's owner no longer exists")
+    assert kept["metadata"]["uid"] == before["metadata"]["uid"] and "ownerReferences" not in kept["metadata"]
+
+
+async def wait_until_about(bus: MemoryBus, ref: types.WorkloadRef, kinds: tuple[str, ...]) -> None:
+    """Poll the log every 20 ms until it holds an event of one of ``kinds`` (type names) about ``ref``."""
+    async with asyncio.timeout(10):
+        while not set(kinds) & set(await _about(bus, ref)):
+            await asyncio.sleep(0.02)
+
+
 async def _record(api, ref, seen: list[tuple[int, str, dict[str, Any]]]) -> None:
     """Every change of kind ``ref`` in namespace default, as (resourceVersion, type, object), until cancelled."""
     async for change in kube.watch_objects(api, ref, namespace="default"):
