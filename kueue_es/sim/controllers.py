@@ -38,7 +38,10 @@ controllers do, enough for Kueue's view of them:
   deletion waiting for its dependents) gets no new dependents. A Workload object whose owners (of these
   kinds) are all gone is deleted, one with a live owner left loses its references to the gone ones, as
   kube-controller-manager's garbage collector does with any dependent (a pod group's Workload goes with
-  its last pod; a StatefulSet's, which names the StatefulSet too, stays while it is scaled to zero).
+  its last pod; a StatefulSet's, which names the StatefulSet too, stays while it is scaled to zero). As its
+  attemptToDeleteItem, the dependent is read again before it is collected, and deleted only as read (UID and
+  resourceVersion preconditions): what an orphaning deletion left without its owner stays, whatever order
+  the watches showed the changes in.
 * Pods (the scheduler and kubelet stand-in): a pod with no scheduling gate left that is not
   running is bound to a Node when there are Nodes (``spec.nodeName``: of those its nodeSelector
   matches, not cordoned, whose NoSchedule/NoExecute taints it tolerates, the one with the fewest
@@ -593,8 +596,37 @@ class SimulatedControllers:
                 if owner is None or owner_kind not in self._kinds or owner_kind not in self._synced:
                     continue
                 if owner.get("uid") not in uids:
-                    await self._delete(kind, obj)
+                    await self._collect(kind, obj, owner_uid=str(owner.get("uid") or ""))
         await self._collect_workloads(uids)
+
+    async def _collect(self, kind: str, obj: Object, *, owner_uid: str) -> None:
+        """Delete ``obj`` (as the watch last showed it), whose controller ``owner_uid`` is gone, as
+        kube-controller-manager's attemptToDeleteItem does: the object is read again and deleted only while its
+        controller reference still names that owner, with the UID and resourceVersion read as preconditions. An
+        owner deleted with propagationPolicy Orphan takes its reference off its dependents before it goes, so a
+        watch that shows the owner gone before the dependent's change does not make the collector delete an
+        orphan (a Job's pods after ``kubectl delete job --cascade=orphan``)."""
+        live = await self._read_live(kind, obj)
+        if live is None or controller_uid(live) != owner_uid:
+            return
+        await self._delete(kind, live, precondition=True)
+
+    async def _read_live(self, kind: str, obj: Object) -> Object | None:
+        """``obj`` as the API server holds it now (remembered), None when it is gone or another object of its name
+        (then forgotten): the collector's decisions are made on it, as attemptToDeleteItem reads the item first."""
+        meta = obj["metadata"]
+        try:
+            live = await client.get_object(
+                self._api, self._kinds[kind], namespace=meta.get("namespace"), name=meta["name"]
+            )
+        except errors.NotFoundError:
+            live = None
+        if live is None or live["metadata"].get("uid") != meta.get("uid"):
+            if self.objects[kind].get(_key(obj)) is obj:
+                self.objects[kind].pop(_key(obj), None)
+            return None
+        self._remember(kind, live)
+        return live
 
     async def _collect_workloads(self, uids: Mapping[str, str]) -> None:
         """The garbage collector's background part for Workload objects (:func:`garbage.background_collection`):
@@ -604,13 +636,16 @@ class SimulatedControllers:
         a watch may not have shown a new owner yet); a Workload naming a kind not watched here is left alone."""
         if "Workload" not in self._synced:
             return
-        for wl in list(self.objects["Workload"].values()):
+        for cached in list(self.objects["Workload"].values()):
+            if not self._maybe_collected(cached, uids):
+                continue
+            # read again after the watch's view said so (attemptToDeleteItem reads the item first): an orphaning
+            # deletion of its owner took the reference off before the owner went, whatever the watches showed
+            wl = await self._read_live("Workload", cached)
+            if wl is None or not self._maybe_collected(wl, uids):
+                continue
             meta = wl["metadata"]
             refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
-            if not refs or meta.get("deletionTimestamp") or all(r.get("uid") in uids for r in refs):
-                continue
-            if any(str(r.get("kind") or "") not in self._synced or r.get("kind") == "Workload" for r in refs):
-                continue  # an owner of a kind not watched (or not listed yet) cannot be told gone
             owners: dict[str, Mapping[str, Any] | None] = {}
             for ref in refs:
                 uid = str(ref.get("uid") or "")
@@ -618,11 +653,23 @@ class SimulatedControllers:
             action = garbage.background_collection(wl, owners)
             if action is None:
                 continue
+            # the resourceVersion read is a precondition: a change since (its references taken off) refuses it
             if not action:
-                await self._delete("Workload", wl)
+                await self._delete("Workload", wl, precondition=True)
             else:
                 kept = [r for r in refs if r.get("uid") not in action]
-                await self._patch("Workload", wl, {"metadata": {"ownerReferences": kept}})
+                patch = {"metadata": {"ownerReferences": kept, "resourceVersion": meta.get("resourceVersion")}}
+                with contextlib.suppress(errors.ConflictError):
+                    await self._patch("Workload", wl, patch)
+
+    def _maybe_collected(self, wl: Object, uids: Mapping[str, str]) -> bool:
+        """Whether Workload ``wl`` names an owner the watches do not know (maybe gone), all of kinds watched here."""
+        meta = wl["metadata"]
+        refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
+        if not refs or meta.get("deletionTimestamp") or all(r.get("uid") in uids for r in refs):
+            return False
+        # an owner of a kind not watched (or not listed yet) cannot be told gone
+        return not any(str(r.get("kind") or "") not in self._synced or r.get("kind") == "Workload" for r in refs)
 
     async def _owner(self, namespace: str, ref: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The object an owner reference names as it is now, read live; None when gone (or another of that name)."""
@@ -948,12 +995,21 @@ class SimulatedControllers:
         )
         return created
 
-    async def _delete(self, kind: str, obj: Object) -> None:
+    async def _delete(self, kind: str, obj: Object, *, precondition: bool = False) -> None:
+        """Delete ``obj``; with ``precondition``, only as it is (its UID and resourceVersion: a change since leaves
+        it, 409, for the next reconcile)."""
         meta = obj["metadata"]
+        options = None
+        if precondition:
+            options = {"preconditions": {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")}}
         try:
-            await client.delete_object(self._api, self._kinds[kind], namespace=meta.get("namespace"), name=meta["name"])
+            await client.delete_object(
+                self._api, self._kinds[kind], namespace=meta.get("namespace"), name=meta["name"], options=options
+            )
         except errors.NotFoundError:
             pass
+        except errors.ConflictError:
+            return
         self.objects[kind].pop(_key(obj), None)
         logger.info("sim_deleted", kind=kind, name=f"{meta.get('namespace')}/{meta['name']}")
 

@@ -433,3 +433,69 @@ async def test_a_workload_goes_with_its_last_owner_and_keeps_a_live_one(
     await until("held", ["web"])
     await controllers.reconcile()
     assert await owners("held") == ["web"]
+
+
+async def test_the_collector_leaves_what_an_orphaning_deletion_left_whatever_its_watches_show(
+    api: k8s_client.ApiClient,
+) -> None:
+    """A Job deleted with propagationPolicy Orphan while the collector's watches still show its pod and its
+    Workload naming it (their change not seen yet) and the Job gone: the collector reads each again, as
+    kube-controller-manager's attemptToDeleteItem reads the item before it acts, finds no owner and deletes
+    neither. Before, it deleted both from its stale view: an orphaned Job's Workload was then sometimes deleted
+    instead of finished OwnerNotFound by Kueue (the "--cascade=orphan" e2e case, under load)."""
+    controllers = SimulatedControllers(api, lws=False, ray=False)  # not run: its view is set here, and stays stale
+    body = {"metadata": {"name": "runner"}, "spec": {"template": {"spec": {"containers": []}}}}
+    owner = await client.create_object(api, resources.JOBS, namespace="default", body=body)
+    reference = owner_ref({"apiVersion": "batch/v1", "kind": "Job", **owner})
+    pod_body = {
+        "metadata": {"name": "runner-x1", "ownerReferences": [reference]},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    made_pod = await client.create_object(api, resources.PODS, namespace="default", body=pod_body)
+    spec = {
+        "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]
+    }
+    labels = {"kueue.x-k8s.io/job-uid": owner["metadata"]["uid"]}
+    wl_body = {"metadata": {"name": "job-runner", "ownerReferences": [reference], "labels": labels}, "spec": spec}
+    made_wl = await client.create_object(api, resources.WORKLOADS, namespace="default", body=wl_body)
+    controllers._synced.update({"Job", "Pod", "Workload"})
+    controllers._remember("Pod", made_pod)
+    controllers._remember("Workload", made_wl)
+
+    await client.delete_object(
+        api, resources.JOBS, namespace="default", name="runner", options={"propagationPolicy": "Orphan"}
+    )
+    await controllers._collect_garbage()
+
+    pod_left = await client.get_object(api, resources.PODS, namespace="default", name="runner-x1")
+    wl_left = await client.get_object(api, resources.WORKLOADS, namespace="default", name="job-runner")
+    assert "ownerReferences" not in pod_left["metadata"] and "ownerReferences" not in wl_left["metadata"]
+    assert wl_left["metadata"]["uid"] == made_wl["metadata"]["uid"]
+
+
+async def test_the_collector_still_deletes_what_a_background_deletion_left_behind(api: k8s_client.ApiClient) -> None:
+    """The same view with the Job deleted in the background: the pod and the Workload still name it when read
+    again, so both go (a Workload with its last owner gone)."""
+    controllers = SimulatedControllers(api, lws=False, ray=False)
+    body = {"metadata": {"name": "runner"}, "spec": {"template": {"spec": {"containers": []}}}}
+    owner = await client.create_object(api, resources.JOBS, namespace="default", body=body)
+    reference = owner_ref({"apiVersion": "batch/v1", "kind": "Job", **owner})
+    pod_body = {
+        "metadata": {"name": "runner-x1", "ownerReferences": [reference]},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    controllers._remember("Pod", await client.create_object(api, resources.PODS, namespace="default", body=pod_body))
+    spec = {
+        "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]
+    }
+    wl_body = {"metadata": {"name": "job-runner", "ownerReferences": [reference]}, "spec": spec}
+    made_wl = await client.create_object(api, resources.WORKLOADS, namespace="default", body=wl_body)
+    controllers._remember("Workload", made_wl)
+    controllers._synced.update({"Job", "Pod", "Workload"})
+
+    await client.delete_object(api, resources.JOBS, namespace="default", name="runner")
+    await controllers._collect_garbage()
+
+    for ref, name in ((resources.PODS, "runner-x1"), (resources.WORKLOADS, "job-runner")):
+        with pytest.raises(errors.NotFoundError):
+            await client.get_object(api, ref, namespace="default", name=name)
