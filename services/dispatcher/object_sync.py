@@ -410,13 +410,21 @@ class WorkloadSync:
 
     async def _sync_workload(self, key: str, wl: WorkloadState, *, seq: int) -> None:
         """The Workload object of a job's workload (``seq``: the last log sequence that changed it), then its
-        status; the job's Events on what the writes did (CreatedWorkload, UpdatedWorkload)."""
+        status; the job's Events on what the writes did (CreatedWorkload, UpdatedWorkload).
+
+        An object the server returned without the job's owner reference (:func:`_reference_taken_off`: the
+        garbage collector's part of ``kubectl delete job --cascade=orphan``, or a user's edit) is not written
+        again, but for its status: Kueue's job reconciler never puts the reference back, its workload
+        controller finishes such a Workload OwnerNotFound (workload_controller.go isOrphanedWorkload), as the
+        watcher reports it; an apply that restored the reference would have the garbage collector delete it."""
         meta = wl.workload.metadata
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
         templates = await self._job_templates(key, wl)
         desired = status.workload_object(wl, self.view.cluster, templates=templates, members=self._members(wl))
         stored = self.stored.objects.get(ident)
-        if (
+        if stored is not None and _reference_taken_off(stored, desired):
+            log.info("workload_orphaned_not_rewritten", workload=key)
+        elif (
             stored is None
             or not _contains(stored, desired)
             or _uid_owner(stored) != _uid_owner(desired)
@@ -1049,6 +1057,13 @@ def _contains(stored: Any, wanted: Any) -> bool:
     if isinstance(wanted, dict):
         return isinstance(stored, dict) and all(k in stored and _contains(stored[k], v) for k, v in wanted.items())
     return bool(stored == wanted)
+
+
+def _reference_taken_off(stored: objects.StoredObject, desired: RawObject) -> bool:
+    """Whether the Workload object as the server returned it (``stored``) is a job's left without owner references
+    (:func:`kueue_es.jobframework.workloads.is_orphaned`) while the one to write (``desired``) names an owner: a
+    reference someone else took off since it was written."""
+    return workloads.is_orphaned(stored) and bool(desired["metadata"].get("ownerReferences"))
 
 
 def _owner_refs(obj: objects.StoredObject | RawObject | None) -> list[Any]:
