@@ -215,18 +215,6 @@ def condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return {}
 
 
-def deactivation_settled(w: Mapping[str, Any]) -> bool:
-    """The deactivation's last writes are on the Workload: Requeued False ``Deactivated``, no quota, PodsReady
-    False. Re-activating before that races kueue-es's dispatcher, which may write the log's ``spec.active: false``
-    back over the user's ``true`` (then read as a new deactivation): a kueue-es issue, not Kueue's behaviour."""
-    requeued = condition(w, "Requeued")
-    return (
-        (requeued.get("status"), requeued.get("reason")) == ("False", "Deactivated")
-        and condition(w, "QuotaReserved").get("status") == "False"
-        and condition(w, "PodsReady").get("status") == "False"
-    )
-
-
 def is_true(obj: Mapping[str, Any], kind: str) -> bool:
     """The object's condition ``kind`` is True."""
     return condition(obj, kind).get("status") == "True"

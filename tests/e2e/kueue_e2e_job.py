@@ -500,10 +500,6 @@ async def _running_pods_with(
         assert toleration in p["spec"].get("tolerations", []), p["spec"]
 
 
-#: Ported but not run: under load the watcher can miss the Job's orphaning deletion (deletionTimestamp with the
-#: orphan finalizer) and delete the Workload instead of finishing it (a kueue-es race, not Kueue's behaviour).
-RACY: list[Step] = [orphan_delete_finishes_workload]
-
 STEPS: list[Step] = [
     stays_suspended_without_local_queue,
     cron_job_schedules_jobs,
@@ -517,4 +513,5 @@ STEPS: list[Step] = [
     unsuspended_after_checks,
     suspended_when_checks_invalid,
     elastic_job_gets_flavor_labels_and_tolerations,
+    orphan_delete_finishes_workload,
 ]

@@ -22,7 +22,6 @@ from tests.e2e.kueue_e2e import (
     Step,
     cluster_queue,
     condition,
-    deactivation_settled,
     flavor,
     is_true,
     local_queue,
@@ -280,7 +279,6 @@ async def sts_deactivated_workload_kept(e2e: E2E) -> None:
         "the Workload deactivated",
     )
     await _ready(e2e, "statefulset", "sts", ns, 0)
-    await _workload_is(e2e, workload, deactivation_settled, "the deactivation written")
     await e2e.kubectl.ok(
         "patch", "workload", name, "-n", ns, "--type=merge", "-p", json.dumps({"spec": {"active": True}})
     )
@@ -381,10 +379,6 @@ async def deployment_admitted_after_queue_name_change(e2e: E2E) -> None:
         await e2e.wait_gone("workload", wl["metadata"]["name"], ns)
 
 
-#: Ported but not run: a re-activation can race the dispatcher writing the log's ``spec.active: false`` back
-#: (:func:`~tests.e2e.kueue_e2e.deactivation_settled`), a kueue-es race, not Kueue's behaviour.
-RACY: list[Step] = [sts_deactivated_workload_kept]
-
 STEPS: list[Step] = [
     sts_admits_group_that_fits,
     sts_pod_template_update,
@@ -396,4 +390,5 @@ STEPS: list[Step] = [
     sts_on_hold_at_zero_cleared_on_scale_up,
     deployment_admits_workloads_that_fit,
     deployment_admitted_after_queue_name_change,
+    sts_deactivated_workload_kept,
 ]

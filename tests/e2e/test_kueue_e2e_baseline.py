@@ -23,12 +23,6 @@ fixed budget). Kueue's cases not here, and why:
   with maxSurge": the simulated LeaderWorkerSet controller has no restart policies, surge or rolling update;
   its other cases (scale up, template and priority updates, queue-name on pod templates or changed) are not
   ported yet.
-
-Ported but not run (each module's ``RACY``): job_test.go "Should finish workload if the job is deleted with
-PropagationPolicy=DeletePropagationOrphan", and the "shouldn't delete deactivated Workload" cases of
-statefulset_test.go and leaderworkerset_test.go: on a loaded machine they meet kueue-es races (the watcher missing
-an orphaning deletion; the dispatcher writing ``spec.active: false`` back over a re-activation) that fail them now
-and then. They are kept for when those are fixed: add ``*kueue_e2e_job.RACY`` etc. to the steps below.
 """
 
 from __future__ import annotations
