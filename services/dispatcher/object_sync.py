@@ -422,6 +422,8 @@ class WorkloadSync:
         templates = await self._job_templates(key, wl)
         desired = status.workload_object(wl, self.view.cluster, templates=templates, members=self._members(wl))
         stored = self.stored.objects.get(ident)
+        if stored is not None and _applies_active(stored, self.stored.field_manager):
+            stored = self.stored.keep(ident, await self._release_active(stored))
         if stored is not None and _reference_taken_off(stored, desired):
             log.info("workload_orphaned_not_rewritten", workload=key)
         elif (
@@ -458,6 +460,20 @@ class WorkloadSync:
         stored = await self._deactivate(key, wl, ident) or stored
         await self._sync_status(key, wl, ident, stored)
         self._tell_checks(key, wl, seq=seq)
+
+    async def _release_active(self, stored: objects.StoredObject) -> objects.StoredObject:
+        """Hand over ``spec.active`` of a Workload object an earlier dispatcher applied it on: the field is taken
+        out of the dispatcher's apply entry in ``metadata.managedFields`` (an update that names the object's
+        resourceVersion: a write in between fails with 409 and is tried again). Else the first apply without
+        the field would remove it, as server-side apply removes what its manager applied before and no longer
+        applies, and the API server would default it to true: a deactivated Workload reactivated by an upgrade.
+        The value stays as it is; no one owns it until its user sets it."""
+        meta = objects.meta(stored)
+        entries = _without_applied_active(_managed_fields(stored), self.stored.field_manager)
+        patch = {"metadata": {"managedFields": entries, "resourceVersion": meta.get("resourceVersion")}}
+        released = await self.stored.patch(resources.WORKLOADS, meta, patch)
+        log.info("workload_active_released", workload=f"{meta.get('namespace')}/{meta.get('name')}")
+        return released
 
     async def _deactivate(self, key: str, wl: WorkloadState, ident: ObjectKey) -> objects.StoredObject | None:
         """Write ``spec.active: false`` on the Workload object of a workload the log deactivated, once per
@@ -1057,6 +1073,44 @@ def _contains(stored: Any, wanted: Any) -> bool:
     if isinstance(wanted, dict):
         return isinstance(stored, dict) and all(k in stored and _contains(stored[k], v) for k, v in wanted.items())
     return bool(stored == wanted)
+
+
+def _own_apply_entry(entry: Any, manager: str) -> bool:
+    """Whether a ``metadata.managedFields`` entry is ``manager``'s apply of the object itself (not a subresource)."""
+    return (
+        isinstance(entry, dict)
+        and entry.get("manager") == manager
+        and entry.get("operation") == "Apply"
+        and not entry.get("subresource")
+    )
+
+
+def _applies_active(stored: objects.StoredObject, manager: str) -> bool:
+    """Whether ``manager``'s apply entry of the Workload object owns ``spec.active`` (an earlier dispatcher's)."""
+    return any(
+        _own_apply_entry(entry, manager) and "f:active" in ((entry.get("fieldsV1") or {}).get("f:spec") or {})
+        for entry in _managed_fields(stored)
+    )
+
+
+def _managed_fields(stored: objects.StoredObject) -> list[Any]:
+    """The object's ``metadata.managedFields`` entries ([] when it has none or they are not a list)."""
+    entries: Any = objects.meta(stored).get("managedFields")
+    return list(entries) if isinstance(entries, list) else []
+
+
+def _without_applied_active(entries: list[Any], manager: str) -> list[Any]:
+    """``entries`` (managedFields) with ``spec.active`` taken out of ``manager``'s apply entry."""
+    out = []
+    for entry in entries:
+        if _own_apply_entry(entry, manager):
+            fields = dict(entry.get("fieldsV1") or {})
+            spec = {k: v for k, v in (fields.pop("f:spec", None) or {}).items() if k != "f:active"}
+            if spec:  # an empty one would own the whole spec (a FieldsV1 leaf)
+                fields["f:spec"] = spec
+            entry = {**entry, "fieldsV1": fields}
+        out.append(entry)
+    return out
 
 
 def _reference_taken_off(stored: objects.StoredObject, desired: RawObject) -> bool:

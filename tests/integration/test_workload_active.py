@@ -127,3 +127,41 @@ async def test_each_deactivation_is_written_once_the_last_was_seen(api, bus: Mem
     dlog.add(deactivated)
     assert await sync.sync()
     assert await active_of(api, "w") is False
+
+
+async def test_an_earlier_dispatchers_deactivation_survives_the_first_apply_without_the_field(
+    api, bus: MemoryBus
+) -> None:
+    """A Workload object an earlier dispatcher applied with ``spec.active: false`` (its deactivation, before this
+    version): its field manager owns the field, so an apply that leaves the field out would remove it and the API
+    server default it to true (server-side apply removes what a manager applied before and no longer applies).
+    The dispatcher first takes the field out of its apply entry; the Workload stays inactive, and no one owns the
+    field until its user sets it."""
+    dlog = DispatchLog()
+    sync = workload_sync(dlog, api, bus)
+    dlog.add(job_workload("w"))
+    assert await sync.sync()
+    written = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="w")
+    legacy = {
+        "apiVersion": written["apiVersion"],
+        "kind": "Workload",
+        "metadata": {
+            k: written["metadata"][k] for k in ("name", "namespace", "labels", "finalizers", "ownerReferences")
+        },
+        "spec": {**written["spec"], "active": False},
+    }
+    await kube.apply_object(
+        api, resources.WORKLOADS, namespace="default", name="w", body=legacy, field_manager="kueue-es"
+    )
+    fresh = workload_sync(dlog, api, bus)  # a restarted dispatcher of this version: it lists the objects
+    await fresh.stored.prime()
+    dlog.add(job_workload("w", cpu="1"))  # the waiting job shrank: its Workload is applied again
+    assert await fresh.sync()
+
+    after = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="w")
+    assert after["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
+    assert after["spec"]["active"] is False
+    applied = [
+        e for e in after["metadata"]["managedFields"] if e["manager"] == "kueue-es" and e["operation"] == "Apply"
+    ]
+    assert not any("f:active" in (e["fieldsV1"].get("f:spec") or {}) for e in applied)
