@@ -755,6 +755,19 @@ def _reactivated(record: WorkloadRecord, *, at_ms: int) -> None:
         record.set("Requeued", True, "Reactivated", "The workload was reactivated", at_ms=at_ms)
 
 
+def _requeued_deactivated(record: WorkloadRecord, wl: WorkloadState, message: str, *, at_ms: int) -> None:
+    """Requeued=False ``Deactivated`` as the job reconciler writes it once the deactivated workload's job stopped
+    (reconciler.go step 6, SetRequeuedCondition with the Evicted condition's reason). A workload its owner set
+    active again before that (the log has ``spec.active`` true and no deactivation of Kueue's pending) is
+    reactivated at the next decision, as Kueue's workload controller, reconciling that status write, finds it
+    active with Requeued False ``Deactivated`` and sets Requeued=True ``Reactivated`` (workload_controller.go).
+    Before, only a reactivation seen after this write was, so a quick one left Requeued False on a Workload
+    admitted again."""
+    record.set("Requeued", False, "Deactivated", message, at_ms=at_ms)
+    if wl.workload.spec.active and not record.deactivated:
+        record.reactivated = True
+
+
 def _deactivate(record: WorkloadRecord, event: types.WorkloadDeactivated, *, holds_quota: bool) -> None:
     """WorkloadDeactivated: ``spec.active`` false; requeueState cleared (a reactivation counts from 0).
 
@@ -839,7 +852,7 @@ def _release(
     if event.reason == "Deactivated" and before.eviction is None:
         message = DEACTIVATED_MESSAGE
         _evict(record, "Deactivated", message, at_ms=event.at_ms)
-        record.set("Requeued", False, "Deactivated", message, at_ms=event.at_ms)
+        _requeued_deactivated(record, wl, message, at_ms=event.at_ms)
         _unreserve(record, pending, message, at_ms=event.at_ms, granular=granular)
         return
     if before.eviction is None and event.reason in ("ClusterQueueStopped", "LocalQueueStopped"):
@@ -857,8 +870,8 @@ def _release(
     else:
         reason, message = event.reason, f"The workload released its quota ({event.reason})"
     # jobframework/reconciler.go, the evicted job stopped: Requeued, then the reservation cleared.
-    if reason.startswith(DEACTIVATED_PREFIX) or record.deactivated:
-        record.set("Requeued", False, "Deactivated", message, at_ms=event.at_ms)
+    if reason.startswith(DEACTIVATED_PREFIX) or record.deactivated or reason == "Deactivated":
+        _requeued_deactivated(record, wl, message, at_ms=event.at_ms)
     elif reason in ("PodsReadyTimeout", "AdmissionCheck"):
         if record.requeue_at_ms and record.requeue_at_ms > event.at_ms:  # backoff (SEMANTICS §3.7)
             record.set("Requeued", False, reason, message, at_ms=event.at_ms)

@@ -422,6 +422,38 @@ def test_a_priority_class_change_marks_its_workloads_for_writing() -> None:
     assert spec["priorityClassRef"] == {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
 
 
+def test_a_reactivation_before_the_job_stopped_ends_requeued_reactivated() -> None:
+    """Deactivated by hand and set active again before its job stopped (the watcher's ``true`` on the log before the
+    QuotaReleased): the job reconciler's Requeued=False ``Deactivated`` comes after the reactivation, and Kueue's
+    workload controller, reconciling that write, finds the Workload active and sets Requeued=True ``Reactivated``
+    (workload_controller.go); here at the admitter's next decision. Before, Requeued stayed False ``Deactivated``
+    on the Workload admitted again (seen with the real kubectl on ``kueue-es demo``)."""
+    log, ref = queues_log()
+    log.add(*admitted(ref, 10))
+    active = log.view.cluster.workloads[ref.key].workload
+    inactive = msgspec.structs.replace(active, spec=msgspec.structs.replace(active.spec, active=False))
+    deactivated = "The workload is deactivated"
+    log.add(
+        types.WorkloadObserved(workload=inactive),
+        types.EvictionRequested(
+            workload=ref, cluster_queue="cluster-queue", reason="Deactivated", message=deactivated, at_ms=at(12)
+        ),
+        types.WorkloadObserved(workload=active),  # reactivated while its job still stops
+        types.WorkloadStopped(workload=ref, reason="Deactivated", at_ms=at(13)),
+        released(ref, "Deactivated", 14),
+    )
+    requeued = {c["type"]: c for c in log.status(ref)["conditions"]}["Requeued"]
+    assert (requeued["status"], requeued["reason"]) == ("False", "Deactivated")
+    log.add(reserved(ref, 20))
+    requeued = {c["type"]: c for c in log.status(ref)["conditions"]}["Requeued"]
+    assert (requeued["status"], requeued["reason"], requeued["message"]) == (
+        "True",
+        "Reactivated",
+        "The workload was reactivated",
+    )
+    assert requeued["lastTransitionTime"] == manifests.format_time_ms(at(20))
+
+
 def checked_log() -> tuple[Log, types.WorkloadRef]:
     """queues_log with a ClusterQueue that requires admission check ``prov`` on every flavor."""
     checked = cluster_queue("cluster-queue")
