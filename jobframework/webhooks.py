@@ -67,14 +67,25 @@ class _Omit:
 
 OMIT: Final = _Omit()
 
-_TYPE_TEXT = {"Invalid": "Invalid value", "Forbidden": "Forbidden", "Required": "Required value", "TooMany": "Too many"}
+_TYPE_TEXT = {
+    "Invalid": "Invalid value",
+    "Forbidden": "Forbidden",
+    "Required": "Required value",
+    "TooMany": "Too many",
+    "TooLong": "Too long",
+    "NotFound": "Not found",
+    "NotSupported": "Unsupported value",
+}
+#: The types whose message shows the refused value (field.Error ErrorBody).
+_SHOWS_VALUE = ("Invalid", "TooMany", "NotFound", "NotSupported")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class FieldError:
-    """One refused field, as Kubernetes' ``field.Error``: ``type`` (``Invalid``, ``Forbidden``, ``Required``
-    or ``TooMany``, whose value is the count), ``field`` (``metadata.labels[kueue.x-k8s.io/queue-name]``), the ``value`` that was
-    refused (:data:`OMIT` for none) and ``detail``."""
+    """One refused field, as Kubernetes' ``field.Error``: ``type`` (``Invalid``, ``Forbidden``, ``Required``,
+    ``TooMany``, whose value is the count, ``TooLong``, ``NotFound`` or ``NotSupported``), ``field``
+    (``metadata.labels[kueue.x-k8s.io/queue-name]``), the ``value`` that was refused (:data:`OMIT` for none)
+    and ``detail``."""
 
     type: str
     field: str
@@ -85,7 +96,7 @@ class FieldError:
         """``<field>: <Invalid value: "x"|Forbidden|Required value|Too many: 19>: <detail>``, as field.Error.Error()
         writes it."""
         body = _TYPE_TEXT[self.type]
-        if self.type in ("Invalid", "TooMany") and self.value is not OMIT:
+        if self.type in _SHOWS_VALUE and self.value is not OMIT:
             body += f": {_go_value(self.value)}"
         return f"{self.field}: {body}: {self.detail}" if self.detail else f"{self.field}: {body}"
 
