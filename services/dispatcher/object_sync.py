@@ -38,14 +38,14 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import structlog
 
 from kueue_es.events import manifests, models, slices, subjects, types
 from kueue_es.events.bus.base import Bus
-from kueue_es.jobframework import integrations, prebuilt, workloads
+from kueue_es.jobframework import integrations, prebuilt, workload_webhook, workloads
 from kueue_es.jobframework import pods as pod_integration
 from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services.dispatcher import core, kube_events, status
@@ -660,13 +660,22 @@ class WorkloadSync:
         """The pod templates of the workload's job by pod set name, read from the API server once per
         observation of the workload while it holds no quota (the job is suspended, nothing the dispatcher
         writes at a start is in them yet; Kueue's Workload keeps the templates of its creation), and kept
-        while it runs (after a restart, those of the Workload object as the server has it). ``{}`` when the job is gone or its kind's templates are not the job's (a Pod group):
-        the Workload's templates are then the log's. A retryable API error propagates (tried again later)."""
+        while it runs or its object holds quota (after a restart, those of the Workload object as the server has
+        it, read if not listed yet: Kueue's Workload webhook refuses new pod sets then). ``{}`` when the job is
+        gone or its kind's templates are not the job's (a Pod group): the Workload's templates are then the log's. A retryable API error propagates (tried again later)."""
         cached = self._templates.get(key)
         if cached is not None and (cached[0] is wl.workload or wl.reservation is not None):
             return cached[1]
-        stored = self.stored.objects.get(("Workload", wl.workload.metadata.namespace, wl.workload.metadata.name))
-        if wl.reservation is not None and stored is not None:  # its job may carry a start's changes: keep the object's
+        stored: Mapping[str, Any] | None = self.stored.objects.get(
+            ("Workload", wl.workload.metadata.namespace, wl.workload.metadata.name)
+        )
+        if stored is None and (wl.reservation is not None or wl.finished is not None):
+            # not listed yet (a restart): the object as the server has it, whose templates are kept if it holds
+            # quota (the job may carry a start's changes, which Kueue's Workload webhook refuses in the pod sets
+            # of a Workload holding quota, validateImmutablePodSets)
+            stored = await self._workload_object(wl)
+        # its job may carry a start's changes: keep the object's templates while the log or the object holds quota
+        if stored is not None and (wl.reservation is not None or workload_webhook.holds_quota(stored)):
             spec: Any = stored.get("spec") or {}
             kept = {ps["name"]: ps["template"] for ps in spec.get("podSets") or [] if "name" in ps and "template" in ps}
             self._templates[key] = (wl.workload, kept)
@@ -688,6 +697,16 @@ class WorkloadSync:
                 log.info("workload_job_templates_unread", workload=key, error=str(err))
         self._templates[key] = (wl.workload, found)
         return found
+
+    async def _workload_object(self, wl: WorkloadState) -> Mapping[str, Any] | None:
+        """The workload's Workload object as the API server has it now, None when there is none of its UID."""
+        meta = wl.workload.metadata
+        try:
+            found: Any = await self.stored.api.get_object(resources.WORKLOADS, namespace=meta.namespace, name=meta.name)
+        except kube_errors.NotFoundError:
+            return None
+        uid = (found.get("metadata") or {}).get("uid")
+        return found if not meta.uid or uid == meta.uid else None
 
     async def _sync_standalone(self, key: str, wl: WorkloadState) -> None:
         """A Workload a user created: only its status is ours (the object and its spec are the user's, but for
