@@ -1840,6 +1840,7 @@ def _run_up(args: argparse.Namespace) -> int:
         return 2
     args.crd_documents = crd_documents
     args.elastic_jobs = slices.gate_enabled(problem.configuration.feature_gates)  # the emulator's Job webhook
+    args.emulator_feature_gates = dict(problem.configuration.feature_gates)  # and its Workload webhooks
     args.managed_kinds = _managed_job_kinds(args, problem)  # the emulator's webhooks: --config's integrations
     # and its manageJobsWithoutQueueName (or the flag) and managedJobsNamespaceSelector, as the watcher's
     args.emulator_manage_jobs_without_queue_name = (
@@ -1932,6 +1933,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             preempt=args.preempt,
             watcher_args=watcher_config_args(args),
             elastic_jobs=slices.gate_enabled(problem.configuration.feature_gates),
+            feature_gates=dict(problem.configuration.feature_gates),
             managed_kinds=_managed_job_kinds(args, problem),
             manage_jobs_without_queue_name=problem.manage_jobs_without_queue_name,
             managed_jobs_namespace_selector=problem.managed_jobs_namespace_selector,

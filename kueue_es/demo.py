@@ -21,7 +21,7 @@ import functools
 import signal
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -193,6 +193,7 @@ async def run_demo(
     managed_kinds: frozenset[str] | None = None,
     manage_jobs_without_queue_name: bool = False,
     managed_jobs_namespace_selector: models.LabelSelector | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> int:
     """Run the demo; returns 0 when every Job finished and replay matched every decision.
 
@@ -203,7 +204,8 @@ async def run_demo(
 
     ``crds``: CustomResourceDefinitions installed on the emulated API server at start (``--crds``).
     ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices is on (``--feature-gates``), for the
-    emulated API server's Kueue Job webhook.
+    emulated API server's Kueue Job webhook. ``feature_gates``: the Configuration's gates, for its Kueue Workload
+    webhooks (every gate not given at Kueue's default).
 
     ``watcher_args``: ``--config FILE`` / ``--feature-gates`` for the watcher (Kueue's manager configuration).
     ``preempt``: the ClusterQueue may preempt lower priorities, and once the sample
@@ -228,6 +230,7 @@ async def run_demo(
         NatsServer(store_dir=run_dir / "nats", auth=auth) as server,
         serve_emulator(
             elastic_jobs=elastic_jobs,
+            feature_gates=dict(feature_gates or {}),
             managed_kinds=managed_kinds,
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
             managed_jobs_namespace_selector=managed_jobs_namespace_selector,

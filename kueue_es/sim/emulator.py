@@ -88,8 +88,8 @@ import structlog
 import yaml
 
 from kueue_es import crds, validation
-from kueue_es.events import models, v1beta1
-from kueue_es.jobframework import integrations, pods, webhooks, workloads
+from kueue_es.events import models, slices, v1beta1
+from kueue_es.jobframework import integrations, pods, webhooks, workload_webhook, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
 from kueue_es.sim import (
@@ -222,6 +222,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices, for Kueue's job webhooks (an elastic
     Job's pod template, an elastic RayCluster's or RayService's head and worker templates, get the
     elastic-job scheduling gate; the annotation and a Ray job's autoscaling are validated).
+    ``feature_gates``: Kueue's feature gates (``Gate: on``) for its Workload webhooks
+    (:attr:`workload_gates`; a gate not given has Kueue's default).
     ``crd_files``: CRD files or folders installed at start (:func:`custom_resources.load`), as
     if applied; more can be applied at any time (``kubectl apply --server-side -f``) or
     installed with :meth:`install_crds`.
@@ -246,6 +248,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     kueue_validation: bool = True
     crd_files: tuple[str | Path, ...] = ()
     elastic_jobs: bool = False
+    feature_gates: Mapping[str, bool] = attrs.field(factory=dict)
     managed_kinds: frozenset[str] | None = None
     manage_jobs_without_queue_name: bool = False
     managed_jobs_namespace_selector: models.LabelSelector | None = None
@@ -1441,7 +1444,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if not self.validate or not isinstance(obj, dict):
             return obj
         if call.subresource is not None:
-            return self._admit_status(call, obj, old=old)
+            return self._kueue_validate_workload(call, self._admit_status(call, obj, old=old), old=old)
         manifest = {"apiVersion": call.ref.api_version, "kind": call.ref.kind, **obj}
         try:
             if call.field_validation == "Warn":
@@ -1455,11 +1458,50 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         except validation.UnknownFields as exc:
             raise store.StoreError(status=400, reason="BadRequest", message=str(exc)) from exc
         self._kueue_validate(call.ref, admitted, old=old)
+        admitted = self._kueue_validate_workload(call, admitted, old=old)
         if call.ref.group == crds.GROUP:
             schema = validation.schema_of(call.ref.kind)
             if schema is not None:  # Kueue's CRDs default fields, as a real API server then does
                 custom_resources.apply_defaults(admitted, schema)
         return admitted
+
+    def _kueue_validate_workload(
+        self, call: _ApiCall, obj: dict[str, Any], *, old: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Kueue's Workload webhooks (:mod:`kueue_es.jobframework.workload_webhook`), when the emulator plays
+        Kueue's webhooks (:meth:`_kueue_validate`'s condition): a created Workload defaulted as ``mworkload.kb.io``
+        leaves it (returned), then every write of one, main resource or ``status``, held to ``vworkload.kb.io``'s
+        rules on the object and ``old`` with the CRD's defaults, as kube-apiserver hands them over; a refusal is
+        403 Forbidden, ``admission webhook "vworkload.kb.io" denied the request: <field errors>``. Other kinds
+        pass unchanged."""
+        if (
+            (call.ref.group, call.ref.kind) != (crds.GROUP, workload_webhook.KIND)
+            or not self.kueue_validation
+            or not any(hook in self.create_hooks for hook in KUEUE_WEBHOOKS)
+        ):
+            return obj
+        gates = self.workload_gates
+        if old is None and call.subresource is None:
+            obj = workload_webhook.default(obj, gates=gates)
+        schema = validation.schema_of(workload_webhook.KIND)
+        seen, before = copy.deepcopy(obj), copy.deepcopy(old) if old is not None else None
+        if schema is not None:  # the CRD's defaults come before any webhook (pod set name main, count 1)
+            custom_resources.apply_defaults(seen, schema)
+            if before is not None:
+                custom_resources.apply_defaults(before, schema)
+        errors = workload_webhook.validate(seen, old=before, gates=gates)
+        if errors:
+            raise store.StoreError(status=403, reason="Forbidden", message=workload_webhook.message(errors))
+        return obj
+
+    @property
+    def workload_gates(self) -> dict[str, bool]:
+        """The feature gates Kueue's Workload webhooks read here: ``feature_gates``, ElasticJobsViaWorkloadSlices
+        on with ``elastic_jobs``; every other gate at its default (:data:`workload_webhook.GATE_DEFAULTS`)."""
+        gates = dict(self.feature_gates)
+        if self.elastic_jobs:
+            gates[slices.GATE] = True
+        return gates
 
     def _admit_status(self, call: _ApiCall, obj: dict[str, Any], *, old: dict[str, Any] | None) -> dict[str, Any]:
         """A write through the ``status`` subresource of a kueue.x-k8s.io object, held to Kueue's status schema

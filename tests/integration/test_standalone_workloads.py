@@ -19,7 +19,7 @@ import pytest
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
-from kueue_es.services.kube import resources
+from kueue_es.services.kube import errors, resources
 from kueue_es.services.watcher.kinds import LIMIT_RANGES
 from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.emulator import ClusterEmulator, serve_emulator
@@ -271,3 +271,41 @@ async def test_a_workload_outside_its_limit_range_waits_until_the_limit_range_go
         "spec.podSets[0].template.spec.containers[0]: requests of cpu must not be above the limitRange max"
     )
     assert admitted.workload.key == "default/wl-a"
+
+
+async def test_workloads_kueues_webhook_refuses_never_stop_the_services(
+    api, bus: MemoryBus, emu: ClusterEmulator
+) -> None:
+    """On a cluster without Kueue's Workload webhook (vworkload.kb.io) the API stores what it refuses: a pod set
+    asking for Kueue's own ``pods`` resource, two pod sets with minCount, a negative request. The watcher reads
+    each as Kueue's controllers would (no error of its own), and the services go on: a valid Workload created
+    after them is admitted. With the webhook (the emulator's default) each is refused at creation."""
+    bad = standalone("wl-pods")
+    bad["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["pods"] = "1"
+    two = standalone("wl-two")
+    two["spec"]["podSets"] = [
+        {**two["spec"]["podSets"][0], "name": name, "count": 2, "minCount": 1} for name in ("a", "b")
+    ]
+    negative = standalone("wl-negative", cpu="-1")
+    for obj in (bad, two, negative):
+        with pytest.raises(errors.ApiError, match="vworkload.kb.io") as refused:
+            await kube.apply_manifest(api, obj)
+        assert refused.value.status == 403
+    emu.kueue_validation = False
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up_queues(api, cpu=3)
+        for obj in (bad, two, negative):
+            await kube.apply_manifest(api, obj)
+        async with asyncio.timeout(20):
+            while {"wl-pods", "wl-two", "wl-negative"} - {
+                e.workload.metadata.name for e in await events_of(bus, types.WorkloadObserved)
+            }:
+                await asyncio.sleep(0.05)
+        await kube.apply_manifest(api, standalone("wl-valid", count=1))
+        await condition_of(api, "wl-valid", "Admitted")

@@ -187,6 +187,69 @@ async def test_workload_columns_with_o_wide(kubectl: Kubectl, cluster: emulator.
     assert rows[1][:5] == ["wl", "user-queue", "cluster-queue", "True", "False"]
 
 
+async def test_kueues_workload_webhook_refuses_invalid_workloads_naming_the_field(kubectl: Kubectl) -> None:
+    """``kubectl create``, ``apply`` and ``patch`` (main resource and ``status``) of a Workload Kueue's
+    ``vworkload.kb.io`` refuses are denied with its field path and message, and change nothing; the same
+    Workload without the fault is stored (pkg/webhooks/workload_webhook.go)."""
+    await kubectl.ok("apply", "-f", str(SETUP))
+
+    def workload(name: str, *pod_sets: dict[str, object]) -> str:
+        spec = {"queueName": "user-queue", "podSets": list(pod_sets)}
+        meta = {"name": name, "namespace": "default"}
+        return json.dumps({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta, "spec": spec})
+
+    def pod_set(name: str, requests: dict[str, str], **extra: object) -> dict[str, object]:
+        container = {"name": "c", "image": "busybox", "resources": {"requests": requests}}
+        return {"name": name, "count": 2, "template": {"spec": {"containers": [container]}}, **extra}
+
+    denied = 'admission webhook "vworkload.kb.io" denied the request: '
+    code, _, err = await kubectl.run("create", "-f", "-", stdin=workload("pods", pod_set("main", {"pods": "1"})))
+    assert code == 1 and "Error from server (Forbidden)" in err, err
+    assert (
+        denied + 'spec.podSets[0].template.spec.containers[0].resources.requests[pods]: Invalid value: "pods": '
+        "the key is reserved for internal kueue use"
+    ) in err
+    two = workload("two", pod_set("a", {"cpu": "1"}, minCount=1), pod_set("b", {"cpu": "1"}, minCount=1))
+    code, _, err = await kubectl.run("apply", "-f", "-", stdin=two)
+    assert code == 1 and denied + "spec.podSets: Invalid value: 2: at most one podSet can use minCount" in err, err
+    assert (await kubectl.ok("get", "workloads", "-o", "name")) == ""
+
+    await kubectl.ok("apply", "-f", "-", stdin=workload("wl", pod_set("main", {"cpu": "1"}, minCount=1)))
+    code, _, err = await kubectl.run(
+        "patch",
+        "workload",
+        "wl",
+        "--type=json",
+        "-p",
+        '[{"op": "add", "path": "/spec/podSets/0/template/spec/containers/0/resources/requests/cpu", "value": "-1"}]',
+    )
+    assert (
+        code == 1
+        and (
+            denied
+            + 'spec.podSets[0].template.spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be '
+            "greater than or equal to 0"
+        )
+        in err
+    ), err
+    reserved = {
+        "type": "QuotaReserved",
+        "status": "True",
+        "reason": "QuotaReserved",
+        "message": "Quota reserved in ClusterQueue cluster-queue",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    status = json.dumps({"status": {"conditions": [reserved]}})
+    code, _, err = await kubectl.run("patch", "workload", "wl", "--subresource=status", "--type=merge", "-p", status)
+    assert (
+        code == 1
+        and (denied + "status.admission: Required value: must be set while the QuotaReserved condition is true") in err
+    ), err
+    stored = json.loads(await kubectl.ok("get", "workload", "wl", "-o", "json"))
+    assert stored["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "1"}
+    assert "conditions" not in stored.get("status", {})
+
+
 async def test_explain_reads_the_crd_schema(kubectl: Kubectl) -> None:
     """`kubectl explain clusterqueue.spec` finds the schema in /openapi/v3 and lists its fields."""
     out = await kubectl.ok("explain", "clusterqueue.spec")

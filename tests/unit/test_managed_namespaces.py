@@ -188,3 +188,33 @@ def test_demo_and_up_give_the_emulator_the_file_s_options(tmp_path: Path, monkey
     for command in ("demo", "up"):
         assert seen[command]["manage_jobs_without_queue_name"] is True, command
         assert seen[command]["managed_jobs_namespace_selector"] == TEAM, command
+
+
+def test_demo_and_up_give_the_emulator_the_file_s_feature_gates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``demo --config`` and ``up --emulator --config``: the emulated API server's Kueue Workload webhooks get the
+    file's ``featureGates`` (PartialAdmission off: mworkload.kb.io drops minCount), as the watcher has them."""
+    from kueue_es import cli, demo, supervisor
+
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nfeatureGates:\n  PartialAdmission: false\n"
+    )
+    seen: dict[str, Any] = {}
+
+    async def fake_demo(**options: Any) -> int:
+        seen["demo"] = options
+        return 0
+
+    async def fake_up(args: Any) -> int:
+        seen["up"] = supervisor.emulator_webhook_options(args)
+        return 0
+
+    monkeypatch.delenv(cli.MANAGE_ENV, raising=False)
+    monkeypatch.setattr(demo, "run_demo", fake_demo)
+    monkeypatch.setattr(supervisor, "run_up", fake_up)
+    assert cli.main(["demo", "--config", str(config), "--dir", str(tmp_path / "demo")]) == 0
+    assert cli.main(["up", "--emulator", "--config", str(config), "--dir", str(tmp_path / "up")]) == 0
+    for command in ("demo", "up"):
+        assert seen[command]["feature_gates"] == {"PartialAdmission": False}, command
