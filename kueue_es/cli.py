@@ -1463,6 +1463,7 @@ def _run_webhook(args: argparse.Namespace) -> int:
                 manage_jobs_without_queue_name=args.manage_jobs_without_queue_name
                 or config.manage_jobs_without_queue_name,
                 elastic_jobs=elastic_jobs,
+                feature_gates=config.configuration.feature_gates,
                 managed_kinds=managed_kinds,
                 namespace_selector=config.managed_jobs_namespace_selector,
             )

@@ -22,7 +22,7 @@ from typing import Any
 
 import jsonpatch
 
-from kueue_es.jobframework import webhooks
+from kueue_es.jobframework import webhooks, workload_webhook
 
 API_VERSION = "admission.k8s.io/v1"
 
@@ -194,4 +194,39 @@ def denied(
     status: dict[str, Any] = {"metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
     if details:
         status["details"] = dict(details)
+    return _review(request.uid, {"allowed": False, "status": status})
+
+
+def workload_mutate(request: Request, *, gates: Mapping[str, bool]) -> dict[str, Any]:
+    """The AdmissionReview of Kueue's mutating Workload webhook (``mworkload.kb.io``, on CREATE): allowed, with
+    the JSONPatch of :func:`workload_webhook.default` when it changes the Workload (``minCount`` dropped with
+    the gate PartialAdmission off)."""
+    obj = dict(request.obj)
+    changed = workload_webhook.default(obj, gates=gates) if request.operation == "CREATE" else obj
+    patch = jsonpatch.make_patch(obj, changed).patch
+    if not patch:
+        return _review(request.uid, {"allowed": True})
+    encoded = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
+    return _review(request.uid, {"allowed": True, "patchType": "JSONPatch", "patch": encoded})
+
+
+def workload_validate(request: Request, *, gates: Mapping[str, bool]) -> dict[str, Any]:
+    """The AdmissionReview of Kueue's validating Workload webhook (``vworkload.kb.io``, CREATE and UPDATE of
+    ``workloads`` and ``workloads/status``): :func:`workload_webhook.validate` of the object (and the old one
+    on UPDATE); a refusal is 403 Forbidden with Kueue's field errors, as :func:`validate`'s."""
+    if request.operation == "CREATE":
+        errors = workload_webhook.validate(request.obj, gates=gates)
+    elif request.operation == "UPDATE" and request.old is not None:
+        errors = workload_webhook.validate(request.obj, old=request.old, gates=gates)
+    else:
+        errors = []
+    if not errors:
+        return _review(request.uid, {"allowed": True})
+    status = {
+        "metadata": {},
+        "status": "Failure",
+        "code": 403,
+        "reason": "Forbidden",
+        "message": webhooks.message(errors),
+    }
     return _review(request.uid, {"allowed": False, "status": status})

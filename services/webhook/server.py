@@ -1,4 +1,4 @@
-"""The webhook service: Kueue's job admission webhooks over HTTPS, with its certificates kept current.
+"""The webhook service: Kueue's job and Workload admission webhooks over HTTPS, with its certificates kept current.
 
 ``kueue-es service webhook [--webhook-port 9443] [--webhook-host H] [--cert-dir DIR]
 [--internal-cert-management ...] [--kubeconfig ...] [--config FILE]``. It needs no NATS: each
@@ -11,7 +11,8 @@ managed job's workload: :func:`read_owners`), each only when the answer depends 
 Kueue's CRD conversion webhook (v1beta1 <-> v1beta2, :mod:`kueue_es.events.v1beta1`), which the
 ClusterQueue, Cohort, LocalQueue, Workload and MultiKueueCluster CRDs of deploy/crds call. The kinds
 of the frameworks ``--config``'s ``integrations.frameworks`` leaves out get Kueue's no-op
-webhook: allowed, unchanged.
+webhook: allowed, unchanged. Kueue's Workload webhooks (``mworkload.kb.io``, ``vworkload.kb.io``:
+:mod:`kueue_es.jobframework.workload_webhook`) are answered too, from the object alone.
 
 Certificates, as Kueue's manager has them: with ``--internal-cert-management`` a
 :class:`~.rotation.Rotator` keeps a self-signed CA and a serving certificate for the
@@ -39,8 +40,8 @@ import aiohttp.web
 import structlog
 from kubernetes_asyncio import client as k8s_client
 
-from kueue_es.events import models, v1beta1
-from kueue_es.jobframework import webhooks, workloads
+from kueue_es.events import models, slices, v1beta1
+from kueue_es.jobframework import webhooks, workload_webhook, workloads
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.webhook import certs, review, rotation
 
@@ -175,6 +176,7 @@ def app(
     namespace_selector: models.LabelSelector = workloads.DEFAULT_MANAGED_JOBS_NAMESPACE_SELECTOR,
     namespace_labels: NamespaceLookup = _no_namespaces,
     owner_read: OwnerRead | None = None,
+    feature_gates: Mapping[str, bool] | None = None,
 ) -> aiohttp.web.Application:
     """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
     :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``.
@@ -191,7 +193,10 @@ def app(
     (:func:`review.needs_owners`) and walked as Kueue's webhooks walk them (:func:`read_owners`); an owner
     that does not exist is refused 404 NotFound, a chain too deep or looping 403 Forbidden, where Kueue's
     webhook refuses (:func:`review.refuses_on_walk`); None: not read, the controller's kind alone decides
-    (:func:`webhooks.owner_managed`)."""
+    (:func:`webhooks.owner_managed`). ``feature_gates``: the Configuration's, for Kueue's Workload webhooks
+    (:func:`_workload`; ElasticJobsViaWorkloadSlices on with ``elastic_jobs`` too, every other gate at its
+    default)."""
+    gates = {**(feature_gates or {}), **({slices.GATE: True} if elastic_jobs else {})}
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         if request.path == "/healthz":
@@ -201,6 +206,8 @@ def app(
             return aiohttp.web.Response(text="ok" if ok else "certificates not ready", status=200 if ok else 503)
         if request.path == v1beta1.WEBHOOK_PATH:
             return await _convert(request)
+        if request.path in (workload_webhook.MUTATE_PATH, workload_webhook.VALIDATE_PATH):
+            return await _workload(request, gates=gates)
         found = webhooks.target_of_path(request.path)
         if found is None:
             return aiohttp.web.Response(text=f"no webhook at {request.path}\n", status=404)
@@ -352,6 +359,29 @@ async def _convert(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
     return aiohttp.web.json_response(answer)
 
 
+async def _workload(request: aiohttp.web.Request, *, gates: Mapping[str, bool]) -> aiohttp.web.StreamResponse:
+    """Kueue's Workload webhooks (``/mutate-kueue-x-k8s-io-v1beta2-workload``, ``/validate-...``): answered from
+    the Workload's own rules (:mod:`kueue_es.jobframework.workload_webhook`), asking the API nothing."""
+    if request.method != "POST":
+        return aiohttp.web.Response(text="POST an AdmissionReview\n", status=405)
+    try:
+        parsed = review.parse(await request.json())
+    except (review.BadReview, json.JSONDecodeError, UnicodeDecodeError) as err:
+        return aiohttp.web.Response(text=f"{err}\n", status=400)
+    mutating = request.path == workload_webhook.MUTATE_PATH
+    answer = (review.workload_mutate if mutating else review.workload_validate)(parsed, gates=gates)
+    log.info(
+        "admission_reviewed",
+        webhook=request.path,
+        operation=parsed.operation,
+        object=f"{parsed.namespace}/{(parsed.obj.get('metadata') or {}).get('name', '')}",
+        allowed=answer["response"]["allowed"],
+        patched="patch" in answer["response"],
+        dry_run=parsed.dry_run,
+    )
+    return aiohttp.web.json_response(answer)
+
+
 class ServingCerts:
     """The server's TLS context over the certificate files in ``cert_dir``, reloaded in place when they
     change (new connections get the new certificate; the context object stays the one the server uses)."""
@@ -420,6 +450,7 @@ async def serve_webhook(
     rotation_settings: rotation.Settings | None = None,
     manage_jobs_without_queue_name: bool = False,
     elastic_jobs: bool = False,
+    feature_gates: Mapping[str, bool] | None = None,
     managed_kinds: frozenset[str] | None = None,
     namespace_selector: models.LabelSelector | None = None,
     reload_every: float = 10.0,
@@ -432,7 +463,8 @@ async def serve_webhook(
     name, and a job's controller decided by its kind alone). ``rotation_settings``: internal certificate management through ``api``; without it the
     files in ``cert_dir`` (made for localhost when missing) are served and reloaded every
     ``reload_every`` seconds when they change. ``started``: called with the URL once serving.
-    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices for the job webhooks. ``managed_kinds``:
+    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices for the job webhooks. ``feature_gates``: the
+    Configuration's feature gates, for the Workload webhooks (:func:`app`). ``managed_kinds``:
     the kinds of the enabled frameworks (:func:`app`; None: all), the others get the no-op webhook.
     ``namespace_selector``: the Configuration's ``managedJobsNamespaceSelector`` (None: Kueue's default,
     every namespace but kube-system and kueue-system). Raises ValueError when rotation is asked for without an API.
@@ -465,6 +497,7 @@ async def serve_webhook(
     application = app(
         manage_jobs_without_queue_name=manage_jobs_without_queue_name,
         elastic_jobs=elastic_jobs,
+        feature_gates=feature_gates,
         managed_kinds=managed_kinds,
         default_queue=api_lookup(api) if api is not None else _no_default_queues,
         multikueue=api_multikueue_lookup(api) if api is not None else _no_multikueue,

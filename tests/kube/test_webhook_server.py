@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import aiohttp.web
 import jsonpatch
 import pytest
 from cryptography import x509
@@ -204,6 +205,75 @@ async def test_moving_an_admitted_job_to_another_queue_is_denied(webhook: tuple[
         group="batch", version="v1", kind="Job", resource="jobs", operation="UPDATE", obj=new, old=old
     )
     assert (await post(url, trust, "/validate-batch-v1-job", review))["response"]["allowed"] is True
+
+
+def sample_workload(**pod_set: Any) -> dict[str, Any]:
+    container = {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+    template = {"spec": {"containers": [container]}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "wl", "namespace": "team"},
+        "spec": {"queueName": "user-queue", "podSets": [{"name": "main", "count": 2, "template": template, **pod_set}]},
+    }
+
+
+async def test_kueues_workload_webhooks_are_served(webhook: tuple[str, ssl.SSLContext]) -> None:
+    """vworkload.kb.io (workload_webhook.go ValidateWorkload, ValidateWorkloadUpdate) over HTTPS: a Workload whose
+    pod set asks for Kueue's own ``pods`` resource is denied with Kueue's field error, a valid one allowed, and
+    a status update reserving quota without an admission denied; mworkload.kb.io leaves ``minCount`` (the gate
+    PartialAdmission on by default)."""
+    url, trust = webhook
+    kind = {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "Workload"}
+    bad = sample_workload()
+    bad["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["pods"] = "1"
+    review = admission_review(**kind, resource="workloads", operation="CREATE", obj=bad)
+    response = (await post(url, trust, "/validate-kueue-x-k8s-io-v1beta2-workload", review))["response"]
+    assert response["allowed"] is False and response["status"]["code"] == 403
+    assert response["status"]["message"] == (
+        'spec.podSets[0].template.spec.containers[0].resources.requests[pods]: Invalid value: "pods": the key is '
+        "reserved for internal kueue use"
+    )
+    good = sample_workload(minCount=1)
+    review = admission_review(**kind, resource="workloads", operation="CREATE", obj=good)
+    assert (await post(url, trust, "/validate-kueue-x-k8s-io-v1beta2-workload", review))["response"]["allowed"]
+    response = (await post(url, trust, "/mutate-kueue-x-k8s-io-v1beta2-workload", review))["response"]
+    assert response == {"uid": review["request"]["uid"], "allowed": True}
+    reserved = {**good, "status": {"conditions": [{"type": "QuotaReserved", "status": "True"}]}}
+    review = admission_review(**kind, resource="workloads", operation="UPDATE", obj=reserved, old=good)
+    response = (await post(url, trust, "/validate-kueue-x-k8s-io-v1beta2-workload", review))["response"]
+    assert response["status"]["message"] == (
+        "status.admission: Required value: must be set while the QuotaReserved condition is true"
+    )
+
+
+async def test_the_workload_webhook_drops_min_count_without_partial_admission(tmp_path: Path) -> None:
+    """mworkload.kb.io (workload_webhook.go Default) with the gate PartialAdmission off: a JSONPatch removing every
+    pod set's minCount."""
+    application = server.app(feature_gates={"PartialAdmission": False})
+    review = admission_review(
+        group="kueue.x-k8s.io",
+        version="v1beta2",
+        kind="Workload",
+        resource="workloads",
+        operation="CREATE",
+        obj=sample_workload(minCount=1),
+    )
+    runner = aiohttp.web.AppRunner(application)
+    await runner.setup()
+    site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"http://127.0.0.1:{port}/mutate-kueue-x-k8s-io-v1beta2-workload", json=review) as answer,
+        ):
+            response = (await answer.json())["response"]
+    finally:
+        await runner.cleanup()
+    patched = jsonpatch.apply_patch(review["request"]["object"], json.loads(base64.b64decode(response["patch"])))
+    assert "minCount" not in patched["spec"]["podSets"][0]
 
 
 async def test_a_rayjob_is_denied_with_kueues_ray_messages(webhook: tuple[str, ssl.SSLContext]) -> None:
