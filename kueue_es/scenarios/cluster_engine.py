@@ -121,7 +121,11 @@ class _ClusterRun(_BusRun):
             run_dir = Path(tmp)
             async with (
                 NatsServer(store_dir=run_dir / "nats") as server,
-                serve_emulator(clock=self._clock, create_hooks=(*KUEUE_WEBHOOKS, self._identity)) as emulator,
+                serve_emulator(
+                    clock=self._clock,
+                    create_hooks=(*KUEUE_WEBHOOKS, self._identity),
+                    feature_gates=self._feature_gates(),  # Kueue's Workload webhooks follow them, as the watcher
+                ) as emulator,
             ):
                 supervisor = Supervisor(
                     nats_url=server.url,
@@ -160,6 +164,13 @@ class _ClusterRun(_BusRun):
         path = run_dir / "controller_manager_config.yaml"
         path.write_text(yaml.safe_dump(configs[-1], sort_keys=False))
         return ["--config", str(path)]
+
+    def _feature_gates(self) -> dict[str, bool]:
+        """The scenario's Configuration's ``featureGates`` (``{}`` without one), for the emulated API server's Kueue
+        Workload webhooks (with PartialAdmission off, mworkload.kb.io drops ``minCount``)."""
+        configs = [o.manifest for o in self.scenario.objects if o.kind == "Configuration"]
+        gates = (configs[-1].get("featureGates") if configs else None) or {}
+        return {str(k): bool(v) for k, v in gates.items()}
 
     def _clock(self) -> datetime.datetime:
         return self.now or store.utc_now()
