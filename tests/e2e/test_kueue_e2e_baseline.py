@@ -1,16 +1,15 @@
 """Kueue's own end-to-end cases of test/e2e/singlecluster/baseline/ (job_test.go, pod_test.go, statefulset_test.go,
-deployment_test.go, e2e_v1beta1_test.go, fair_sharing_test.go, hierarchical_cohort_test.go, metrics_test.go and what of prometheus_test.go
-runs without a Prometheus) and extended/jobset_test.go and leaderworkerset_test.go on one ``kueue-es demo --keep``,
-driven through the real kubectl as Kueue's tests drive a kind cluster, with the manager Configuration Kueue's e2e
-suite runs with (tests/fixtures/kueue-e2e/: fair sharing on, its feature gates, LocalQueueMetrics, ClusterQueue
-resource metrics).
+deployment_test.go, e2e_v1beta1_test.go, fair_sharing_test.go, hierarchical_cohort_test.go, metrics_test.go,
+visibility_test.go and what of prometheus_test.go runs without a Prometheus) and extended/jobset_test.go and
+leaderworkerset_test.go on one ``kueue-es demo --keep``, driven through the real kubectl as Kueue's tests drive a kind
+cluster, with the manager Configuration Kueue's e2e suite runs with (tests/fixtures/kueue-e2e/: fair sharing on, its
+feature gates, LocalQueueMetrics, ClusterQueue resource metrics).
 
 The steps are in tests/e2e/kueue_e2e_job.py, kueue_e2e_pod.py, kueue_e2e_serving.py, kueue_e2e_v1beta1.py (Kueue's
-objects written and read as the deprecated v1beta1), kueue_e2e_jobset.py,
-kueue_e2e_lws.py, kueue_e2e_cohort.py and kueue_e2e_metrics.py (the JobSet and LeaderWorkerSet CRDs installed first,
-as a user installs those controllers), one per ``ginkgo.It``, each in its own namespace and ClusterQueue, all run at
-once on one system (its start-up is shared; CI's slow tests have a
-fixed budget). Kueue's cases not here, and why:
+objects written and read as the deprecated v1beta1), kueue_e2e_jobset.py, kueue_e2e_lws.py, kueue_e2e_cohort.py,
+kueue_e2e_metrics.py and kueue_e2e_visibility.py (the JobSet and LeaderWorkerSet CRDs installed first, as a user
+installs those controllers), one per ``ginkgo.It``, each in its own namespace and ClusterQueue, all run at once on one
+system (its start-up is shared; CI's slow tests have a fixed budget). Kueue's cases not here, and why:
 
 - pod_test.go "Unscheduled Pod which is deleted can be replaced in group": needs a kube-scheduler that leaves a pod
   whose nodeSelector matches no node Pending with PodScheduled=False ``Unschedulable``;
@@ -40,6 +39,7 @@ from tests.e2e import (
     kueue_e2e_pod,
     kueue_e2e_serving,
     kueue_e2e_v1beta1,
+    kueue_e2e_visibility,
 )
 from tests.e2e.kueue_e2e import demo_system, run_steps
 
@@ -61,6 +61,7 @@ async def test_kueue_baseline_e2e_cases_on_the_demo(tmp_path: Path) -> None:
         *kueue_e2e_lws.STEPS,
         *kueue_e2e_cohort.STEPS,
         *kueue_e2e_metrics.STEPS,
+        *kueue_e2e_visibility.STEPS,
     ]
     async with demo_system(tmp_path / "demo", config=KUEUE_E2E_CONFIG) as e2e:
         for crd in ("jobset.x-k8s.io_jobsets.yaml", "leaderworkerset.x-k8s.io_leaderworkersets.yaml"):
