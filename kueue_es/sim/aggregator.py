@@ -7,7 +7,9 @@ reaching the backend as kube-apiserver does with ``--enable-aggregator-routing``
 Endpoints (the Service port ``spec.service.port``, default 443, its ``targetPort`` or the Endpoints port of
 the same name, on the first address). TLS as the APIService says: ``insecureSkipTLSVerify`` or the
 ``caBundle`` (base64 PEM). No Endpoints, no address, or a backend that does not answer: 503, as
-kube-apiserver's ``service unavailable``.
+kube-apiserver's ``service unavailable``. A request goes on as the caller the API server authorized (after
+impersonation: ``kubectl --as``'s user, not the administrator) in the ``X-Remote-User`` and ``X-Remote-Group``
+headers, as kube-apiserver's aggregator names the caller to an extension server (:func:`front_proxy_headers`).
 
 ``kueue-es up --emulator`` and ``demo`` store the objects of :func:`visibility_objects` (Kueue's
 APIServices and Service as ``deploy/`` ships them, and the Endpoints a cluster would make from the pod) once
@@ -25,9 +27,10 @@ from typing import Any
 
 import aiohttp
 import aiohttp.web
+import multidict
 
 from kueue_es.services.kube import resources
-from kueue_es.sim import store
+from kueue_es.sim import rbac, store
 
 API_SERVICES = resources.ResourceRef(
     group="apiregistration.k8s.io",
@@ -126,13 +129,26 @@ def _tls(spec: dict[str, Any]) -> ssl.SSLContext | bool:
     return context
 
 
+def front_proxy_headers(user: rbac.User) -> multidict.CIMultiDict[str]:
+    """The headers that name the caller to the backend, as kube-apiserver's aggregator writes them (client-go
+    transport.SetAuthProxyHeaders): ``X-Remote-User``, then one ``X-Remote-Group`` per group, in order. The
+    caller is whoever the API server authorized: an impersonated user is forwarded as that user, not as the
+    one who impersonates, so a backend that authorizes by these headers (Kueue's visibility server, through
+    k8s.io/apiserver's request-header authentication and a SubjectAccessReview) decides for the same user."""
+    headers: multidict.CIMultiDict[str] = multidict.CIMultiDict({"X-Remote-User": user.name})
+    for group in user.groups:
+        headers.add("X-Remote-Group", group)
+    return headers
+
+
 async def proxy(
-    request: aiohttp.web.BaseRequest, body: bytes, *, url: str, tls: ssl.SSLContext | bool
+    request: aiohttp.web.BaseRequest, body: bytes, *, url: str, tls: ssl.SSLContext | bool, user: rbac.User
 ) -> aiohttp.web.Response:
     """Send ``request`` on to ``url`` (same method, path, query, body, Accept and Content-Type), as the
-    aggregator does with the user in ``X-Remote-User``; the backend's answer comes back as it is. Raises
-    BackendUnavailableError when the backend does not answer."""
-    headers = {"X-Remote-User": "kubernetes-admin", "X-Remote-Group": "system:masters"}
+    aggregator does, with ``user`` (the caller the API server authorized) in :func:`front_proxy_headers`; the
+    request's own ``Impersonate-*`` and ``X-Remote-*`` headers are not passed on. The backend's answer comes
+    back as it is. Raises BackendUnavailableError when the backend does not answer."""
+    headers = front_proxy_headers(user)
     for name in ("Accept", "Content-Type"):
         if name in request.headers:
             headers[name] = request.headers[name]

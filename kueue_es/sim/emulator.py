@@ -445,7 +445,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
 
     async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
         """Serve discovery, OpenAPI and registered kinds directly; leave unknown paths and reactions to kmock.
-        A group and version an APIService points elsewhere goes to its backend (:mod:`.aggregator`).
+        A group and version an APIService points elsewhere goes to its backend (:mod:`.aggregator`), as the
+        caller authorized here (the impersonated user, else the administrator).
         A request impersonating a user (kubectl ``--as``) is first authorized by RBAC (:mod:`.rbac`): 403
         Forbidden as kube-apiserver's when no role allows it."""
         user = rbac.impersonated(raw_request.headers)
@@ -459,7 +460,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if (target := self._aggregated(raw_request.path)) is not None:
             try:
                 url, tls = aggregator.backend(self._get_object, target)
-                return await aggregator.proxy(raw_request, await raw_request.read(), url=url, tls=tls)
+                caller = user if user is not None else rbac.ADMIN
+                return await aggregator.proxy(raw_request, await raw_request.read(), url=url, tls=tls, user=caller)
             except aggregator.BackendUnavailableError as err:
                 logger.info("aggregated_backend_unavailable", api_service=target["metadata"]["name"], error=str(err))
                 return await self._render_error(

@@ -93,3 +93,61 @@ async def test_kubectl_get_raw_reads_the_visibility_api(cluster: emulator.Cluste
         assert code != 0 and f'clusterqueue.{GROUP} "nope" not found' in err
         versions = await kubectl.ok("api-versions")
         assert f"{GROUP}/v1beta2" in versions.split() and f"{GROUP}/v1beta1" in versions.split()
+
+
+def _echo_caller() -> aiohttp.web.Application:
+    """A backend that answers with the front-proxy headers it got (``X-Remote-User``, every ``X-Remote-Group``)
+    and whether any impersonation header reached it."""
+
+    async def handle(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.json_response(
+            {
+                "user": request.headers.getall("X-Remote-User", []),
+                "groups": request.headers.getall("X-Remote-Group", []),
+                "impersonate": [h for h in request.headers if h.lower().startswith("impersonate-")],
+            }
+        )
+
+    application = aiohttp.web.Application()
+    application.router.add_route("*", "/{tail:.*}", handle)
+    return application
+
+
+async def test_the_backend_is_told_the_caller_the_api_server_authorized(
+    cluster: emulator.ClusterEmulator, tmp_path: Path
+) -> None:
+    """As kube-apiserver's aggregator (client-go SetAuthProxyHeaders): an impersonated request reaches the backend as
+    the impersonated user and groups, one X-Remote-Group header each, without the Impersonate-* headers; a request
+    that impersonates nobody as the administrator."""
+    port = _free_port()
+    context = server.tls_context(cert_file=None, key_file=None, cert_dir=tmp_path / "cert")
+    cluster.put_objects(aggregator.visibility_objects(host="127.0.0.1", port=port))
+    cluster.put_objects(
+        [
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "team-a-reads-everything"},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a"}],
+            }
+        ]
+    )
+    impersonating = [("Impersonate-User", "alice"), ("Impersonate-Group", "team-a"), ("Impersonate-Group", "b")]
+    async with (
+        server.serve_api(_echo_caller(), host="127.0.0.1", port=port, context=context),
+        aiohttp.ClientSession() as session,
+    ):
+        async with session.get(cluster.url + CQ_PATH, headers=impersonating) as answer:
+            assert answer.status == 200
+            assert await answer.json() == {
+                "user": ["alice"],
+                "groups": ["team-a", "b", "system:authenticated"],
+                "impersonate": [],
+            }
+        async with session.get(cluster.url + CQ_PATH) as answer:
+            assert await answer.json() == {
+                "user": ["kubernetes-admin"],
+                "groups": ["system:masters", "system:authenticated"],
+                "impersonate": [],
+            }
