@@ -28,6 +28,8 @@ from typing import Any
 from kueue_es.services.kube import resources
 
 AUTHENTICATED = "system:authenticated"
+UNAUTHENTICATED = "system:unauthenticated"
+ANONYMOUS = "system:anonymous"
 MASTERS = "system:masters"
 ALL = "*"
 
@@ -52,18 +54,24 @@ ADMIN = User("kubernetes-admin", (MASTERS, AUTHENTICATED))
 
 def impersonated(headers: Mapping[str, str] | Any) -> User | None:
     """The user a request impersonates (``Impersonate-User``, every ``Impersonate-Group``), or None for
-    one that impersonates nobody. As kube-apiserver's impersonation filter, an impersonated user is also
-    in ``system:authenticated``, and a service account ``system:serviceaccount:NS:NAME`` in
-    ``system:serviceaccounts`` and ``system:serviceaccounts:NS``. ``headers``: a case-insensitive mapping
-    (aiohttp's CIMultiDict: repeated headers read with ``getall``)."""
+    one that impersonates nobody. As kube-apiserver's impersonation filter (k8s.io/apiserver
+    pkg/endpoints/filters/impersonation.go): a service account ``system:serviceaccount:NS:NAME`` impersonated
+    without any group is in ``system:serviceaccounts`` and ``system:serviceaccounts:NS`` (with groups given,
+    in those only); then any user but ``system:anonymous`` is also in ``system:authenticated`` unless
+    ``system:authenticated`` or ``system:unauthenticated`` was given, and ``system:anonymous`` is in
+    ``system:unauthenticated``. ``headers``: a case-insensitive mapping (aiohttp's CIMultiDict: repeated
+    headers read with ``getall``)."""
     name = headers.get("Impersonate-User")
     if not name:
         return None
     groups: list[str] = list(headers.getall("Impersonate-Group", [])) if hasattr(headers, "getall") else []
-    if name.startswith("system:serviceaccount:"):
-        namespace = name.split(":")[2] if name.count(":") >= 3 else ""
-        groups += ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"]
-    if AUTHENTICATED not in groups:
+    parts = name.split(":")
+    if len(parts) == 4 and parts[:2] == ["system", "serviceaccount"] and all(parts[2:]) and not groups:
+        groups = ["system:serviceaccounts", f"system:serviceaccounts:{parts[2]}"]
+    if name == ANONYMOUS:
+        if UNAUTHENTICATED not in groups:
+            groups.append(UNAUTHENTICATED)
+    elif AUTHENTICATED not in groups and UNAUTHENTICATED not in groups:
         groups.append(AUTHENTICATED)
     return User(name, tuple(dict.fromkeys(groups)))
 

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import multidict
 import pytest
 import yaml
 
@@ -274,3 +275,25 @@ async def test_a_batch_admin_manages_kueues_objects_and_the_roles_show_their_agg
     await kubectl.ok("get", "workloads", "-A", "--as", "carol")
     code, _, err = await kubectl.run("delete", "clusterqueue", "any", "--as", "carol")
     assert code != 0 and 'cannot delete resource "clusterqueues"' in err, err
+
+
+@pytest.mark.parametrize(
+    ("user", "groups", "expected"),
+    [
+        ("alice", [], ("system:authenticated",)),
+        ("alice", ["team-a"], ("team-a", "system:authenticated")),
+        (
+            "system:serviceaccount:kueue-system:default",
+            [],
+            ("system:serviceaccounts", "system:serviceaccounts:kueue-system", "system:authenticated"),
+        ),
+        # groups given: a service account is in those only (impersonation.go: "if !groupsSpecified")
+        ("system:serviceaccount:kueue-system:default", ["team-a"], ("team-a", "system:authenticated")),
+        ("system:serviceaccount:kueue-system", [], ("system:authenticated",)),  # not a service account's name
+        ("bob", ["system:unauthenticated"], ("system:unauthenticated",)),
+        ("system:anonymous", [], ("system:unauthenticated",)),
+    ],
+)
+def test_an_impersonated_user_gets_kube_apiservers_groups(user: str, groups: list[str], expected: tuple[str]) -> None:
+    headers = multidict.CIMultiDict([("Impersonate-User", user), *(("Impersonate-Group", g) for g in groups)])
+    assert rbac.impersonated(headers) == rbac.User(user, expected)
