@@ -9,13 +9,14 @@ uses through ``RecommendedOptions``):
   ``extension-apiserver-authentication-reader``) holds the CA of the front proxy's client certificates
   (``requestheader-client-ca-file``), the names it may carry (``requestheader-allowed-names``; empty: any)
   and the headers with the user and groups (``requestheader-username-headers``, ``-group-headers``). A
-  request whose verified client certificate is the front proxy's is the user those headers name; a request
-  with ``Authorization: Bearer TOKEN`` is whoever a TokenReview says (``system:auth-delegator``);
-  anything else is 401.
+  request whose verified client certificate is the front proxy's is the user those headers name (one group
+  per group header); a request with ``Authorization: Bearer TOKEN`` is whoever a TokenReview says
+  (``system:auth-delegator``), 401 when it says nobody; a request with neither is ``system:anonymous``.
 - authorization: a SubjectAccessReview for that user, groups and request (``system:auth-delegator``):
   ``get`` of ``clusterqueues/pendingworkloads`` or ``localqueues/pendingworkloads`` in
   ``visibility.kueue.x-k8s.io`` (namespace and name), or the non-resource path of a discovery document;
-  denied is 403. Answers are kept 10 s (allowed) and 10 s (denied), as the apiserver's defaults.
+  denied is 403, worded as k8s.io/apiserver words it (:func:`forbidden`). Answers are kept 10 s (allowed) and
+  10 s (denied), as the apiserver's defaults; ``system:masters`` is allowed without a review, as there.
 
 The parsing and the review bodies are pure functions; :class:`InClusterApi` is the only I/O: the pod's
 service account token and CA, and ``https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT``.
@@ -39,6 +40,8 @@ from kueue_es.services.visibility import api
 CONFIGMAP_NAMESPACE, CONFIGMAP_NAME = "kube-system", "extension-apiserver-authentication"
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 CACHE_SECONDS = 10.0
+MASTERS = "system:masters"  # allowed without a review (DelegatingAuthorizationOptions.AlwaysAllowGroups)
+AUTHENTICATED, UNAUTHENTICATED, ANONYMOUS = "system:authenticated", "system:unauthenticated", "system:anonymous"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,18 +123,21 @@ def front_proxy_user(config: RequestHeaderConfig, common_name: str | None, heade
     groups: list[str] = []
     for header in config.group_headers:
         values = getall(header, []) if getall is not None else ([headers[header]] if header in headers else [])
-        groups += [v for value in values for v in str(value).split(",") if v]
+        # one group per header value, commas and all (requestheader.go allHeaderValues): the aggregator sends
+        # each group in a header of its own, and a group name may hold a comma
+        groups += [str(value) for value in values if value]
     return User(name=name, groups=tuple(groups))
 
 
-def access_review(user: User, method: str, path: str) -> dict[str, Any]:
-    """The SubjectAccessReview of ``user`` doing ``method`` on ``path`` (module docstring)."""
+def request_attributes(method: str, path: str) -> dict[str, Any]:
+    """The ``resourceAttributes`` or ``nonResourceAttributes`` of a SubjectAccessReview for ``method`` on
+    ``path``: ``get`` of ``clusterqueues/pendingworkloads`` or ``localqueues/pendingworkloads`` (namespace and
+    name), any other path (discovery) as a non-resource path."""
     segments = [s for s in path.split("/") if s]
-    attributes: dict[str, Any]
     verb = "get" if method in ("GET", "HEAD") else method.lower()
     match segments:
         case ["apis", api.GROUP, version, "clusterqueues", name, "pendingworkloads"]:
-            attributes = {
+            return {
                 "resourceAttributes": {
                     "group": api.GROUP,
                     "version": version,
@@ -142,7 +148,7 @@ def access_review(user: User, method: str, path: str) -> dict[str, Any]:
                 }
             }
         case ["apis", api.GROUP, version, "namespaces", namespace, "localqueues", name, "pendingworkloads"]:
-            attributes = {
+            return {
                 "resourceAttributes": {
                     "group": api.GROUP,
                     "version": version,
@@ -153,13 +159,38 @@ def access_review(user: User, method: str, path: str) -> dict[str, Any]:
                     "verb": verb,
                 }
             }
-        case _:
-            attributes = {"nonResourceAttributes": {"path": path, "verb": verb}}
+    return {"nonResourceAttributes": {"path": path, "verb": verb}}
+
+
+def access_review(user: User, method: str, path: str) -> dict[str, Any]:
+    """The SubjectAccessReview of ``user`` doing ``method`` on ``path`` (:func:`request_attributes`)."""
     return {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
-        "spec": {"user": user.name, "groups": list(user.groups), **attributes},
+        "spec": {"user": user.name, "groups": list(user.groups), **request_attributes(method, path)},
     }
+
+
+def forbidden(user: User, method: str, path: str, reason: str = "") -> api.Reply:
+    """The 403 of a denied request, worded as k8s.io/apiserver's authorization filter writes it for Kueue's
+    visibility server (endpoints/handlers/responsewriters Forbidden: ``forbiddenMessage`` in
+    ``apierrors.NewForbidden`` of the resource without its subresource, the review's ``reason`` after a colon
+    when it gives one), the same words kube-apiserver uses in front of it."""
+    attributes = request_attributes(method, path)
+    found = attributes.get("resourceAttributes")
+    if found is None:
+        plain = attributes["nonResourceAttributes"]
+        why = f'User "{user.name}" cannot {plain["verb"]} path "{plain["path"]}"'
+        return api.status(403, "Forbidden", f"forbidden: {why}{_because(reason)}", {})
+    resource = f"{found['resource']}/{found['subresource']}"
+    scope = f'in the namespace "{found["namespace"]}"' if found.get("namespace") else "at the cluster scope"
+    why = f'User "{user.name}" cannot {found["verb"]} resource "{resource}" in API group "{api.GROUP}" {scope}'
+    message = f'{found["resource"]}.{api.GROUP} "{found["name"]}" is forbidden: {why}{_because(reason)}'
+    return api.status(403, "Forbidden", message, {"name": found["name"], "group": api.GROUP, "kind": found["resource"]})
+
+
+def _because(reason: str) -> str:
+    return f": {reason}" if reason else ""
 
 
 class InClusterApi:
@@ -198,7 +229,7 @@ class DelegatedAuth:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config, self.call, self.clock = config, call, clock
-        self._decisions: dict[tuple[str, tuple[str, ...], str, str], tuple[float, bool]] = {}
+        self._decisions: dict[tuple[str, tuple[str, ...], str, str], tuple[float, tuple[bool, str]]] = {}
         self._tokens: dict[str, tuple[float, User | None]] = {}
 
     def client_ca(self) -> str:
@@ -206,19 +237,26 @@ class DelegatedAuth:
         return self.config.client_ca
 
     async def check(self, *, method: str, path: str, headers: Mapping[str, str], peercert: Any) -> api.Reply | None:
-        """None when the request may go on; else the 401 or 403 Status to answer."""
+        """None when the request may go on; else the 401 or 403 Status to answer. As k8s.io/apiserver's
+        delegating authenticator: a bearer token the TokenReview rejects is 401; a request with no credentials
+        at all is ``system:anonymous`` (anonymous authentication is on by default there), which the review
+        then refuses like any other user (403); an authenticated user is also in ``system:authenticated``
+        (group.AuthenticatedGroupAdder)."""
         user = front_proxy_user(self.config, peer_common_name(peercert), headers)
         if user is None:
             authorization = headers.get("Authorization", "")
             if authorization.startswith("Bearer "):
                 user = await self._token_user(authorization.removeprefix("Bearer ").strip())
+                if user is None:
+                    return api.status(401, "Unauthorized", "Unauthorized")
         if user is None:
-            return api.status(401, "Unauthorized", "Unauthorized")
-        if not await self._allowed(user, method, path):
-            return api.status(
-                403, "Forbidden", f'User "{user.name}" cannot {method.lower()} path "{path}" in {api.GROUP}'
-            )
-        return None
+            user = User(name=ANONYMOUS, groups=(UNAUTHENTICATED,))
+        elif AUTHENTICATED not in user.groups and UNAUTHENTICATED not in user.groups:
+            user = User(name=user.name, groups=(*user.groups, AUTHENTICATED))
+        if MASTERS in user.groups:
+            return None  # DelegatingAuthorizationOptions' AlwaysAllowGroups: the cluster allows them all anyway
+        allowed, reason = await self._allowed(user, method, path)
+        return None if allowed else forbidden(user, method, path, reason)
 
     async def _token_user(self, token: str) -> User | None:
         now = self.clock()
@@ -235,7 +273,8 @@ class DelegatedAuth:
         self._tokens[token] = (now, user)
         return user
 
-    async def _allowed(self, user: User, method: str, path: str) -> bool:
+    async def _allowed(self, user: User, method: str, path: str) -> tuple[bool, str]:
+        """(allowed, the review's reason) of a SubjectAccessReview, kept CACHE_SECONDS."""
         now = self.clock()
         key = (user.name, user.groups, method, path)
         cached = self._decisions.get(key)
@@ -244,9 +283,10 @@ class DelegatedAuth:
         answer = await self.call(
             "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", access_review(user, method, path)
         )
-        allowed = bool((answer.get("status") or {}).get("allowed"))
-        self._decisions[key] = (now, allowed)
-        return allowed
+        status = answer.get("status") or {}
+        decision = (bool(status.get("allowed")), str(status.get("reason") or ""))
+        self._decisions[key] = (now, decision)
+        return decision
 
 
 async def in_cluster() -> DelegatedAuth:

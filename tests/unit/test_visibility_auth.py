@@ -108,8 +108,11 @@ async def test_requests_are_authenticated_then_authorized_and_answers_kept() -> 
     now[0] = 11.0
     assert await delegated.check(method="GET", path=CQ_PATH, headers=proxied, peercert=PROXY_CERT) is None
     assert len(cluster.calls) == 2  # expired after 10 s
-    unauthenticated = await delegated.check(method="GET", path=CQ_PATH, headers=proxied, peercert=None)
-    assert unauthenticated is not None and unauthenticated.status == 401
+    # the headers without the front proxy's certificate are not trusted: no credentials, so system:anonymous,
+    # whom the review refuses (k8s.io/apiserver's anonymous authentication), not 401
+    anonymous = await delegated.check(method="GET", path=CQ_PATH, headers=proxied, peercert=None)
+    assert anonymous is not None and anonymous.status == 403
+    assert 'User "system:anonymous" cannot get resource' in anonymous.body["message"]
     token = CIMultiDict([("Authorization", "Bearer good")])
     assert await delegated.check(method="GET", path=CQ_PATH, headers=token, peercert=None) is None
     bad = await delegated.check(
@@ -121,3 +124,64 @@ async def test_requests_are_authenticated_then_authorized_and_answers_kept() -> 
     )
     assert forbidden is not None and forbidden.status == 403
     assert forbidden.body["reason"] == "Forbidden" and '"eve"' in forbidden.body["message"]
+
+
+def test_each_group_header_is_one_group_commas_and_all() -> None:
+    """requestheader.go allHeaderValues: the aggregator sends one X-Remote-Group per group, taken whole."""
+    config = auth.parse_configmap(CONFIGMAP)
+    headers = CIMultiDict([("X-Remote-User", "alice"), ("X-Remote-Group", "ou=a,o=example"), ("X-Remote-Group", "b")])
+    user = auth.front_proxy_user(config, "front-proxy-client", headers)
+    assert user == auth.User(name="alice", groups=("ou=a,o=example", "b"))
+
+
+def test_a_denied_request_gets_k8s_apiservers_forbidden_status() -> None:
+    """responsewriters.Forbidden: forbiddenMessage in apierrors.NewForbidden of the resource (no subresource), the
+    review's reason after a colon, details of the resource; a path outside the resources is "forbidden: ..."."""
+    user = auth.User(name="system:serviceaccount:kueue-system:default")
+    lq = auth.forbidden(
+        user, "GET", "/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/ns/localqueues/lq/pendingworkloads"
+    )
+    assert (lq.status, lq.body["reason"], lq.body["code"]) == (403, "Forbidden", 403)
+    assert lq.body["message"] == (
+        'localqueues.visibility.kueue.x-k8s.io "lq" is forbidden: User "system:serviceaccount:kueue-system:default" '
+        'cannot get resource "localqueues/pendingworkloads" in API group "visibility.kueue.x-k8s.io" in the namespace '
+        '"ns"'
+    )
+    assert lq.body["details"] == {"name": "lq", "group": "visibility.kueue.x-k8s.io", "kind": "localqueues"}
+    cq = auth.forbidden(user, "GET", CQ_PATH, "no RBAC policy matched")
+    assert cq.body["message"] == (
+        'clusterqueues.visibility.kueue.x-k8s.io "cq" is forbidden: User "system:serviceaccount:kueue-system:default" '
+        'cannot get resource "clusterqueues/pendingworkloads" in API group "visibility.kueue.x-k8s.io" at the cluster '
+        "scope: no RBAC policy matched"
+    )
+    path = auth.forbidden(user, "GET", "/apis/visibility.kueue.x-k8s.io/v1beta2")
+    assert path.body["message"] == (
+        'forbidden: User "system:serviceaccount:kueue-system:default" cannot get path '
+        '"/apis/visibility.kueue.x-k8s.io/v1beta2"'
+    )
+
+
+async def test_the_front_proxys_user_is_authenticated_and_masters_need_no_review() -> None:
+    """group.AuthenticatedGroupAdder puts an authenticated user in system:authenticated before the review; a
+    rejected bearer token is 401 (not anonymous); system:masters is allowed without a review (AlwaysAllowGroups)."""
+    reviewed: list[dict[str, Any]] = []
+
+    async def cluster(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        assert body is not None
+        reviewed.append(body)
+        if path.endswith("/tokenreviews"):
+            return {"status": {"authenticated": False}}
+        return {"status": {"allowed": True}}
+
+    delegated = auth.DelegatedAuth(auth.parse_configmap(CONFIGMAP), cluster)
+    proxied = CIMultiDict([("X-Remote-User", "alice"), ("X-Remote-Group", "team-a")])
+    assert await delegated.check(method="GET", path=CQ_PATH, headers=proxied, peercert=PROXY_CERT) is None
+    assert reviewed[-1]["spec"]["groups"] == ["team-a", "system:authenticated"]
+    bad = await delegated.check(
+        method="GET", path=CQ_PATH, headers=CIMultiDict([("Authorization", "Bearer x")]), peercert=None
+    )
+    assert bad is not None and bad.status == 401
+    count = len(reviewed)
+    admin = CIMultiDict([("X-Remote-User", "kubernetes-admin"), ("X-Remote-Group", "system:masters")])
+    assert await delegated.check(method="GET", path=CQ_PATH, headers=admin, peercert=PROXY_CERT) is None
+    assert len(reviewed) == count
