@@ -14,12 +14,6 @@ server); so do the steps (:func:`_items`).
 Kueue's cases run one by one, each with new namespaces, and impersonate one subject, the ServiceAccount ``default``
 of Kueue's namespace; here they run at once, so each RBAC step binds and impersonates a ServiceAccount of its own
 (:func:`_subject`), and a ClusterRoleBinding of one step grants nothing to another's subject.
-
-Where a step stops short of Kueue's case: "Terminate execution of the first workload to release the quota" deletes
-the blocking Job's pods (util.DeleteAllPodsInNamespace), which Kubernetes' Job controller counts as failed, so the
-Job (backoffLimit 0) fails and its Workload finishes; the simulated Job controller (kueue_es/sim/kubelet.py) does
-not count a deleted pod as failed, so the steps delete the blocking Job instead, which finishes its Workload and
-releases its quota the same way.
 """
 
 from __future__ import annotations
@@ -168,7 +162,7 @@ async def expect_forbidden(e2e: E2E, user: str, path: str) -> None:
 
 
 async def wait_not_found(e2e: E2E, user: str, path: str, resource: str, name: str) -> None:
-    """ "Wait for ResourceNotFound error instead of Forbidden to make sure the role binding works"."""
+    """Kueue's "Wait for ResourceNotFound error instead of Forbidden to make sure the role binding works"."""
 
     async def answer() -> tuple[str, str]:
         return await impersonated(e2e, user, path)
@@ -234,12 +228,13 @@ async def _pending_jobs(e2e: E2E, cases: list[tuple[str, str, str, str]]) -> Non
 
 
 async def _release_quota(e2e: E2E, ns: str) -> None:
-    """ "Await for pods to be running" (the blocking Job's status.ready is 1), then "Terminate execution of the first
-    workload to release the quota": here by deleting the blocking Job (module docstring)."""
+    """By "Await for pods to be running" (the blocking Job's status.ready is 1), then "Terminate execution of the
+    first workload to release the quota": util.DeleteAllPodsInNamespace, which the Job controller counts as a failure
+    of the blocking Job (backoffLimit 0), so it fails and its Workload finishes."""
     await e2e.wait(
         "job", "test-job-1", ns, lambda j: (j.get("status") or {}).get("ready") == 1, what="the blocking Job ready"
     )
-    await e2e.kubectl.ok("delete", "job", "test-job-1", "-n", ns)
+    await e2e.kubectl.ok("delete", "pods", "--all", "-n", ns)
 
 
 async def _one_pending_then_admitted(e2e: E2E, ns_a: str, path: str) -> None:
