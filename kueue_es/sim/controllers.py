@@ -29,12 +29,17 @@ controllers do, enough for Kueue's view of them:
 * CronJob: a Job at each schedule time, its status and its history limits, as kube-controller-manager's
   cronjob controller (the rules: :mod:`kueue_es.sim.cronjobs`); the controllers also wake, without any
   watch event, just after the next schedule time of any CronJob.
+* RayCluster and RayJob (ray.io/v1): KubeRay's head and worker pods of a RayCluster, a RayJob's
+  RayCluster and submitter Job, and their statuses (the rules: :mod:`kueue_es.sim.kuberay`).
+* AppWrapper (workload.codeflare.dev/v1beta2): the AppWrapper controller's wrapped objects, created with
+  Kueue's ``podSetInfos`` once it is unsuspended, and its phase and conditions (the rules:
+  :mod:`kueue_es.sim.appwrappers`).
 * JobSet (jobset.x-k8s.io/v1alpha2): the JobSet controller's child Jobs
   ``<jobset>-<replicatedJob>-<index>``, suspended and resumed with the JobSet, its
   ``replicatedJobsStatus`` and its Completed condition once its Jobs complete (the rules:
   :mod:`kueue_es.sim.jobsets`); the Jobs run in :mod:`kueue_es.sim.kubelet` as any other.
 * Garbage collection: an object whose controller (one of these kinds) is gone is deleted (a CronJob's
-  Jobs, a Job's pods, ...), the background cascading deletion; an object being deleted (a foreground
+  Jobs, a Job's pods, a RayJob's RayCluster, an AppWrapper's Deployment, ...), the background cascading deletion; an object being deleted (a foreground
   deletion waiting for its dependents) gets no new dependents. A Workload object whose owners (of these
   kinds) are all gone is deleted, one with a live owner left loses its references to the gone ones, as
   kube-controller-manager's garbage collector does with any dependent (a pod group's Workload goes with
@@ -71,7 +76,7 @@ from kueue_es.events import slices
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.sim import cronjobs, garbage, jobsets, store
+from kueue_es.sim import appwrappers, cronjobs, garbage, jobsets, kuberay, store
 
 logger = structlog.get_logger(__name__)
 
@@ -91,10 +96,25 @@ RAYCLUSTER_REF = resources.ResourceRef(
     namespaced=True,
     status_subresource=True,
 )
+RAYJOB_REF = resources.ResourceRef(
+    group="ray.io", version="v1", plural="rayjobs", kind="RayJob", namespaced=True, status_subresource=True
+)
+APPWRAPPER_REF = resources.ResourceRef(
+    group="workload.codeflare.dev",
+    version="v1beta2",
+    plural="appwrappers",
+    kind="AppWrapper",
+    namespaced=True,
+    status_subresource=True,
+)
 #: The kinds whose CRD may be installed after the controllers start (``kubectl apply`` of the CRD).
-_CRD_KINDS = ("LeaderWorkerSet", "RayCluster", "JobSet", "Workload")
+_CRD_KINDS = ("LeaderWorkerSet", "RayCluster", "RayJob", "AppWrapper", "JobSet", "Workload")
 #: KubeRay's pod labels (ray-operator utils: RayClusterLabelKey, RayNodeTypeLabelKey, RayNodeGroupLabelKey).
-RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, RAY_GROUP_LABEL = "ray.io/cluster", "ray.io/node-type", "ray.io/group"
+RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, RAY_GROUP_LABEL = (
+    kuberay.CLUSTER_LABEL,
+    kuberay.NODE_TYPE_LABEL,
+    kuberay.GROUP_LABEL,
+)
 CRD_POLL_SECONDS = 2.0
 POD_TEMPLATE_HASH_LABEL = "pod-template-hash"
 STS_POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
@@ -111,6 +131,8 @@ _KINDS = {
     "Job": resources.JOBS,
     "CronJob": resources.CRON_JOBS,
     "RayCluster": RAYCLUSTER_REF,
+    "RayJob": RAYJOB_REF,
+    "AppWrapper": APPWRAPPER_REF,
     "JobSet": resources.JOBSETS,
     "Workload": resources.WORKLOADS,  # only collected: a Workload whose owners are gone (:meth:`_collect_workloads`)
     "Node": resources.NODES,  # only read: where the scheduler stand-in binds pods (:func:`pick_node`)
@@ -125,6 +147,12 @@ _OWNER_API = {
 }
 _OWNER_API["LeaderWorkerSet"] = LWS_REF.api_version
 _OWNER_API["RayCluster"] = RAYCLUSTER_REF.api_version
+_OWNER_API["RayJob"] = RAYJOB_REF.api_version
+_OWNER_API["AppWrapper"] = APPWRAPPER_REF.api_version
+#: The kinds an AppWrapper's components may be of here (others are not deployed: a warning is logged).
+_COMPONENT_KINDS = ("Job", "Deployment", "StatefulSet", "Pod", "JobSet", "RayCluster", "RayJob")
+#: The kinds of the Ray stand-in (off with ``ray=False``).
+_RAY_KINDS = ("RayCluster", "RayJob")
 _OWNER_API["JobSet"] = resources.JOBSETS.api_version
 
 Object = dict[str, Any]
@@ -456,7 +484,7 @@ class SimulatedControllers:
     """Runs the simulated controllers against ``api`` (the emulator) until cancelled; see the module docstring.
 
     ``lws``: also run the LeaderWorkerSet controller (its kind must be served; without it the watch retries
-    quietly in the background). ``ray``: also run the KubeRay stand-in for elastic RayClusters, likewise.
+    quietly in the background). ``ray``: also run the KubeRay stand-in for RayClusters and RayJobs, likewise.
     ``clock``: the UTC time for pod start times and CronJob schedules. ``next_schedule``: when the next
     CronJob is due (just after its schedule time), the controllers' timer; None with no CronJob due.
     """
@@ -474,7 +502,7 @@ class SimulatedControllers:
         self._clock = clock
         self._watch_options = watch_options or {}
         self._kinds = {
-            k: ref for k, ref in _KINDS.items() if (lws or k != "LeaderWorkerSet") and (ray or k != "RayCluster")
+            k: ref for k, ref in _KINDS.items() if (lws or k != "LeaderWorkerSet") and (ray or k not in _RAY_KINDS)
         }
         self.objects: dict[str, dict[Key, Object]] = {kind: {} for kind in self._kinds}
         self._synced: set[str] = set()
@@ -560,8 +588,12 @@ class SimulatedControllers:
                 await self._jobset(jobset)
         for job in self._live("Job"):
             await self._elastic_job(job)
+        for rayjob in self._live("RayJob"):
+            await self._rayjob(rayjob)
         for cluster in self._live("RayCluster"):
-            await self._elastic_ray_cluster(cluster)
+            await self._ray_cluster(cluster)
+        for aw in self._live("AppWrapper"):
+            await self._appwrapper(aw)
         await self._run_pods()
 
     def _live(self, kind: str) -> list[Object]:
@@ -582,8 +614,8 @@ class SimulatedControllers:
             for o in objs.values()
             if o.get("metadata", {}).get("uid")
         }
-        for kind in ("ReplicaSet", "StatefulSet", "Job", "Pod"):
-            for obj in list(self.objects[kind].values()):
+        for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job", "JobSet", "RayCluster", "Pod"):
+            for obj in list(self.objects.get(kind, {}).values()):
                 owner = next(
                     (
                         r
@@ -803,69 +835,78 @@ class SimulatedControllers:
             live = [p for p in self._owned("Pod", job) if is_active(p)]
             await self._status("Job", job, {"active": len(live), "ready": sum(1 for p in live if is_ready(p))})
 
-    async def _elastic_ray_cluster(self, cluster: Object) -> None:
-        """KubeRay's pods, for an elastic RayCluster only (``kueue.x-k8s.io/elastic-job: "true"``; other Ray
-        jobs "run" without pods): while it is not suspended, a head pod ``<name>-head-<5 chars>`` and per
-        worker group ``replicas`` (default 1) times ``numOfHosts`` pods ``<name>-<group>-worker-<5 chars>``
-        from the group's template, with KubeRay's ``ray.io/cluster``, ``ray.io/node-type`` and
-        ``ray.io/group`` labels; scaling in deletes gated pods first; none while suspended. Its status:
-        ``state: ready`` once the head and every wanted worker run (kept through a later scale-up, as
-        KubeRay keeps it), with KubeRay's worker replica counts."""
-        meta, spec = cluster.get("metadata") or {}, cluster.get("spec") or {}
-        if (meta.get("annotations") or {}).get(slices.ELASTIC_JOB_ANNOTATION) != "true":
-            return
+    async def _ray_cluster(self, cluster: Object) -> None:
+        """KubeRay's pass over one RayCluster (:mod:`kueue_es.sim.kuberay`): its head and worker pods made or
+        scaled in (gated pods first), then its status."""
+        meta = cluster.get("metadata") or {}
         name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
-        suspended = spec.get("suspend") is True
         pods = [p for p in self._owned("Pod", cluster) if is_active(p)]
-        groups: list[tuple[str, str, Object, int]] = [
-            ("head", "headgroup", _template(cluster, "headGroupSpec", "template"), 1)
-        ]
-        for group in spec.get("workerGroupSpecs") or []:
-            if not isinstance(group, dict) or not isinstance(group.get("groupName"), str):
-                continue
-            replicas = group.get("replicas")
-            hosts = group.get("numOfHosts")
-            wanted = replicas if isinstance(replicas, int) and replicas >= 0 else 1
-            wanted *= hosts if isinstance(hosts, int) and hosts > 1 else 1
-            groups.append(("worker", group["groupName"], group.get("template") or {}, wanted))
-        desired = ready_workers = 0
-        head_ready = False
-        for node_type, group_name, template, wanted in groups:
-            wanted = 0 if suspended else wanted
-            mine = [
-                p
-                for p in pods
-                if (p["metadata"].get("labels") or {}).get(RAY_GROUP_LABEL) == group_name
-                and (p["metadata"].get("labels") or {}).get(RAY_NODE_TYPE_LABEL) == node_type
-            ]
-            body = json.loads(json.dumps(template))
-            labels = body.setdefault("metadata", {}).setdefault("labels", {})
-            labels.update({RAY_CLUSTER_LABEL: name, RAY_NODE_TYPE_LABEL: node_type, RAY_GROUP_LABEL: group_name})
-            for _ in range(wanted - len(mine)):
-                pod = pod_from_template(body, namespace=namespace, owner=cluster)
-                pod["metadata"]["generateName"] = (
-                    f"{name}-head-" if node_type == "head" else f"{name}-{group_name}-worker-"
-                )
+        for group in kuberay.groups(cluster):
+            mine = [p for p in pods if kuberay.group_of(p, group)]
+            for _ in range(group.wanted - len(mine)):
+                pod = pod_from_template(group.template, namespace=namespace, owner=cluster)
+                pod["metadata"]["generateName"] = kuberay.pod_generate_name(name, group)
                 await self._create("Pod", pod)
-            for extra in scale_in_order(mine)[: max(0, len(mine) - wanted)]:
+            for extra in scale_in_order(mine)[: max(0, len(mine) - group.wanted)]:
                 await self._delete("Pod", dict(extra))
-            ready = sum(1 for p in mine if is_ready(p))
-            if node_type == "head":
-                head_ready = ready >= 1
-            else:
-                desired += wanted
-                ready_workers += min(ready, wanted)
-        if suspended:
-            await self._status("RayCluster", cluster, {"state": "suspended", "readyWorkerReplicas": 0})
+        now = store.format_timestamp(self._clock())
+        await self._status("RayCluster", cluster, kuberay.cluster_status(cluster, pods, now=now))
+
+    async def _rayjob(self, rayjob: Object) -> None:
+        """KubeRay's RayJob controller's pass over one RayJob (:func:`kuberay.rayjob_sync`): its RayCluster and
+        submitter Job made or deleted, then its status."""
+        if "RayCluster" not in self._synced:
             return
-        status: Object = {
-            "desiredWorkerReplicas": desired,
-            "readyWorkerReplicas": ready_workers,
-            "availableWorkerReplicas": ready_workers,
-        }
-        if head_ready and ready_workers >= desired:
-            status["state"] = "ready"
-        await self._status("RayCluster", cluster, status)
+        wanted = kuberay.rayjob_sync(
+            rayjob,
+            self._owned("RayCluster", rayjob),
+            self._owned("Job", rayjob),
+            now=store.format_timestamp(self._clock()),
+        )
+        for cluster in wanted.delete_clusters:
+            await self._delete("RayCluster", cluster)
+        for job in wanted.delete_jobs:
+            await self._delete("Job", job)
+        for kind, body in (("RayCluster", wanted.create_cluster), ("Job", wanted.create_job)):
+            if body is None:
+                continue
+            try:
+                await self._create(kind, body)
+            except errors.KubeError as err:  # refused (a webhook): tried again on the next pass
+                logger.warning("sim_rayjob_refused", kind=kind, name=body["metadata"]["name"], error=str(err))
+                return
+        if wanted.status:
+            await self._status("RayJob", rayjob, wanted.status)
+
+    async def _appwrapper(self, aw: Object) -> None:
+        """The AppWrapper controller's pass over one AppWrapper (:func:`appwrappers.sync`): its components
+        deployed or deleted, then its status."""
+        owned = [o for kind in _COMPONENT_KINDS if kind in self._synced for o in self._owned(kind, aw)]
+        name, namespace = aw["metadata"]["name"], aw["metadata"].get("namespace")
+        pods = [
+            p
+            for p in self.objects["Pod"].values()
+            if p["metadata"].get("namespace") == namespace
+            and (p["metadata"].get("labels") or {}).get(appwrappers.APPWRAPPER_LABEL) == name
+            and not p["metadata"].get("deletionTimestamp")
+        ]
+        try:
+            wanted = appwrappers.sync(aw, owned, pods, now=store.format_timestamp(self._clock()))
+        except ValueError as err:  # a component whose pod sets cannot be read: Kueue refuses it too
+            logger.warning("sim_appwrapper_unreadable", name=f"{namespace}/{name}", error=str(err))
+            return
+        for obj in wanted.delete:
+            await self._delete(str(obj.get("kind")), obj)
+        for obj in wanted.create:
+            kind = str(obj.get("kind"))
+            if kind not in _COMPONENT_KINDS or kind not in self._kinds:
+                logger.warning("sim_appwrapper_component_not_simulated", name=f"{namespace}/{name}", kind=kind)
+                continue
+            try:
+                await self._create(kind, obj)
+            except errors.KubeError as err:  # refused (a webhook, a quota): tried again on the next pass
+                logger.warning("sim_appwrapper_component_refused", kind=kind, error=str(err))
+        await self._replace_status("AppWrapper", aw, wanted.status)
 
     async def _statefulset(self, sts: Object) -> None:
         spec = sts.get("spec") or {}
