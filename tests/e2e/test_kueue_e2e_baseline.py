@@ -1,15 +1,18 @@
 """Kueue's own end-to-end cases of test/e2e/singlecluster/baseline/ (job_test.go, pod_test.go, statefulset_test.go,
 deployment_test.go, e2e_v1beta1_test.go, fair_sharing_test.go, hierarchical_cohort_test.go, metrics_test.go,
-visibility_test.go and what of prometheus_test.go runs without a Prometheus) and extended/jobset_test.go and
-leaderworkerset_test.go on one ``kueue-es demo --keep``, driven through the real kubectl as Kueue's tests drive a kind
-cluster, with the manager Configuration Kueue's e2e suite runs with (tests/fixtures/kueue-e2e/: fair sharing on, its
-feature gates, LocalQueueMetrics, ClusterQueue resource metrics).
+visibility_test.go and what of prometheus_test.go runs without a Prometheus) and extended/jobset_test.go,
+leaderworkerset_test.go, kuberay_test.go, kuberay_autoscaling_test.go and appwrapper_test.go on one ``kueue-es demo
+--keep``, driven through the real kubectl as Kueue's tests drive a kind cluster, with the manager Configuration Kueue's
+e2e suite runs with (tests/fixtures/kueue-e2e/: fair sharing on, its feature gates, LocalQueueMetrics, ClusterQueue
+resource metrics).
 
 The steps are in tests/e2e/kueue_e2e_job.py, kueue_e2e_pod.py, kueue_e2e_serving.py, kueue_e2e_v1beta1.py (Kueue's
 objects written and read as the deprecated v1beta1), kueue_e2e_jobset.py, kueue_e2e_lws.py, kueue_e2e_cohort.py,
-kueue_e2e_metrics.py and kueue_e2e_visibility.py (the JobSet and LeaderWorkerSet CRDs installed first, as a user
-installs those controllers), one per ``ginkgo.It``, each in its own namespace and ClusterQueue, all run at once on one
-system (its start-up is shared; CI's slow tests have a fixed budget). Kueue's cases not here, and why:
+kueue_e2e_metrics.py, kueue_e2e_visibility.py and kueue_e2e_ray.py (the JobSet, LeaderWorkerSet, KubeRay and
+AppWrapper CRDs installed first, as a user installs those controllers; the KubeRay and AppWrapper cases that need Ray
+running in the pods are named in kueue_e2e_ray.py), one per ``ginkgo.It``, each in its own namespace and ClusterQueue,
+all run at once on one system (its start-up is shared; CI's slow tests have a fixed budget). Kueue's cases not here,
+and why:
 
 - pod_test.go "Unscheduled Pod which is deleted can be replaced in group": needs a kube-scheduler that leaves a pod
   whose nodeSelector matches no node Pending with PodScheduled=False ``Unschedulable``;
@@ -37,6 +40,7 @@ from tests.e2e import (
     kueue_e2e_lws,
     kueue_e2e_metrics,
     kueue_e2e_pod,
+    kueue_e2e_ray,
     kueue_e2e_serving,
     kueue_e2e_v1beta1,
     kueue_e2e_visibility,
@@ -46,6 +50,22 @@ from tests.e2e.kueue_e2e import demo_system, run_steps
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CRDS = FIXTURES / "crds"
 KUEUE_E2E_CONFIG = FIXTURES / "kueue-e2e" / "controller_manager_config.yaml"
+
+#: The CRDs of the controllers the steps use (JobSet, LeaderWorkerSet, KubeRay, AppWrapper), as a user installs them.
+CRD_FILES = (
+    "jobset.x-k8s.io_jobsets.yaml",
+    "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+    "ray.io_rayclusters.yaml",
+    "ray.io_rayjobs.yaml",
+    "workload.codeflare.dev_appwrappers.yaml",
+)
+CRD_NAMES = (
+    "jobsets.jobset.x-k8s.io",
+    "leaderworkersets.leaderworkerset.x-k8s.io",
+    "rayclusters.ray.io",
+    "rayjobs.ray.io",
+    "appwrappers.workload.codeflare.dev",
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -62,15 +82,10 @@ async def test_kueue_baseline_e2e_cases_on_the_demo(tmp_path: Path) -> None:
         *kueue_e2e_cohort.STEPS,
         *kueue_e2e_metrics.STEPS,
         *kueue_e2e_visibility.STEPS,
+        *kueue_e2e_ray.STEPS,
     ]
     async with demo_system(tmp_path / "demo", config=KUEUE_E2E_CONFIG) as e2e:
-        for crd in ("jobset.x-k8s.io_jobsets.yaml", "leaderworkerset.x-k8s.io_leaderworkersets.yaml"):
+        for crd in CRD_FILES:
             await e2e.kubectl.ok("apply", "--server-side", "-f", str(CRDS / crd))
-        await e2e.kubectl.ok(
-            "wait",
-            "--for",
-            "condition=established",
-            "crd/jobsets.jobset.x-k8s.io",
-            "crd/leaderworkersets.leaderworkerset.x-k8s.io",
-        )
+        await e2e.kubectl.ok("wait", "--for", "condition=established", *(f"crd/{name}" for name in CRD_NAMES))
         await run_steps(e2e, steps)
