@@ -3,6 +3,9 @@ kuberay_autoscaling_test.go (Describe "KubeRay multi-PodSet autoscaling") and ap
 "AppWrapper") that run on the emulated cluster, run by tests/e2e/test_kueue_e2e_baseline.py on ``kueue-es demo
 --keep`` once the KubeRay and AppWrapper CRDs are installed (the simulated controllers then stand in for the
 KubeRay operator and the AppWrapper controller: :mod:`kueue_es.sim.kuberay`, :mod:`kueue_es.sim.appwrappers`).
+Kueue runs its extended suite with test/e2e/config/extended/controller_manager_config.yaml, which differs from the
+default suite's only in leader-election timings kueue-es does not read, so the same manager Configuration serves
+(tests/fixtures/kueue-e2e/).
 
 Each case is a step with its own namespace, flavor, ClusterQueue and LocalQueue (its Describe's BeforeEach):
 ``kuberay-rf-NS`` (node label ``instance-type: on-demand``), ``kuberay-cq-NS`` of 4 CPU and 2Gi, ``kuberay-lq-NS``;
@@ -27,12 +30,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kueue_es.sim.controllers import APPWRAPPER_REF, RAYCLUSTER_REF, RAYJOB_REF
 from tests.e2e.demo_process import eventually
 from tests.e2e.kueue_e2e import (
     E2E,
     JOB_UID_LABEL,
-    KINDS,
     QUEUE_LABEL,
     Step,
     cluster_queue,
@@ -44,8 +45,6 @@ from tests.e2e.kueue_e2e import (
     namespace,
     run_for,
 )
-
-KINDS.update({"rayjob": RAYJOB_REF, "raycluster": RAYCLUSTER_REF, "appwrapper": APPWRAPPER_REF})
 
 ON_DEMAND = {"instance-type": "on-demand"}
 #: Ray's object store size the cases set on each node (kuberay_test.go objectStoreMemory).
