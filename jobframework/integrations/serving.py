@@ -461,7 +461,9 @@ def parent_framework(pod: Mapping[str, Any]) -> str:
     return str(workloads.as_mapping(meta.get("annotations")).get(SUSPENDED_BY_PARENT_ANNOTATION) or "")
 
 
-def pod_defaults(pod: dict[str, Any], parent: Mapping[str, Any] | None) -> bool:
+def pod_defaults(
+    pod: dict[str, Any], parent: Mapping[str, Any] | None, *, manage_jobs_without_queue_name: bool = False
+) -> bool:
     """Give a StatefulSet's or LeaderWorkerSet's pod the labels and annotations that make it a member of
     its parent's serving pod group, in place; True when the pod is managed (changed), False when left alone.
 
@@ -473,13 +475,19 @@ def pod_defaults(pod: dict[str, Any], parent: Mapping[str, Any] | None) -> bool:
     leaderworkerset_reconciler.go setDefault: the same with the group ``leaderworkerset-<name>-<index>-<hash>``,
     total count ``size``, role ``leader`` (no leader-name annotation) or ``worker``, or ``main``
     without a leader template; it waits for the pod's group-index label (False without one).
-    A parent without the queue-name label is not managed (manageJobsWithoutQueueName is not read here).
+
+    The queue-name label is written only when the parent has one. A StatefulSet without it is managed only with
+    ``manage_jobs_without_queue_name`` (Kueue's option; statefulset_pod_reconciler.go setDefault returns early
+    otherwise, Kueue #5714); a LeaderWorkerSet's pods always are, as leaderworkerset_reconciler.go setDefault
+    never asks (its webhook marked the templates only for a LeaderWorkerSet Kueue manages, the queue-name label
+    or that option, Kueue #4808). Their group's Workload then names no LocalQueue and waits, until the parent is
+    labelled (:func:`statefulset_queue`, :func:`lws_queue`).
     """
     framework = parent_framework(pod)
     if parent is None or framework not in (STATEFULSET_FRAMEWORK, LWS_FRAMEWORK):
         return False
     queue = str(_labels(parent).get(workloads.QUEUE_LABEL) or "")
-    if not queue:
+    if not queue and framework == STATEFULSET_FRAMEWORK and not manage_jobs_without_queue_name:
         return False
     parent_meta = workloads.as_mapping(parent.get("metadata"))
     name, uid = str(parent_meta.get("name") or ""), str(parent_meta.get("uid") or "")
@@ -508,7 +516,8 @@ def pod_defaults(pod: dict[str, Any], parent: Mapping[str, Any] | None) -> bool:
         )
         role = ("worker" if LWS_LEADER_NAME_ANNOTATION in annotations else "leader") if has_leader else "main"
     labels[workloads.MANAGED_LABEL] = "true"
-    labels[workloads.QUEUE_LABEL] = queue
+    if queue:
+        labels[workloads.QUEUE_LABEL] = queue
     priority = _labels(parent).get(workloads.PRIORITY_CLASS_LABEL)
     if priority:
         labels[workloads.PRIORITY_CLASS_LABEL] = str(priority)

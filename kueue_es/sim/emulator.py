@@ -1964,7 +1964,9 @@ def gate_queued_pods(
     parent (``lookup(apiVersion, kind, namespace, name)``), the labels that make it a
     member of the parent's serving pod group, which Kueue's StatefulSet and
     LeaderWorkerSet reconcilers write just after creation
-    (:func:`kueue_es.jobframework.integrations.serving.pod_defaults`). Any other pod in a
+    (:func:`kueue_es.jobframework.integrations.serving.pod_defaults`, which ``context``'s
+    ``manageJobsWithoutQueueName`` tells whether a StatefulSet without the queue-name label is
+    managed). Any other pod in a
     namespace ``managedJobsNamespaceSelector`` does not select (``context``: as for
     :func:`suspend_queued_jobs`) is left alone.
     """
@@ -1975,7 +1977,11 @@ def gate_queued_pods(
         parent_key = serving.parent_of(obj)
         if lookup is not None and parent_key is not None:
             api_version, kind, name = parent_key
-            serving.pod_defaults(obj, lookup(api_version, kind, str(metadata.get("namespace") or ""), name))
+            namespace = str(metadata.get("namespace") or "")
+            # Kueue's StatefulSet pod reconciler reads manageJobsWithoutQueueName (Kueue #5714)
+            manage = context is not None and context(namespace or "default", None).manage_jobs_without_queue_name
+            parent = lookup(api_version, kind, namespace, name)
+            serving.pod_defaults(obj, parent, manage_jobs_without_queue_name=manage)
         _gate(obj)
         return
     _kueue_default(ref, obj, context=context)

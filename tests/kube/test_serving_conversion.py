@@ -16,7 +16,7 @@ import pytest
 
 from kueue_es.events import manifests, models, types
 from kueue_es.events.manager_config import ManagerConfig
-from kueue_es.jobframework import integrations, pods, workloads
+from kueue_es.jobframework import integrations, pods, webhooks, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
 from kueue_es.services.watcher import kinds
@@ -250,16 +250,92 @@ def test_statefulset_pods_are_one_serving_group_with_fast_admission() -> None:
 
 
 def test_a_pod_of_an_unqueued_or_unknown_parent_is_gated_but_not_grouped() -> None:
-    """Kueue's pod webhook gates every pod with the suspending-parent annotation; the group labels come only from
-    a parent that names a queue (manageJobsWithoutQueueName is not read by the hook)."""
+    """Kueue's pod webhook gates every pod with the suspending-parent annotation; a StatefulSet's pod gets the
+    group labels only from a StatefulSet that names a queue while manageJobsWithoutQueueName is off
+    (statefulset_pod_reconciler.go setDefault), none from a StatefulSet not found."""
     sts = created(resources.STATEFUL_SETS, sample("sample-statefulset.yaml", uid="sts-uid"))
     pod = sts_pod(sts, 0)
     unqueued = copy.deepcopy(sts)
     del unqueued["metadata"]["labels"][QUEUE]
     assert not serving.pod_defaults(copy.deepcopy(pod), unqueued)
     assert not serving.pod_defaults(copy.deepcopy(pod), None)
+    assert not serving.pod_defaults(copy.deepcopy(pod), None, manage_jobs_without_queue_name=True)
     emulator.gate_queued_pods(resources.PODS, pod, lookup=lambda *_: None)
     assert pods.is_gated(pod) and pods.GROUP_NAME_KEY not in pod["metadata"]["labels"]
+
+
+def _context(*, manage: bool) -> emulator.WebhookContext:
+    return lambda namespace, obj: webhooks.Context(manage_jobs_without_queue_name=manage)
+
+
+def test_an_unqueued_statefulsets_pods_are_its_group_under_manage_jobs_without_queue_name() -> None:
+    """Kueue #5714 (statefulset_pod_reconciler.go setDefault, statefulset_reconciler.go reconcileWorkload): under
+    manageJobsWithoutQueueName a StatefulSet without the queue-name label, which its webhook marked, gets its
+    group Workload too, naming no LocalQueue (so it waits), and its pods no queue-name label; the StatefulSet
+    labelled later puts the group's Workload in that LocalQueue."""
+    sts = sample("sample-statefulset.yaml", uid="sts-uid")
+    del sts["metadata"]["labels"][QUEUE]
+    marked = webhooks.default(
+        "apps/v1", "StatefulSet", sts, context=webhooks.Context(manage_jobs_without_queue_name=True)
+    )
+    assert serving.parent_framework({"metadata": marked["spec"]["template"]["metadata"]}) == "statefulset"
+    members = [sts_pod(marked, i) for i in range(3)]
+    for pod in members:
+        emulator.gate_queued_pods(resources.PODS, pod, lookup=lambda *_: marked, context=_context(manage=True))
+    name = serving.statefulset_workload_name("nginx-statefulset", "sts-uid")
+    assert all(pods.group_name(p) == name and QUEUE not in p["metadata"]["labels"] for p in members)
+    assert all(p["metadata"]["labels"][workloads.MANAGED_LABEL] == "true" for p in members)
+
+    def queue_of(parent: dict[str, Any]) -> str:
+        context = workloads.Context(
+            manage_jobs_without_queue_name=True,
+            objects={"StatefulSet": {("default", "nginx-statefulset"): parent}},
+        )
+        fact = pods.group_facts(members, context=context)
+        assert isinstance(fact, types.WorkloadObserved), fact
+        return fact.workload.spec.queue_name
+
+    assert queue_of(marked) == ""
+    labelled = copy.deepcopy(marked)
+    labelled["metadata"]["labels"][QUEUE] = "user-queue"
+    assert queue_of(labelled) == "user-queue"
+    alone = sts_pod(marked, 0)
+    emulator.gate_queued_pods(resources.PODS, alone, lookup=lambda *_: marked, context=_context(manage=False))
+    assert pods.is_gated(alone) and pods.GROUP_NAME_KEY not in alone["metadata"]["labels"]
+
+
+def test_an_unqueued_leaderworkersets_groups_get_workloads_under_manage_jobs_without_queue_name() -> None:
+    """Kueue #4808 (leaderworkerset_reconciler.go setDefault and constructWorkload): a LeaderWorkerSet without the
+    queue-name label that its webhook marked (manageJobsWithoutQueueName) has a Workload per group, naming no
+    LocalQueue, its pods no queue-name label; labelled with a LocalQueue, the groups' Workloads move to it
+    (updateWorkload) and the gated pods are relabelled."""
+    lws = sample("sample-leaderworkerset.yaml", uid="lws-uid")
+    del lws["metadata"]["labels"][QUEUE]
+    marked = webhooks.default(
+        serving.LWS_API, "LeaderWorkerSet", lws, context=webhooks.Context(manage_jobs_without_queue_name=True)
+    )
+    group = lws_pods(marked)
+    name = serving.lws_workload_name("nginx-leaderworkerset", "lws-uid", "0")
+    assert all(pods.group_name(p) == name and QUEUE not in p["metadata"]["labels"] for p in group)
+    assert [pods.role_hash(p) for p in group] == ["leader", "worker", "worker"]
+
+    def workload_of(parent: dict[str, Any]) -> models.Workload:
+        context = workloads.Context(
+            manage_jobs_without_queue_name=True,
+            objects={"LeaderWorkerSet": {("default", "nginx-leaderworkerset"): parent}},
+        )
+        fact = pods.group_facts(group, context=context)
+        assert isinstance(fact, types.WorkloadObserved), fact
+        return fact.workload
+
+    assert workload_of(marked).spec.queue_name == ""
+    labelled = copy.deepcopy(marked)
+    labelled["metadata"]["labels"] = {QUEUE: "user-queue"}
+    moved = workload_of(labelled)
+    assert moved.spec.queue_name == "user-queue"
+    assert serving.queue_relabels(moved, group, queue=serving.lws_queue(labelled)) == sorted(
+        p["metadata"]["name"] for p in group
+    )
 
 
 def lws_pods(lws: dict[str, Any]) -> list[dict[str, Any]]:
