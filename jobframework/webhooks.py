@@ -154,7 +154,10 @@ class Context:
     chain read from the API server, by :func:`owner_key` (:func:`owner_to_read` says which to read), which
     :func:`walk` goes through as Kueue's FindAncestorJobManagedByKueue does to decide whether a job is
     suspended (WorkloadShouldBeSuspended); None: not read, and the controller's kind alone decides
-    (:func:`owner_managed`).
+    (:func:`owner_managed`). ``statefulset_workload``: for the update of a StatefulSet scaled up from 0, the
+    Workload of its group as the API server has it (named by :func:`scale_up_workload`), which Kueue's
+    StatefulSet webhook reads (statefulset_webhook.go ValidateUpdate, findWorkload); None: there is none, or it
+    was not read.
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -165,6 +168,7 @@ class Context:
     multikueue_queue: bool = False
     lws_immutable_group_size: bool = True
     owners: Mapping[tuple[str, str, str], workloads.Owner] | None = None
+    statefulset_workload: Mapping[str, Any] | None = None
 
 
 MULTIKUEUE_MANAGED_BY: Final = "kueue.x-k8s.io/multikueue"
@@ -1290,9 +1294,7 @@ def _through_pods_update(
 
     While the new object is one Kueue manages (:func:`_managed_by_kueue`), a StatefulSet's and a
     LeaderWorkerSet's pods must stay what its Workload was admitted for (:func:`_statefulset_managed_update`,
-    :func:`_lws_managed_update`). Not checked: a StatefulSet scaled up from 0 while the Workload of its
-    scale-down is still being deleted (Kueue reads the Workload), and the AdmissionGatedBy rules (gate
-    AdmissionGatedBy)."""
+    :func:`_lws_managed_update`). Not checked: the AdmissionGatedBy rules (gate AdmissionGatedBy)."""
     status = old.get("status")
     ready = workloads.parse_int(status.get("readyReplicas")) if isinstance(status, dict) else None
     suspended = not ready
@@ -1304,7 +1306,7 @@ def _through_pods_update(
     if not _managed_by_kueue(new, context):
         return errors
     if served.kind == "StatefulSet":
-        errors += _statefulset_managed_update(old, new)
+        errors += _statefulset_managed_update(old, new, context)
     elif served.kind == "LeaderWorkerSet":
         errors += _lws_managed_update(old, new, context)
     return errors
@@ -1321,25 +1323,78 @@ def _managed_by_kueue(obj: Mapping[str, Any], context: Context) -> bool:
     return bool(queue_name(obj)) or (context.manage_jobs_without_queue_name and context.namespace_managed)
 
 
-def _statefulset_managed_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[FieldError]:
+def _replicas(obj: Mapping[str, Any]) -> int | None:
+    """A StatefulSet's ``spec.replicas`` (default 1), None when it is not an integer."""
+    raw = _spec(obj).get("replicas")
+    return 1 if raw is None else workloads.parse_int(raw)
+
+
+def _scaled_up_from_zero(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether ``old`` has ``spec.replicas`` 0 and ``new`` more."""
+    new_replicas = _replicas(new)
+    return _replicas(old) == 0 and new_replicas is not None and new_replicas > 0
+
+
+def _scale_down_pods(new: Mapping[str, Any]) -> int:
+    """The pods the StatefulSet still has (``status.replicas``, 0 when absent or not an integer)."""
+    return workloads.parse_int(_mapping(new.get("status")).get("replicas")) or 0
+
+
+def scale_up_workload(served: Target, old: Mapping[str, Any], new: Mapping[str, Any], context: Context) -> str | None:
+    """The name of the Workload Kueue's StatefulSet webhook reads for the update of ``old`` into ``new`` in their
+    namespace, so that a webhook reads it only then (``Context.statefulset_workload``): a StatefulSet Kueue
+    manages (:func:`_managed_by_kueue`, in ``context``) and no other framework does, scaled up from 0
+    (``spec.replicas``) with no pod of the scale-down left (``status.replicas`` 0), whose group's Workload is
+    ``statefulset-<old's name>-<hash of old's UID>`` (statefulset_reconciler.go findWorkload; the legacy name
+    without a UID that Kueue also tries is never made by kueue-es). None otherwise."""
+    if served.kind != "StatefulSet" or served.api_version != serving.APPS_API:
+        return None
+    if serving.statefulset_managed_by_other(new) or not _managed_by_kueue(new, context):
+        return None
+    if not _scaled_up_from_zero(old, new) or _scale_down_pods(new) > 0:
+        return None
+    meta = _meta(old)
+    return serving.statefulset_workload_name(str(meta.get("name") or ""), str(meta.get("uid") or ""))
+
+
+def workload_on_hold(workload: Mapping[str, Any]) -> bool:
+    """Whether a Workload object (as the API server has it) is on hold: its ``QuotaReserved`` condition is False
+    with reason ``OnHold``, as the StatefulSet reconciler leaves the Workload of a StatefulSet scaled to zero
+    (Kueue pkg/workload/workload.go IsOnHold)."""
+    conditions = _mapping(workload.get("status")).get("conditions")
+    for condition in conditions if isinstance(conditions, list) else []:
+        if isinstance(condition, Mapping) and condition.get("type") == "QuotaReserved":
+            return condition.get("status") == "False" and condition.get("reason") == "OnHold"
+    return False
+
+
+def _statefulset_managed_update(old: Mapping[str, Any], new: Mapping[str, Any], context: Context) -> list[FieldError]:
     """statefulset_webhook.go ValidateUpdate, while Kueue manages the StatefulSet: the pod spec's
     admission-relevant shape is immutable (jobframework ValidateImmutablePodGroupPodSpec over
     :func:`pods.spec_shape`), and ``spec.replicas`` (default 1) changes only to or from 0 (Kueue's
     TODO #3279: no custom resizes); a scale-up from 0 while pods of the scale-down are still there
-    (``status.replicas`` > 0) is Forbidden."""
+    (``status.replicas`` > 0) is Forbidden, and so is one while the Workload of the scale-down
+    (``context.statefulset_workload``) is there but not on hold (:func:`workload_on_hold`): Kueue #7479 counts
+    it as still being deleted, and a Workload on hold is the one the scale-up lets go."""
     old_spec, new_spec = _spec(old), _spec(new)
     errors = _pod_spec_changes(_template_spec(new_spec.get("template")), _template_spec(old_spec.get("template")))
     errors = [dataclasses.replace(e, field=f"spec.template.spec{e.field}") for e in errors]
     old_raw, new_raw = old_spec.get("replicas"), new_spec.get("replicas")
-    old_replicas = 1 if old_raw is None else workloads.parse_int(old_raw)
-    new_replicas = 1 if new_raw is None else workloads.parse_int(new_raw)
+    old_replicas, new_replicas = _replicas(old), _replicas(new)
     if new_replicas != 0 and old_replicas != 0 and old_raw != new_raw:
         errors.append(FieldError(type="Invalid", field="spec.replicas", value=new_raw, detail=_IMMUTABLE))
-    if old_replicas == 0 and new_replicas is not None and new_replicas > 0:
-        now = workloads.parse_int(_mapping(new.get("status")).get("replicas")) or 0
-        if now > 0:
+    if _scaled_up_from_zero(old, new):
+        if _scale_down_pods(new) > 0:
             errors.append(
                 FieldError(type="Forbidden", field="spec.replicas", detail="scaling down is still in progress")
+            )
+        elif context.statefulset_workload is not None and not workload_on_hold(context.statefulset_workload):
+            errors.append(
+                FieldError(
+                    type="Forbidden",
+                    field="spec.replicas",
+                    detail="workload from previous scale-down is still being deleted",
+                )
             )
     return errors
 

@@ -1626,7 +1626,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     def _kueue_validate(self, ref: resources.ResourceRef, obj: dict[str, Any], *, old: dict[str, Any] | None) -> None:
         """Kueue's validating job webhooks (:func:`kueue_es.jobframework.webhooks.validate_create` and
         ``validate_update``), when the emulator plays Kueue's webhooks (its default ``create_hooks``):
-        a refusal is 403 Forbidden with the message kube-apiserver gives for a denying webhook,
+        a StatefulSet scaled up from 0 has its scale-down's Workload read from the store
+        (:func:`webhooks.scale_up_workload`); a refusal is 403 Forbidden with the message kube-apiserver gives
+        for a denying webhook,
         ``admission webhook "vjob.kb.io" denied the request: <field errors>``."""
         if not self.kueue_validation or not any(hook in self.create_hooks for hook in KUEUE_WEBHOOKS):
             return
@@ -1646,6 +1648,10 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             mutated = webhooks.default(ref.api_version, ref.kind, obj, context=context)
             errors = webhooks.validate_create(ref.api_version, ref.kind, mutated, context=context)
         else:
+            if (workload_name := webhooks.scale_up_workload(served, old, obj, context)) is not None:
+                # statefulset_webhook.go ValidateUpdate reads the scale-down's Workload (findWorkload)
+                found = self._store.select(resources.WORKLOADS, namespace=namespace, name=workload_name)
+                context = dataclasses.replace(context, statefulset_workload=found[0] if found else None)
             errors = webhooks.validate_update(ref.api_version, ref.kind, old, obj, context=context)
         if errors:
             raise store.StoreError(

@@ -6,8 +6,9 @@ AdmissionReview is answered from the pure rules (:mod:`.review`,
 :mod:`kueue_es.jobframework.webhooks`); the Kubernetes API is asked only whether a
 namespace has a ``default`` LocalQueue, what a job's LocalQueue's ClusterQueue checks
 (MultiKueue), the labels of the job's Namespace (``--config``'s
-``managedJobsNamespaceSelector``) and the owners of a job's controller chain (is it part of a
-managed job's workload: :func:`read_owners`), each only when the answer depends on it. ``POST /convert`` is
+``managedJobsNamespaceSelector``), the owners of a job's controller chain (is it part of a
+managed job's workload: :func:`read_owners`) and the Workload of a StatefulSet scaled up from 0, each
+only when the answer depends on it. ``POST /convert`` is
 Kueue's CRD conversion webhook (v1beta1 <-> v1beta2, :mod:`kueue_es.events.v1beta1`), which the
 ClusterQueue, Cohort, LocalQueue, Workload and MultiKueueCluster CRDs of deploy/crds call. The kinds
 of the frameworks ``--config``'s ``integrations.frameworks`` leaves out get Kueue's no-op
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import json
 import ssl
@@ -139,6 +141,27 @@ def api_owner_read(api: k8s_client.ApiClient) -> OwnerRead:
     return read
 
 
+WorkloadRead = Callable[[str, str], Awaitable[Mapping[str, Any] | None]]
+"""The Workload ``(namespace, name)`` (None: no such Workload)."""
+
+
+def api_workload_read(api: k8s_client.ApiClient) -> WorkloadRead:
+    """The read through the Kubernetes API: GET the Workload, as Kueue's StatefulSet webhook does for a scale-up
+    from 0 (statefulset_webhook.go ValidateUpdate, findWorkload; 404: None)."""
+
+    async def read(namespace: str, name: str) -> Mapping[str, Any] | None:
+        try:
+            return await client.get_object(api, resources.WORKLOADS, namespace=namespace, name=name)
+        except errors.NotFoundError:
+            return None
+
+    return read
+
+
+async def _no_workloads(_namespace: str, _name: str) -> Mapping[str, Any] | None:
+    return None
+
+
 async def read_owners(
     obj: Mapping[str, Any],
     *,
@@ -177,6 +200,7 @@ def app(
     namespace_labels: NamespaceLookup = _no_namespaces,
     owner_read: OwnerRead | None = None,
     feature_gates: Mapping[str, bool] | None = None,
+    workload_read: WorkloadRead = _no_workloads,
 ) -> aiohttp.web.Application:
     """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
     :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``.
@@ -195,7 +219,8 @@ def app(
     webhook refuses (:func:`review.refuses_on_walk`); None: not read, the controller's kind alone decides
     (:func:`webhooks.owner_managed`). ``feature_gates``: the Configuration's, for Kueue's Workload webhooks
     (:func:`_workload`; ElasticJobsViaWorkloadSlices on with ``elastic_jobs`` too, every other gate at its
-    default)."""
+    default). ``workload_read``: the Workload of a managed StatefulSet scaled up from 0, read only then
+    (:func:`webhooks.scale_up_workload`; the default: none); a failed read fails the call (500)."""
     gates = {**(feature_gates or {}), **({slices.GATE: True} if elastic_jobs else {})}
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
@@ -321,6 +346,19 @@ def app(
             multikueue_queue=uses_multikueue,
             owners=owners,
         )
+        if (
+            verb == "validate"
+            and parsed.operation == "UPDATE"
+            and parsed.old is not None
+            and (workload_name := webhooks.scale_up_workload(target, parsed.old, parsed.obj, context)) is not None
+        ):
+            namespace = parsed.namespace or "default"
+            try:
+                workload = await workload_read(namespace, workload_name)
+            except errors.KubeError as err:  # Kueue's webhook fails the call when it cannot read the Workload
+                log.warning("webhook_lookup_failed", namespace=namespace, error=str(err))
+                return aiohttp.web.Response(text=f"cannot read the workload: {err}\n", status=500)
+            context = dataclasses.replace(context, statefulset_workload=workload)
         answer = (review.mutate if verb == "mutate" else review.validate)(parsed, target, context=context)
         log.info(
             "admission_reviewed",
@@ -458,7 +496,7 @@ async def serve_webhook(
 ) -> None:
     """Answer Kueue's job webhooks on ``host:port`` until ``stop`` is set.
 
-    ``api``: the Kubernetes API (for the ``default`` LocalQueue, MultiKueue, Namespace and owner lookups
+    ``api``: the Kubernetes API (for the ``default`` LocalQueue, MultiKueue, Namespace, owner and Workload lookups
     and the rotation; None: no lookups, as if no namespace had a ``default`` LocalQueue or labels besides its
     name, and a job's controller decided by its kind alone). ``rotation_settings``: internal certificate management through ``api``; without it the
     files in ``cert_dir`` (made for localhost when missing) are served and reloaded every
@@ -506,6 +544,7 @@ async def serve_webhook(
         else namespace_selector,
         namespace_labels=api_namespace_lookup(api) if api is not None else _no_namespaces,
         owner_read=api_owner_read(api) if api is not None else None,
+        workload_read=api_workload_read(api) if api is not None else _no_workloads,
         ready=ready,
     )
     async with serve_https(application, host=host, port=port, context=serving.context) as url:

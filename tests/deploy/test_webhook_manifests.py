@@ -189,6 +189,7 @@ def test_the_webhook_may_touch_only_its_own_objects() -> None:
     assert by_resource["clusterqueues"]["verbs"] == ["get"]  # MultiKueue's managedBy (docs/multikueue.md)
     assert by_resource["admissionchecks"]["verbs"] == ["list"]
     assert by_resource["namespaces"]["verbs"] == ["get"]  # their labels: managedJobsNamespaceSelector
+    assert by_resource["workloads"]["verbs"] == ["get"]  # a StatefulSet's scale-down Workload (statefulset_webhook.go)
     # the owners of a job's controller chain (the walk of FindAncestorJobManagedByKueue): get only, every kind
     # that may own a job (pods.is_job_owner), and nothing else of the jobs
     from kueue_es.jobframework import integrations
@@ -212,6 +213,7 @@ def test_the_webhook_may_touch_only_its_own_objects() -> None:
         "clusterqueues",
         "admissionchecks",
         "namespaces",
+        "workloads",
         "mutatingwebhookconfigurations",
         "validatingwebhookconfigurations",
         "customresourcedefinitions",

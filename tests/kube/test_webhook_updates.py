@@ -356,3 +356,127 @@ async def test_the_emulator_relays_the_statefulset_webhook_s_denial() -> None:
             assert scaled["spec"]["replicas"] == 0
         finally:
             await api.close()
+
+
+def scaled_down(*, queue: str | None = "q") -> dict[str, Any]:
+    """A StatefulSet ``web`` (UID ``sts-uid``) scaled to 0, its pods gone."""
+    sts = apps("StatefulSet", queue=queue)
+    sts["metadata"]["uid"] = "sts-uid"
+    sts["spec"]["replicas"] = 0
+    sts["status"] = {"replicas": 0, "readyReplicas": 0}
+    return sts
+
+
+def scale_down_workload(*, on_hold: bool) -> dict[str, Any]:
+    """The Workload of ``scaled_down()``'s group, on hold (QuotaReserved False, reason OnHold) or still admitted."""
+    reason = {"status": "False", "reason": "OnHold"} if on_hold else {"status": "True", "reason": "QuotaReserved"}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": serving.statefulset_workload_name("web", "sts-uid"), "namespace": "team"},
+        "status": {"conditions": [{"type": "QuotaReserved", "message": "", **reason}]},
+    }
+
+
+SCALE_UP_REFUSAL = "spec.replicas: Forbidden: workload from previous scale-down is still being deleted"
+
+
+async def test_a_statefulset_is_not_scaled_up_while_its_scale_down_workload_is_not_on_hold() -> None:
+    """Kueue #7479 (statefulset_webhook.go ValidateUpdate): a managed StatefulSet scaled up from 0 with no pod
+    left is refused while its group's Workload (findWorkload: statefulset-<name>-<hash of its UID>) exists
+    without being on hold; allowed when that Workload is on hold (the scale-up lets it go) or gone. The server
+    reads the Workload only for such a scale-up. Before, kueue-es never read it and let every scale-up through."""
+    read: list[tuple[str, str]] = []
+    found: dict[str, Any] | None = None
+
+    async def workload(namespace: str, name: str) -> Mapping[str, Any] | None:
+        read.append((namespace, name))
+        return found
+
+    application = server.app(workload_read=workload)
+    old = scaled_down()
+    up = scaled_down()
+    up["spec"]["replicas"] = 2
+    name = serving.statefulset_workload_name("web", "sts-uid")
+
+    found = scale_down_workload(on_hold=False)
+    refused = await answer(application, "validate", up, old)
+    assert refused["allowed"] is False and refused["status"]["code"] == 403
+    assert refused["status"]["message"] == SCALE_UP_REFUSAL
+    assert read == [("team", name)]
+    found = scale_down_workload(on_hold=True)
+    assert await answer(application, "validate", up, old) == {"allowed": True}
+    found = None
+    assert await answer(application, "validate", up, old) == {"allowed": True}
+
+    read.clear()
+    found = scale_down_workload(on_hold=False)
+    still_zero = scaled_down()
+    still_zero["metadata"]["labels"]["app"] = "web"
+    assert await answer(application, "validate", still_zero, old) == {"allowed": True}
+    going = scaled_down()
+    going["spec"]["replicas"] = 2
+    going["status"]["replicas"] = 1
+    refused = await answer(application, "validate", going, scaled_down())
+    assert refused["status"]["message"] == "spec.replicas: Forbidden: scaling down is still in progress"
+    unmanaged, unmanaged_up = scaled_down(queue=None), scaled_down(queue=None)
+    unmanaged_up["spec"]["replicas"] = 2
+    assert await answer(application, "validate", unmanaged_up, unmanaged) == {"allowed": True}
+    assert read == []
+
+
+async def test_the_emulator_reads_the_scale_down_workload_of_a_statefulset_scaled_up() -> None:
+    """``demo``/``up --emulator``: a managed StatefulSet patched up from 0 is refused as Kueue's webhook refuses it
+    while the Workload of its scale-down is there without being on hold, and let through once it is on hold."""
+    async with emulator.serve_emulator() as cluster:
+        api = await client.make_api_client(server=str(cluster.url))
+        try:
+            await client.apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}})
+            body = apps("StatefulSet", queue="q")
+            del body["status"]
+            created = await client.create_object(api, resources.STATEFUL_SETS, namespace="team", body=body)
+            await client.patch_object(
+                api, resources.STATEFUL_SETS, namespace="team", name="web", patch={"spec": {"replicas": 0}}
+            )
+            name = serving.statefulset_workload_name("web", created["metadata"]["uid"])
+            pod_set = {"name": "main", "count": 2, "template": TEMPLATE}
+            await client.create_object(
+                api,
+                resources.WORKLOADS,
+                namespace="team",
+                body={
+                    "apiVersion": "kueue.x-k8s.io/v1beta2",
+                    "kind": "Workload",
+                    "metadata": {"name": name, "namespace": "team"},
+                    "spec": {"queueName": "q", "podSets": [pod_set]},
+                },
+            )
+            with pytest.raises(errors.KubeError) as refused:
+                await client.patch_object(
+                    api, resources.STATEFUL_SETS, namespace="team", name="web", patch={"spec": {"replicas": 2}}
+                )
+            assert refused.value.status == 403
+            assert str(refused.value).endswith(
+                f'admission webhook "vstatefulset.kb.io" denied the request: {SCALE_UP_REFUSAL}'
+            )
+            on_hold = {
+                "type": "QuotaReserved",
+                "status": "False",
+                "reason": "OnHold",
+                "message": serving.STATEFULSET_ON_HOLD_MESSAGE,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+            await client.patch_object(
+                api,
+                resources.WORKLOADS,
+                namespace="team",
+                name=name,
+                subresource="status",
+                patch={"status": {"conditions": [on_hold]}},
+            )
+            scaled = await client.patch_object(
+                api, resources.STATEFUL_SETS, namespace="team", name="web", patch={"spec": {"replicas": 2}}
+            )
+            assert scaled["spec"]["replicas"] == 2
+        finally:
+            await api.close()
