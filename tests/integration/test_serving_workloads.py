@@ -279,6 +279,62 @@ async def test_a_leaderworkerset_relabelled_before_a_replica_is_ready_moves_its_
         await pods_until(api, lambda ps: len(ps) == 6 and all(started(p) for p in ps))
 
 
+async def test_an_unlabelled_leaderworkerset_under_manage_jobs_without_queue_name_waits_then_is_admitted(
+    bus: MemoryBus,
+) -> None:
+    """Kueue #4808 (leaderworkerset_reconciler.go setDefault, constructWorkload, updateWorkload): under
+    manageJobsWithoutQueueName a LeaderWorkerSet without the queue-name label has one Workload per group, naming no
+    LocalQueue and not admitted, its pods gated; labelled with a LocalQueue, the groups' Workloads move there, are
+    admitted and their pods start. Before, its pods stayed gated with no group and no Workload, for good, also
+    once it was labelled."""
+    async with serve_emulator(
+        bookmark_interval=0.2, extra_resources=(LWS_REF,), manage_jobs_without_queue_name=True
+    ) as emu:
+        api = await kube.make_api_client(server=emu.url)
+        try:
+            dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+            watcher = Watcher(bus=bus, api=api, manage_jobs_without_queue_name=True)
+            simulated = SimulatedControllers(api, watch_options={"timeout_seconds": 5})
+            async with running(
+                watcher.run(),
+                admitter(bus).run(),
+                dispatcher.fold_forever(),
+                dispatcher.consume(consumer),
+                dispatcher.watch_pods(),
+                dispatcher.ungate_forever(),
+                simulated.run(),
+            ):
+                await set_up_queues(api)
+                [doc] = examples.load("serving-workloads/sample-leaderworkerset.yaml")
+                labels = {k: v for k, v in doc["metadata"]["labels"].items() if k != workloads.QUEUE_LABEL}
+                doc["metadata"] = {**doc["metadata"], "namespace": "default", "labels": labels}
+                lws = await kube.apply_manifest(api, doc)
+                uid = lws["metadata"]["uid"]
+                groups = [serving.lws_workload_name("nginx-leaderworkerset", uid, str(i)) for i in range(2)]
+                for group in groups:
+                    waiting = await workload_until(
+                        api, group, lambda w: condition(w, "QuotaReserved").get("status") == "False"
+                    )
+                    assert waiting["spec"].get("queueName", "") == ""
+                gated = await pods_until(api, lambda ps: len(ps) == 6)
+                assert all(pod_integration.is_gated(p) for p in gated)
+                assert all(workloads.QUEUE_LABEL not in p["metadata"]["labels"] for p in gated)
+                await kube.patch_object(
+                    api,
+                    LWS_REF,
+                    namespace="default",
+                    name="nginx-leaderworkerset",
+                    patch={"metadata": {"labels": {workloads.QUEUE_LABEL: "user-queue"}}},
+                )
+                await wait_for(bus, types.WorkloadAdmitted, count=2, timeout=20)
+                for group in groups:
+                    moved = await workload_until(api, group, lambda w: condition(w, "Admitted").get("status") == "True")
+                    assert moved["spec"]["queueName"] == "user-queue"
+                await pods_until(api, lambda ps: len(ps) == 6 and all(started(p) for p in ps))
+        finally:
+            await api.close()
+
+
 async def test_statefulset_scaled_to_zero_keeps_its_workload_on_hold(api: Any, bus: MemoryBus) -> None:
     """Kueue v0.19 (statefulset_reconciler.go): scaled to zero, the StatefulSet's Workload stays, its quota
     released with QuotaReserved=False ``OnHold`` "StatefulSet scaled to zero; workload on hold" and not queued;
