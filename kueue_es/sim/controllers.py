@@ -38,6 +38,10 @@ controllers do, enough for Kueue's view of them:
   ``<jobset>-<replicatedJob>-<index>``, suspended and resumed with the JobSet, its
   ``replicatedJobsStatus`` and its Completed condition once its Jobs complete (the rules:
   :mod:`kueue_es.sim.jobsets`); the Jobs run in :mod:`kueue_es.sim.kubelet` as any other.
+* Kubeflow training jobs (PyTorchJob, TFJob, XGBoostJob, PaddleJob, JAXJob, MPIJob) and TrainJob: the
+  training operators' pods ``<job>-<type>-<index>``, their replica statuses and conditions, and the JobSet
+  the Trainer makes of a TrainJob and its runtime (the rules: :mod:`kueue_es.sim.training`); the pods finish
+  in :mod:`kueue_es.sim.kubelet`, the JobSet runs as above.
 * Garbage collection: an object whose controller (one of these kinds) is gone is deleted (a CronJob's
   Jobs, a Job's pods, a RayJob's RayCluster, an AppWrapper's Deployment, ...), the background cascading deletion; an object being deleted (a foreground
   deletion waiting for its dependents) gets no new dependents. A Workload object whose owners (of these
@@ -72,11 +76,11 @@ from typing import Any
 import structlog
 from kubernetes_asyncio import client as k8s_client
 
-from kueue_es.events import slices
+from kueue_es.events import manifests, slices
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.sim import appwrappers, cronjobs, garbage, jobsets, kuberay, store
+from kueue_es.sim import appwrappers, cronjobs, garbage, jobsets, kuberay, store, training
 
 logger = structlog.get_logger(__name__)
 
@@ -108,7 +112,52 @@ APPWRAPPER_REF = resources.ResourceRef(
     status_subresource=True,
 )
 #: The kinds whose CRD may be installed after the controllers start (``kubectl apply`` of the CRD).
-_CRD_KINDS = ("LeaderWorkerSet", "RayCluster", "RayJob", "AppWrapper", "JobSet", "Workload")
+#: The Kubeflow training kinds (:mod:`kueue_es.sim.training`), the Trainer's TrainJob and its runtimes.
+TRAINING_REFS = {
+    k.kind: resources.ResourceRef(
+        group=k.api_version.split("/")[0],
+        version=k.api_version.split("/")[1],
+        plural=k.plural,
+        kind=k.kind,
+        namespaced=True,
+        status_subresource=True,
+    )
+    for k in training.KINDS.values()
+}
+TRAINJOB_REF = resources.ResourceRef(
+    group="trainer.kubeflow.org",
+    version="v1alpha1",
+    plural="trainjobs",
+    kind="TrainJob",
+    namespaced=True,
+    status_subresource=True,
+)
+RUNTIME_REFS = {
+    kind: resources.ResourceRef(
+        group="trainer.kubeflow.org",
+        version="v1alpha1",
+        plural=plural,
+        kind=kind,
+        namespaced=namespaced,
+        status_subresource=False,
+    )
+    for kind, plural, namespaced in (
+        ("TrainingRuntime", "trainingruntimes", True),
+        ("ClusterTrainingRuntime", "clustertrainingruntimes", False),
+    )
+}
+#: The kinds whose CRD may be installed after the controllers start (``kubectl apply`` of the CRD).
+_CRD_KINDS = (
+    "LeaderWorkerSet",
+    "RayCluster",
+    "RayJob",
+    "AppWrapper",
+    "JobSet",
+    "Workload",
+    *TRAINING_REFS,
+    "TrainJob",
+    *RUNTIME_REFS,
+)
 #: KubeRay's pod labels (ray-operator utils: RayClusterLabelKey, RayNodeTypeLabelKey, RayNodeGroupLabelKey).
 RAY_CLUSTER_LABEL, RAY_NODE_TYPE_LABEL, RAY_GROUP_LABEL = (
     kuberay.CLUSTER_LABEL,
@@ -136,6 +185,9 @@ _KINDS = {
     "JobSet": resources.JOBSETS,
     "Workload": resources.WORKLOADS,  # only collected: a Workload whose owners are gone (:meth:`_collect_workloads`)
     "Node": resources.NODES,  # only read: where the scheduler stand-in binds pods (:func:`pick_node`)
+    **TRAINING_REFS,
+    "TrainJob": TRAINJOB_REF,
+    **RUNTIME_REFS,  # only read: what a TrainJob's JobSet is built of
 }
 _OWNER_API = {
     "Deployment": "apps/v1",
@@ -594,6 +646,13 @@ class SimulatedControllers:
             await self._ray_cluster(cluster)
         for aw in self._live("AppWrapper"):
             await self._appwrapper(aw)
+        for kind in training.KINDS:
+            if kind in self._synced:
+                for job in self._live(kind):
+                    await self._training_job(training.KINDS[kind], job)
+        if {"TrainJob", "JobSet"} <= self._synced:
+            for trainjob in self._live("TrainJob"):
+                await self._trainjob(trainjob)
         await self._run_pods()
 
     def _live(self, kind: str) -> list[Object]:
@@ -801,6 +860,40 @@ class SimulatedControllers:
         for job, patch in wanted.patch:
             await self._patch("Job", job, patch)
         await self._replace_status("JobSet", jobset, wanted.status)
+
+    async def _training_job(self, kind: training.Kind, job: Object) -> None:
+        """A Kubeflow training operator's pass over one job (:func:`training.sync`): its pods created or
+        deleted, then its status."""
+        wanted = training.sync(kind, job, self._owned("Pod", job), now=store.format_timestamp(self._clock()))
+        for pod in wanted.delete:
+            await self._delete("Pod", pod)
+        for pod in wanted.create:
+            try:
+                await self._create("Pod", pod)
+            except errors.KubeError as err:  # refused (a webhook, a quota): tried again on the next pass
+                logger.warning("sim_training_pod_refused", pod=pod["metadata"]["name"], error=str(err))
+        await self._replace_status(kind.kind, job, wanted.status)
+
+    async def _trainjob(self, trainjob: Object) -> None:
+        """The Kubeflow Trainer's pass over one TrainJob (:func:`training.sync_trainjob`): its JobSet created,
+        suspended or resumed, then its status. A TrainJob whose runtime is missing is left as it is (the
+        Trainer reports it; Kueue makes no Workload for it either)."""
+        meta = trainjob["metadata"]
+        child = next((j for j in self._owned("JobSet", trainjob) if j["metadata"]["name"] == meta["name"]), None)
+        runtimes = {kind: self.objects.get(kind, {}) for kind in RUNTIME_REFS}
+        try:
+            wanted = training.sync_trainjob(trainjob, child, runtimes, now=store.format_timestamp(self._clock()))
+        except manifests.ManifestError as err:
+            logger.warning("sim_trainjob_not_built", trainjob=f"{meta.get('namespace')}/{meta['name']}", error=str(err))
+            return
+        if wanted.jobset_create is not None:
+            try:
+                await self._create("JobSet", wanted.jobset_create)
+            except errors.KubeError as err:
+                logger.warning("sim_trainjob_jobset_refused", trainjob=meta["name"], error=str(err))
+        if child is not None and wanted.jobset_patch is not None:
+            await self._patch("JobSet", child, wanted.jobset_patch)
+        await self._replace_status("TrainJob", trainjob, wanted.status)
 
     async def _elastic_job(self, job: Object) -> None:
         """The Job controller's pods, for an elastic Job only (``kueue.x-k8s.io/elastic-job: "true"``; the pods

@@ -79,7 +79,8 @@ reason ``Completed``), ``Ready`` and ``ContainersReady`` False with reason
 ``PodCompleted``, and no ``message``.  Only pods nothing else runs finish here:
 
 * a pod with a controller owner reference (a ReplicaSet's, a StatefulSet's, an
-  elastic Job's, a RayCluster's) is left to that owner, as before;
+  elastic Job's, a RayCluster's) is left to that owner, as before -- but for a Kubeflow training job's
+  (a PyTorchJob's, an MPIJob's, ...: :mod:`kueue_es.sim.training`), which runs as a plain pod;
 * a pod with ``restartPolicy`` Always (the default) never succeeds, as a kubelet
   restarts its exited containers;
 * a serving pod (``kueue.x-k8s.io/pod-group-serving: "true"``) runs until deleted
@@ -108,7 +109,7 @@ from kueue_es.events import slices
 from kueue_es.jobframework.pods import SERVING_ANNOTATION
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.sim import controllers, store
+from kueue_es.sim import controllers, store, training
 
 logger = structlog.get_logger(__name__)
 
@@ -575,8 +576,11 @@ def finishes_pod(pod: dict[str, Any]) -> bool:
     metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     if (pod.get("status") or {}).get("phase") != "Running" or metadata.get("deletionTimestamp"):
         return False
-    if any(isinstance(ref, dict) and ref.get("controller") for ref in metadata.get("ownerReferences") or []):
-        return False
+    for ref in metadata.get("ownerReferences") or []:
+        # a training operator's pod runs its containers to their end as a plain pod does (its operator only
+        # reads the pod's phase, kueue_es.sim.training); other controllers' pods are theirs to finish
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") not in training.KINDS:
+            return False
     if spec.get("restartPolicy") not in ("Never", "OnFailure"):
         return False  # Always, the default: a kubelet restarts containers that exit, so the pod never succeeds
     annotations = metadata.get("annotations") or {}
