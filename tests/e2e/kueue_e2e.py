@@ -26,7 +26,7 @@ from kueue_es.services import ports
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
-from kueue_es.sim.controllers import APPWRAPPER_REF, LWS_REF, RAYCLUSTER_REF, RAYJOB_REF
+from kueue_es.sim.controllers import APPWRAPPER_REF, LWS_REF, RAYCLUSTER_REF, RAYJOB_REF, TRAINING_REFS, TRAINJOB_REF
 from kueue_es.sim.kubelet import SIM_DURATION_ANNOTATION
 from tests.e2e.demo_process import Demo, eventually
 from tests.e2e.waiting import eventually as _eventually
@@ -63,6 +63,10 @@ KINDS = {
     "rayjob": RAYJOB_REF,
     "raycluster": RAYCLUSTER_REF,
     "appwrapper": APPWRAPPER_REF,
+    "pytorchjob": TRAINING_REFS["PyTorchJob"],
+    "jaxjob": TRAINING_REFS["JAXJob"],
+    "mpijob": TRAINING_REFS["MPIJob"],
+    "trainjob": TRAINJOB_REF,
 }
 
 
