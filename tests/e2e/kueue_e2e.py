@@ -88,9 +88,22 @@ class E2E:
         assert port, f"metrics_url: the admitter has reported no health port under {self.run_dir}"
         return f"http://127.0.0.1:{port}/metrics"
 
+    async def ready_metrics_url(self) -> str:
+        """:meth:`metrics_url` once the admitter has said where it serves (a step may start before the demo's
+        admitter has bound its health port)."""
+        assert self.run_dir is not None, "ready_metrics_url: this E2E was made without the demo's run directory"
+        where = self.run_dir / "logs" / "ports" / "admitter"
+
+        async def reported() -> int | None:
+            return ports.read(where, ports.HEALTH)
+
+        await eventually(reported, what="the admitter's health port")
+        return self.metrics_url()
+
     async def kueue_metrics(self) -> str:
-        """The text of the admitter's ``/metrics`` (:meth:`metrics_url`)."""
-        async with aiohttp.ClientSession() as session, session.get(self.metrics_url()) as response:
+        """The text of the admitter's ``/metrics`` (:meth:`ready_metrics_url`)."""
+        url = await self.ready_metrics_url()
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
             response.raise_for_status()
             return await response.text()
 

@@ -403,11 +403,17 @@ async def kueue_target_up_with_build_info(e2e: E2E) -> None:
     scrape of the admitter succeed (up = 1) is checked, an HTTP 200 in Prometheus's text format that parses, with
     ``kueue_build_info`` at 1. How a Prometheus finds the target (Kueue's ServiceMonitor; kueue-es's pod
     annotations and PodMonitor) is tests/deploy/test_monitoring.py's."""
-    async with aiohttp.ClientSession() as session, session.get(e2e.metrics_url()) as response:
-        assert response.status == 200, response.status
-        assert response.headers["Content-Type"].startswith("text/plain; version="), response.headers  # text format
-        text = await response.text()
-    build_info = [value for name, _, value in _values(text) if name == "kueue_build_info"]
+    url = await e2e.ready_metrics_url()
+
+    async def scraped() -> list[float] | None:
+        # the families are exported once the admitter holds its lease (a demo just started may not yet)
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            assert response.status == 200, response.status
+            assert response.headers["Content-Type"].startswith("text/plain; version="), response.headers
+            text = await response.text()
+        return [value for name, _, value in _values(text) if name == "kueue_build_info"] or None
+
+    build_info = await eventually(scraped, what="kueue_build_info on the admitter's /metrics")
     assert build_info == [1.0], build_info
 
 
