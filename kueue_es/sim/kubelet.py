@@ -154,7 +154,8 @@ class SimulatedKubelet:
         # Jobs whose Suspended Event was recorded and no Resumed since: a watch event still carrying the status
         # from before this kubelet wrote Suspended must not record it twice
         self._said_suspended: set[str] = set()
-        # Job UID -> the UIDs of its pods counted failed (a pod's deletion is seen as an update, then DELETED)
+        # Job UID -> the UIDs of its pods accounted for: counted failed, or deleted by its suspension (no failure);
+        # a pod's deletion is seen as an update, then DELETED
         self._failed_pods: dict[str, set[str]] = {}
         self._killing: set[str] = set()  # UIDs of deleted pods being written Failed
 
@@ -383,6 +384,12 @@ class SimulatedKubelet:
         """Start (or resume) one Job, wait its duration, then complete it."""
         metadata = job["metadata"]
         log = self._log.bind(job=metadata["name"], job_namespace=metadata.get("namespace"))
+        # the Job as it is now: a watch event for a Job suspended and at once unsuspended (Kueue's reconciler
+        # resumes an admitted Job suspended by hand) can still carry the startTime this kubelet's suspension removed
+        current = await self._still_running(job, log=log)
+        if current is None:
+            return
+        job = current
         duration = _duration_of(job, default=self._default_duration, log=log)
         started_at = _parse_time(job.get("status", {}).get("startTime"))
         pods = await self._job_pods(job)
@@ -497,10 +504,14 @@ class SimulatedKubelet:
         return out
 
     async def _delete_pods(self, job: dict[str, Any]) -> None:
-        """Delete the active pods of a suspended ``job``, as the Job controller does (finished pods stay)."""
+        """Delete the active pods of a suspended ``job``, as the Job controller does (finished pods stay); they are
+        no failures, even when their deletion is seen after the Job runs again."""
         for pod in await self._job_pods(job):
             if not controllers.is_active(pod):
                 continue
+            # counted already, so _job_pod_changed leaves them: the Job may be unsuspended before their deletion
+            # reaches the pod watch
+            self._failed_pods.setdefault(_uid(job), set()).add(_uid(pod))
             metadata = pod["metadata"]
             try:
                 await _until_reachable(

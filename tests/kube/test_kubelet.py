@@ -167,6 +167,36 @@ async def test_the_job_controller_records_its_events(
     assert len(created) == 4 and all(name.startswith("told-") for name in created)
 
 
+async def test_a_job_suspended_and_resumed_at_once_says_it_runs_again(
+    api: k8s_client.ApiClient, sim_kubelet: kubelet.SimulatedKubelet
+) -> None:
+    """``kubectl patch job J -p '{"spec":{"suspend":true}}'`` on an admitted Job: Kueue's reconciler unsuspends it at
+    once (jobframework/reconciler.go "Job admitted, unsuspending"), so the watch brings the resume before the
+    kubelet wrote the suspension. The Job controller still reports the new run: ``Suspended`` False (JobResumed), a
+    fresh ``startTime``, ``active`` pods and a ``Resumed`` Event after ``Suspended``, and the pods its suspension deleted are no
+    failures. Before, the resume was read from the stale watch event (startTime still set): the Job kept
+    ``Suspended`` True and ``active`` 0 while its new pods ran, and the deleted pods counted in ``failed``."""
+    body = job("flick", suspend=False, duration=30, parallelism=2, completions=2)
+    await client.create_object(api, resources.JOBS, namespace="default", body=body)
+    await wait_for_status(api, "flick", lambda s: s.get("active") == 2)
+    for suspend in (True, False):
+        patch = {"spec": {"suspend": suspend}}
+        await client.patch_object(api, resources.JOBS, namespace="default", name="flick", patch=patch)
+    resumed = await wait_for_status(
+        api, "flick", lambda s: (condition(s, "Suspended") or {}).get("status") == "False" and s.get("active") == 2
+    )
+    assert resumed["startTime"] and condition(resumed, "Suspended")["reason"] == "JobResumed"
+    async with asyncio.timeout(5):  # the pods and Events of the new run
+        while len([e for e in await job_events(api, "flick") if e[2] == "SuccessfulCreate"]) < 4:
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)  # let the deletions' watch events reach the kubelet
+    status = await job_status(api, "flick")
+    assert not status.get("failed")
+    reasons = [reason for _, _, reason, _ in await job_events(api, "flick")]
+    assert reasons.count("Suspended") == 1 and reasons.count("Resumed") == 1
+    assert reasons.index("Suspended") < reasons.index("Resumed")
+
+
 @pytest.mark.usefixtures("sim_kubelet")
 async def test_duration_annotation_overrides_the_default(api: k8s_client.ApiClient) -> None:
     """A Job annotated with 1.0 s is still running when the default (0.2 s) Job is done."""
