@@ -1,8 +1,9 @@
 """Kubernetes' protobuf request bodies, decoded for the few kinds kubectl's generators write that way.
 
 Why this module exists: ``kubectl create priorityclass high --value=1000`` (and ``kubectl create
-namespace``, ``create job NAME --image=...``, ``create cronjob``, ``create deployment``, and the reviews
-of ``kubectl auth can-i`` and ``auth whoami``) build the object in Go and POST it through a typed client,
+namespace``, ``create job NAME --image=...``, ``create cronjob``, ``create deployment``, ``create role``,
+``create clusterrole``, ``create rolebinding``, ``create clusterrolebinding``, and the reviews of ``kubectl
+auth can-i`` and ``auth whoami``) build the object in Go and POST it through a typed client,
 which sends
 ``Content-Type: application/vnd.kubernetes.protobuf`` for built-in kinds; ``kubectl apply -f`` and
 ``create -f`` send JSON. The emulator speaks JSON, so :func:`decode` turns such a body into the JSON
@@ -187,6 +188,44 @@ def _field_type(kind: str, built: dict[str, dict[int, Field]]) -> str | Mapping[
 
 
 MESSAGES.update({kind: _generated(name) for kind, name in _GENERATED_KINDS.items() if kind not in MESSAGES})
+
+# ``kubectl create role``, ``create clusterrole``, ``create rolebinding`` and ``create clusterrolebinding``
+# (k8s.io/api rbac/v1 generated.proto): how a binding of Kueue's ``kueue-batch-user-role`` or
+# ``kueue-batch-admin-role`` ("Setup RBAC") is typed at a prompt rather than applied from a manifest.
+_POLICY_RULE: Message = {
+    1: Field("verbs", "string", repeated=True),
+    2: Field("apiGroups", "string", repeated=True),
+    3: Field("resources", "string", repeated=True),
+    4: Field("resourceNames", "string", repeated=True),
+    5: Field("nonResourceURLs", "string", repeated=True),
+}
+_SUBJECTS = Field(
+    "subjects",
+    {
+        1: Field("kind", "string"),
+        2: Field("apiGroup", "string"),
+        3: Field("name", "string"),
+        4: Field("namespace", "string"),
+    },
+    repeated=True,
+)
+_ROLE_REF = Field("roleRef", {1: Field("apiGroup", "string"), 2: Field("kind", "string"), 3: Field("name", "string")})
+_LABEL_SELECTOR = _generated("k8s.io.apimachinery.pkg.apis.meta.v1.LabelSelector")
+MESSAGES[("rbac.authorization.k8s.io/v1", "Role")] = {
+    1: Field("metadata", OBJECT_META),
+    2: Field("rules", _POLICY_RULE, repeated=True),
+}
+MESSAGES[("rbac.authorization.k8s.io/v1", "ClusterRole")] = {
+    1: Field("metadata", OBJECT_META),
+    2: Field("rules", _POLICY_RULE, repeated=True),
+    3: Field("aggregationRule", {1: Field("clusterRoleSelectors", _LABEL_SELECTOR, repeated=True)}),
+}
+for _binding in ("RoleBinding", "ClusterRoleBinding"):
+    MESSAGES[("rbac.authorization.k8s.io/v1", _binding)] = {
+        1: Field("metadata", OBJECT_META),
+        2: _SUBJECTS,
+        3: _ROLE_REF,
+    }
 
 _UNKNOWN: Message = {
     1: Field("typeMeta", {1: Field("apiVersion", "string"), 2: Field("kind", "string")}),

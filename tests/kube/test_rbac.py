@@ -297,3 +297,40 @@ async def test_a_batch_admin_manages_kueues_objects_and_the_roles_show_their_agg
 def test_an_impersonated_user_gets_kube_apiservers_groups(user: str, groups: list[str], expected: tuple[str]) -> None:
     headers = multidict.CIMultiDict([("Impersonate-User", user), *(("Impersonate-Group", g) for g in groups)])
     assert rbac.impersonated(headers) == rbac.User(user, expected)
+
+
+@needs_kubectl
+async def test_kubectls_create_role_and_binding_commands_bind_kueues_roles(kueue_cluster: Any, tmp_path: Path) -> None:
+    """The bindings of Kueue's "Setup RBAC" typed with kubectl's generators rather than applied from a manifest:
+    ``kubectl create rolebinding|clusterrolebinding|role|clusterrole`` send protobuf bodies, which the emulator
+    refused before (415: "reads protobuf bodies only for ..."), so ``kubectl create rolebinding alice-user
+    --clusterrole=kueue-batch-user-role --user=alice`` failed where a cluster stores the binding."""
+    kubectl = Kubectl(kueue_cluster.url, tmp_path)
+    assert await _can_i(kubectl, "create", "jobs", "-n", "default", "--as", "alice") == "no"
+    out = await kubectl.ok(
+        "create", "rolebinding", "alice-user", "--clusterrole=kueue-batch-user-role", "--user=alice", "-n", "default"
+    )
+    assert out.strip() == "rolebinding.rbac.authorization.k8s.io/alice-user created"
+    stored = json.loads(await kubectl.ok("get", "rolebinding", "alice-user", "-n", "default", "-o", "json"))
+    assert stored["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]
+    assert stored["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "kueue-batch-user-role",
+    }
+    assert await _can_i(kubectl, "create", "jobs", "-n", "default", "--as", "alice") == "yes"
+    assert await _can_i(kubectl, "create", "jobs", "-n", "team-b", "--as", "alice") == "no"
+
+    await kubectl.ok("create", "clusterrolebinding", "admins", "--clusterrole=kueue-batch-admin-role", "--group=ops")
+    assert await _can_i(kubectl, "create", "clusterqueues", "--as", "bob", "--as-group", "ops") == "yes"
+
+    await kubectl.ok("create", "role", "lq-reader", "--verb=get,list", "--resource=localqueues.kueue.x-k8s.io")
+    role = json.loads(await kubectl.ok("get", "role", "lq-reader", "-o", "json"))
+    assert role["rules"] == [{"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues"], "verbs": ["get", "list"]}]
+    await kubectl.ok(
+        "create", "clusterrole", "kueue-viewers", f"--aggregation-rule={user_roles.ROLE_LABEL}=workload-viewer"
+    )
+    aggregated = json.loads(await kubectl.ok("get", "clusterrole", "kueue-viewers", "-o", "json"))
+    assert aggregated["aggregationRule"] == {
+        "clusterRoleSelectors": [{"matchLabels": {user_roles.ROLE_LABEL: "workload-viewer"}}]
+    }
