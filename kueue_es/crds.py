@@ -242,6 +242,121 @@ _IMMUTABLE = Rule(
 _EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _EFFECTS_MESSAGE = "supported taint effect values: 'NoSchedule', 'PreferNoSchedule', 'NoExecute'"
 
+_WORKLOAD_SOURCE = "Kueue workload_types.go Workload (XValidation)"
+
+
+def _holds(obj: Any, condition: str) -> bool:
+    """Whether ``obj``'s status has the condition ``condition`` True (CEL ``self.status.conditions.exists(...)``)."""
+    status = obj.get("status") if isinstance(obj, Mapping) else None
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return any(
+        isinstance(c, Mapping) and c.get("type") == condition and c.get("status") == "True" for c in conditions or []
+    )
+
+
+def _wl_spec(obj: Any) -> Mapping[str, Any]:
+    spec = obj.get("spec") if isinstance(obj, Mapping) else None
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def _same_pod_set_count(wl: Any, _old: Any) -> bool:
+    admission = (wl.get("status") or {}).get("admission")
+    if not _holds(wl, "QuotaReserved") or not isinstance(admission, Mapping):
+        return True
+    return len(_wl_spec(wl).get("podSets") or []) == len(admission.get("podSetAssignments") or [])
+
+
+def _priority_ref_field_kept(name: str) -> Callable[[Any, Any], bool]:
+    def check(wl: Any, old: Any) -> bool:
+        new_ref, old_ref = _wl_spec(wl).get("priorityClassRef"), _wl_spec(old).get("priorityClassRef")
+        if not _holds(old, "QuotaReserved") or new_ref is None or old_ref is None:
+            return True
+        if name == "name" and (new_ref.get("group"), new_ref.get("kind")) != ("scheduling.k8s.io", "PriorityClass"):
+            return True
+        return bool(old_ref.get(name) == new_ref.get(name))
+
+    return check
+
+
+_QUOTA_RESERVED_OLD = (
+    "has(oldSelf.status) && has(oldSelf.status.conditions) && oldSelf.status.conditions.exists(c, "
+    "c.type == 'QuotaReserved' && c.status == 'True')"
+)
+_WORKLOAD_RULES: tuple[Rule, ...] = (
+    Rule(
+        "has(self.status) && has(self.status.conditions) && self.status.conditions.exists(c, "
+        "c.type == 'QuotaReserved' && c.status == 'True') && has(self.status.admission) ? "
+        "size(self.spec.podSets) == size(self.status.admission.podSetAssignments) : true",
+        "podSetAssignments must have the same number of podSets as the spec",
+        _same_pod_set_count,
+        source=_WORKLOAD_SOURCE,
+    ),
+    Rule(
+        f"({_QUOTA_RESERVED_OLD}) ? (!has(oldSelf.spec.priorityClassRef) && !has(self.spec.priorityClassRef)) || "
+        "(has(oldSelf.spec.priorityClassRef) && has(self.spec.priorityClassRef)) : true",
+        "priorityClassRef is immutable while workload quota reserved",
+        lambda wl, old: (
+            not _holds(old, "QuotaReserved")
+            or ("priorityClassRef" in _wl_spec(old)) == ("priorityClassRef" in _wl_spec(wl))
+        ),
+        source=_WORKLOAD_SOURCE,
+        transition=True,
+    ),
+    Rule(
+        f"({_QUOTA_RESERVED_OLD} && has(oldSelf.spec.priorityClassRef) && has(self.spec.priorityClassRef)) ? "
+        "oldSelf.spec.priorityClassRef.group == self.spec.priorityClassRef.group : true",
+        "priorityClassRef.group is immutable while workload quota reserved",
+        _priority_ref_field_kept("group"),
+        source=_WORKLOAD_SOURCE,
+        transition=True,
+    ),
+    Rule(
+        f"({_QUOTA_RESERVED_OLD} && has(oldSelf.spec.priorityClassRef) && has(self.spec.priorityClassRef)) ? "
+        "oldSelf.spec.priorityClassRef.kind == self.spec.priorityClassRef.kind : true",
+        "priorityClassRef.kind is immutable while workload quota reserved",
+        _priority_ref_field_kept("kind"),
+        source=_WORKLOAD_SOURCE,
+        transition=True,
+    ),
+    Rule(
+        f"({_QUOTA_RESERVED_OLD} && has(oldSelf.spec.priorityClassRef) && has(self.spec.priorityClassRef) && "
+        "self.spec.priorityClassRef.group == 'scheduling.k8s.io' && self.spec.priorityClassRef.kind == "
+        "'PriorityClass') ? oldSelf.spec.priorityClassRef.name == self.spec.priorityClassRef.name : true",
+        "priorityClassRef.name is immutable for scheduling.k8s.io/priorityclass while workload quota reserved",
+        _priority_ref_field_kept("name"),
+        source=_WORKLOAD_SOURCE,
+        transition=True,
+    ),
+    Rule(
+        f"(({_QUOTA_RESERVED_OLD}) && (has(self.status) && has(self.status.conditions) && "
+        "self.status.conditions.exists(c, c.type == 'QuotaReserved' && c.status == 'True'))) ? "
+        "((has(oldSelf.spec.queueName) == has(self.spec.queueName)) && (!has(oldSelf.spec.queueName) || "
+        "oldSelf.spec.queueName == self.spec.queueName)) : true",
+        "queueName is immutable while workload quota reserved",
+        lambda wl, old: (
+            not (_holds(old, "QuotaReserved") and _holds(wl, "QuotaReserved"))
+            or _wl_spec(old).get("queueName") == _wl_spec(wl).get("queueName")
+        ),
+        source=_WORKLOAD_SOURCE,
+        transition=True,
+    ),
+    Rule(
+        "((has(oldSelf.status) && has(oldSelf.status.conditions) && oldSelf.status.conditions.exists(c, "
+        "c.type == 'Admitted' && c.status == 'True')) && (has(self.status) && has(self.status.conditions) && "
+        "self.status.conditions.exists(c, c.type == 'Admitted' && c.status == 'True')))?"
+        "((has(oldSelf.spec.maximumExecutionTimeSeconds)?oldSelf.spec.maximumExecutionTimeSeconds:0) ==  "
+        "(has(self.spec.maximumExecutionTimeSeconds)?self.spec.maximumExecutionTimeSeconds:0)):true",
+        "maximumExecutionTimeSeconds is immutable while workload quota reserved",
+        lambda wl, old: (
+            not (_holds(old, "Admitted") and _holds(wl, "Admitted"))
+            or (_wl_spec(old).get("maximumExecutionTimeSeconds") or 0)
+            == (_wl_spec(wl).get("maximumExecutionTimeSeconds") or 0)
+        ),
+        source=_WORKLOAD_SOURCE,
+        transition=True,
+    ),
+)
+
 #: CEL rules per model struct (by class name) and property (``""``: the struct itself).
 RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
     ("ResourceQuota", "nominalQuota"): (_NON_NEGATIVE,),
@@ -413,6 +528,9 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
             source="Kueue workload_types.go WorkloadSpec (XValidation)",
         ),
     ),
+    # Kueue's rules on the whole Workload (workload_types.go, the XValidation markers on Workload): they read
+    # ``self.status`` beside ``self.spec``, so kueue_es.validation evaluates them on the object with its status
+    ("Workload", ""): _WORKLOAD_RULES,
     ("PriorityClassRef", ""): (
         Rule(
             "(self.group == 'scheduling.k8s.io') ? self.kind == 'PriorityClass' : true",
@@ -802,6 +920,8 @@ def object_schema(kind: Kind) -> dict[str, Any]:
     required = [name for name in converted.get("required", []) if name != "metadata"]
     if required:
         out["required"] = required
+    if (kind.kind, "") in RULES:  # rules on the whole object (its spec and status), as Kueue's CRD has them
+        out["x-kubernetes-validations"] = [rule.render() for rule in RULES[kind.kind, ""]]
     return out
 
 

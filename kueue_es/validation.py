@@ -204,7 +204,14 @@ def validate_status(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | Non
         _default(old_body, status_schema)
     elif old is not None:
         old_body = {}
-    return list(_walk(body, status_schema, "status", old_body))
+    causes = list(_walk(body, status_schema, "status", old_body))
+    if not causes:
+        # the rules on the whole object too: a status write keeps the stored spec (the written one when new)
+        kept = old if old is not None else manifest
+        fields = {k: copy.deepcopy(v) for k, v in kept.items() if k not in ("metadata", "status")}
+        _default(fields, {"properties": {k: v for k, v in schema["properties"].items() if k != "status"}})
+        causes += _object_rules(fields, status, schema, old=old)
+    return causes
 
 
 def check(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> None:
@@ -266,10 +273,32 @@ def _kueue_object(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None)
         old_body = {k: copy.deepcopy(v) for k, v in old.items() if k not in ("metadata", "status")}
         _default(old_body, schema)
     properties = {k: v for k, v in schema["properties"].items() if k not in ("metadata", "status")}
-    causes = list(_walk(body, {**schema, "properties": properties}, "", old_body))
+    fields = {k: v for k, v in schema.items() if k != "x-kubernetes-validations"}
+    causes = list(_walk(body, {**fields, "properties": properties}, "", old_body))
+    if not causes:
+        # a write to the main resource keeps the stored status (a create has none), and the rules on the whole
+        # object read it
+        status = old.get("status") if old is not None else None
+        causes += _object_rules(body, status, schema, old=old)
     if not causes:  # the webhook runs only on objects the schema accepted
         causes += _webhook(str(manifest["kind"]), body, old=old_body)
     return causes
+
+
+def _object_rules(
+    fields: Mapping[str, Any], status: Any, schema: Mapping[str, Any], *, old: Mapping[str, Any] | None
+) -> list[Cause]:
+    """The CEL rules on a whole object (Kueue's on a Workload: "queueName is immutable while workload quota
+    reserved", ...) for ``fields`` (its spec and the like, defaulted) with ``status``, against ``old``. An API
+    server names no field for them: ``<nil>: Invalid value: "object": <message>``."""
+    if not schema.get("x-kubernetes-validations"):
+        return []
+    whole = {**fields, **({"status": copy.deepcopy(status)} if status is not None else {})}
+    before = None
+    if old is not None:
+        before = {k: copy.deepcopy(v) for k, v in old.items() if k != "metadata"}
+        _default(before, {"properties": {k: v for k, v in schema["properties"].items() if k != "status"}})
+    return list(_rules(whole, {"x-kubernetes-validations": schema["x-kubernetes-validations"]}, "<nil>", before))
 
 
 def _default(value: Any, schema: Mapping[str, Any]) -> None:

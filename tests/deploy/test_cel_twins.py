@@ -257,6 +257,62 @@ STATUS_UPDATES = [
 ]
 
 
+def _reserved(admitted: bool = True, assignments: int = 1) -> dict[str, Any]:
+    conditions = [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": str(admitted)}]
+    return {
+        "conditions": conditions,
+        "admission": {"clusterQueue": "cq", "podSetAssignments": [{"name": f"p{i}"} for i in range(assignments)]},
+    }
+
+
+_POD_SET = {"name": "main", "count": 1, "template": {"spec": {"containers": []}}}
+_WPC = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "a"}
+_PC = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "a"}
+
+
+def _wl(status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+    return obj("Workload", {"podSets": [_POD_SET], **spec}, **({"status": status} if status is not None else {}))
+
+
+#: (kind, old object, new object): updates for the transition rules on a whole object (Kueue's Workload's,
+#: which read its spec and status).
+OBJECT_UPDATES = [
+    ("Workload", _wl(_reserved(), queueName="a"), _wl(_reserved(), queueName="a")),
+    ("Workload", _wl(_reserved(), queueName="a"), _wl(_reserved(), queueName="b")),
+    ("Workload", _wl(queueName="a"), _wl(queueName="b")),
+    ("Workload", _wl(_reserved(), priority=1, priorityClassRef=_WPC), _wl(_reserved(), priority=1)),
+    (
+        "Workload",
+        _wl(_reserved(), priority=1, priorityClassRef=_WPC),
+        _wl(_reserved(), priority=1, priorityClassRef=_PC),
+    ),
+    (
+        "Workload",
+        _wl(_reserved(), priority=1, priorityClassRef=_WPC),
+        _wl(_reserved(), priority=1, priorityClassRef={**_WPC, "name": "b"}),
+    ),
+    (
+        "Workload",
+        _wl(_reserved(), priority=1, priorityClassRef={**_WPC, "kind": "PriorityClass"}),
+        _wl(_reserved(), priority=1, priorityClassRef=_WPC),
+    ),
+    (
+        "Workload",
+        _wl(_reserved(), priority=1, priorityClassRef=_PC),
+        _wl(_reserved(), priority=1, priorityClassRef={**_PC, "name": "b"}),
+    ),
+    (
+        "Workload",
+        _wl(_reserved(), priority=1, priorityClassRef=_PC),
+        _wl(_reserved(), priority=1, priorityClassRef=_PC),
+    ),
+    ("Workload", _wl(_reserved(), maximumExecutionTimeSeconds=5), _wl(_reserved())),
+    ("Workload", _wl(_reserved(), maximumExecutionTimeSeconds=5), _wl(_reserved(), maximumExecutionTimeSeconds=5)),
+    ("Workload", _wl(_reserved(admitted=False), maximumExecutionTimeSeconds=5), _wl(_reserved(admitted=False))),
+]
+OBJECTS += [_wl(_reserved()), _wl(_reserved(assignments=2)), _wl()]
+
+
 def evaluations() -> Iterator[tuple[str, Any, Any]]:
     for manifest in OBJECTS:
         body = copy.deepcopy(manifest)
@@ -266,6 +322,7 @@ def evaluations() -> Iterator[tuple[str, Any, Any]]:
                 yield rule, value, None
     updates = [(kind, obj(kind, old_spec), obj(kind, new_spec)) for kind, old_spec, new_spec in UPDATES]
     updates += [(kind, obj(kind, status=old), obj(kind, status=new)) for kind, old, new in STATUS_UPDATES]
+    updates += [(kind, copy.deepcopy(old), copy.deepcopy(new)) for kind, old, new in OBJECT_UPDATES]
     for kind, old, new in updates:
         validation._default(old, SCHEMAS[kind])
         validation._default(new, SCHEMAS[kind])

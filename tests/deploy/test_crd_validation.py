@@ -176,6 +176,42 @@ def test_transition_rules_need_the_old_object() -> None:
     ]
 
 
+def _workload(queue: str, *, reserved: bool, **spec: Any) -> dict[str, Any]:
+    pod_set = {"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}
+    wl: dict[str, Any] = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": {"name": "w"}}
+    wl["spec"] = {"queueName": queue, "podSets": [pod_set], **spec}
+    if reserved:
+        condition = {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "message": "m"}
+        condition |= {"lastTransitionTime": "2026-01-01T00:00:00Z"}
+        admission = {"clusterQueue": "cq", "podSetAssignments": [{"name": "main", "count": 1}]}
+        wl["status"] = {"conditions": [condition], "admission": admission}
+    return wl
+
+
+def test_kueues_rules_on_a_whole_workload_read_its_status() -> None:
+    """``kubectl patch workload W --type=merge -p '{"spec":{"queueName":"other"}}'`` on a Workload holding quota:
+    Kueue's CRD refuses it with a rule on the whole object (workload_types.go XValidation, reading
+    ``oldSelf.status``), so the API server says ``<nil>: ... queueName is immutable while workload quota
+    reserved``; the same change is fine while the Workload waits. Before, those rules were not in the CRD here
+    and the emulator stored the change, so ``kubectl get workload`` showed a LocalQueue kueue-es never used."""
+    held = _workload("a", reserved=True)
+    moved = {**held, "spec": {**held["spec"], "queueName": "b"}}
+    assert [str(c) for c in validation.validate(moved, old=held)] == [
+        '<nil>: Invalid value: "object": queueName is immutable while workload quota reserved'
+    ]
+    waiting = _workload("a", reserved=False)
+    assert validation.validate({**waiting, "spec": {**waiting["spec"], "queueName": "b"}}, old=waiting) == []
+    assert validation.validate(moved) == []  # a create has no old object, and its status is not kept
+    # a status write keeps the stored spec: admitting with a podSetAssignment per pod set passes, a missing one not
+    assert validation.validate_status(held, old=waiting) == []
+    short = {**held, "status": {**held["status"], "admission": {"clusterQueue": "cq", "podSetAssignments": []}}}
+    assert [c.message for c in validation.validate_status(short, old=waiting)] == [
+        'Invalid value: "object": podSetAssignments must have the same number of podSets as the spec'
+    ]
+    timed = _workload("a", reserved=True, maximumExecutionTimeSeconds=60)
+    assert validation.validate({**timed, "spec": {**timed["spec"], "maximumExecutionTimeSeconds": 30}}, old=timed) == []
+
+
 @pytest.mark.parametrize(
     ("kind", "weight", "refused"),
     [
