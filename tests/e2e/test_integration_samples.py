@@ -218,6 +218,12 @@ async def _one_sample(kubectl: Kubectl, sample: Sample) -> None:
     for obj in reversed(objects):
         await kubectl.ok("delete", obj, "--wait=false")
     names = {w["metadata"]["name"] for w in new}
+    if len(objects) > 1 and all(obj.startswith("pod/") for obj in objects):
+        # a pod group not yet successful keeps its quota for replacement pods when its pods go: Kueue's "Run
+        # plain Pods", Termination, frees it by a delete of the Workload (pod_controller.go keeps the members'
+        # finalizers until the group is replaced, finished or its Workload deleted)
+        for name in sorted(names):
+            await kubectl.ok("delete", "workload", name, "-n", "default", "--wait=false")
     await eventually(
         lambda: _gone(kubectl, names), what=f"{what}: its Workloads released after the delete", timeout=120
     )
