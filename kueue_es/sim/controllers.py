@@ -92,59 +92,16 @@ LWS_REF = resources.ResourceRef(
     namespaced=True,
     status_subresource=True,
 )
-RAYCLUSTER_REF = resources.ResourceRef(
-    group="ray.io",
-    version="v1",
-    plural="rayclusters",
-    kind="RayCluster",
-    namespaced=True,
-    status_subresource=True,
-)
-RAYJOB_REF = resources.ResourceRef(
-    group="ray.io", version="v1", plural="rayjobs", kind="RayJob", namespaced=True, status_subresource=True
-)
-APPWRAPPER_REF = resources.ResourceRef(
-    group="workload.codeflare.dev",
-    version="v1beta2",
-    plural="appwrappers",
-    kind="AppWrapper",
-    namespaced=True,
-    status_subresource=True,
-)
-#: The kinds whose CRD may be installed after the controllers start (``kubectl apply`` of the CRD).
+# The integrations' kinds, as the job integrations' registry names them (resources.ref_for).
+RAYCLUSTER_REF = resources.ref_for("ray.io/v1", "RayCluster")
+RAYJOB_REF = resources.ref_for("ray.io/v1", "RayJob")
+APPWRAPPER_REF = resources.ref_for("workload.codeflare.dev/v1beta2", "AppWrapper")
 #: The Kubeflow training kinds (:mod:`kueue_es.sim.training`), the Trainer's TrainJob and its runtimes.
-TRAINING_REFS = {
-    k.kind: resources.ResourceRef(
-        group=k.api_version.split("/")[0],
-        version=k.api_version.split("/")[1],
-        plural=k.plural,
-        kind=k.kind,
-        namespaced=True,
-        status_subresource=True,
-    )
-    for k in training.KINDS.values()
-}
-TRAINJOB_REF = resources.ResourceRef(
-    group="trainer.kubeflow.org",
-    version="v1alpha1",
-    plural="trainjobs",
-    kind="TrainJob",
-    namespaced=True,
-    status_subresource=True,
-)
+TRAINING_REFS = {k.kind: resources.ref_for(k.api_version, k.kind) for k in training.KINDS.values()}
+TRAINJOB_REF = resources.ref_for("trainer.kubeflow.org/v1alpha1", "TrainJob")
 RUNTIME_REFS = {
-    kind: resources.ResourceRef(
-        group="trainer.kubeflow.org",
-        version="v1alpha1",
-        plural=plural,
-        kind=kind,
-        namespaced=namespaced,
-        status_subresource=False,
-    )
-    for kind, plural, namespaced in (
-        ("TrainingRuntime", "trainingruntimes", True),
-        ("ClusterTrainingRuntime", "clustertrainingruntimes", False),
-    )
+    kind: resources.ref_for("trainer.kubeflow.org/v1alpha1", kind)
+    for kind in ("TrainingRuntime", "ClusterTrainingRuntime")
 }
 #: The kinds whose CRD may be installed after the controllers start (``kubectl apply`` of the CRD).
 _CRD_KINDS = (
