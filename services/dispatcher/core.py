@@ -404,6 +404,9 @@ class StartPods:
     # a StatefulSet's group: the LocalQueue its pods are labelled with before they start (its Workload's), as Kueue's
     # StatefulSet reconciler runs syncQueueLabel before it ungates them (statefulset_reconciler.go Reconcile)
     queue: str = ""
+    # a serving parent's group (StatefulSet, LeaderWorkerSet): its Workload outlives its pods, so an admission with
+    # no pod yet (scaled up again, the controller not there yet) is not a job gone; the pods to come start late
+    serving: bool = False
 
     def relabel(self, pod: Mapping[str, Any]) -> dict[str, Any] | None:
         """The merge patch giving a gated ``pod`` the group's :attr:`queue` label, to be written before its start
@@ -1040,6 +1043,7 @@ def start_of(view: DispatchState, current: WorkloadState, ref: types.WorkloadRef
             total=sum(ps.count for ps in current.workload.spec.pod_sets) if group else 0,
             keep_excess=prebuilt.is_adopted(current.workload),
             queue=_statefulset_queue(current),
+            serving=job_owners.serving_parent(current.workload) is not None,
         )
     info = infos[0] if infos else PodSetInfo(name="main")
     return StartJob(
@@ -1082,6 +1086,7 @@ def late_start(view: DispatchState, key: str) -> StartPods | None:
         total=sum(ps.count for ps in wl.workload.spec.pod_sets),
         keep_excess=prebuilt.is_adopted(wl.workload),
         queue=_statefulset_queue(wl),
+        serving=job_owners.serving_parent(wl.workload) is not None,
     )
 
 

@@ -336,11 +336,24 @@ class JobWrites:
         """Ungate the workload's pods with their pod set's node selector and tolerations (pod_controller.go Run);
         each pod ungated is kept for its Started Event (:meth:`take_pods_written`).
 
-        No pod left (or the single pod replaced by a namesake) is a DispatchFailed 404.
+        No pod left (or the single pod replaced by a namesake) is a DispatchFailed 404, except for a serving
+        parent's group (:attr:`core.StartPods.serving`): a StatefulSet scaled up again is admitted before its
+        controller creates the pods, which start as they come (Kueue's pod reconciler ungates each pod of an
+        admitted group when it sees it).
         """
         target = self._pods_target(action)
         members = await self.pods_of(action)
         uid = objects.meta(members[0]).get("uid", "") if members and not action.group else ""
+        if not members and action.serving:
+            log.info("pods_started", pods=target, workload=action.workload.key, seq=seq, pods_now=0)
+            selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()}
+            return types.DispatchApplied(
+                workload=action.workload,
+                decision_seq=seq,
+                action="StartJob",
+                target=target,
+                node_selector=dict(sorted(selector.items())),
+            )
         if not members or (action.uid and uid and uid != action.uid):
             return self.gone(action, seq=seq, message=f"{target} is gone")
         excess = await delete_excess(self.api, self.limiter, action, members, on_deleted=self.on_excess)
