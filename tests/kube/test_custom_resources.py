@@ -183,6 +183,7 @@ async def create_crd(api: k8s_client.ApiClient, crd: dict[str, Any]) -> dict[str
 # -- the fixtures ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # every fixture CRD: about 20 s on 2 cores
 def test_fixtures_are_the_published_files_named_in_sources() -> None:
     """Every file in tests/fixtures/crds is listed in SOURCES.md with the sha256 it has (kept byte for byte),
     and each top-level file is one CustomResourceDefinition named plural.group."""
@@ -585,6 +586,7 @@ async def test_crd_files_are_installed_at_start() -> None:
             await api.close()
 
 
+@pytest.mark.slow  # every fixture CRD: about 20 s on 2 cores
 async def test_every_fixture_crd_and_a_sample_of_each_kind(
     cluster: emulator.ClusterEmulator, api: k8s_client.ApiClient
 ) -> None:

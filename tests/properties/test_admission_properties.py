@@ -491,6 +491,7 @@ def _log_bytes(run: core_engine.CoreRun) -> list[tuple[int, str, bytes, dict[str
     return [(m.seq, m.subject, m.data, dict(m.headers)) for m in run.messages]
 
 
+@pytest.mark.slow  # the README's run keeps the quota, loop and settling properties
 @SETTINGS
 @given(doc=scenario_docs())
 def test_runs_are_deterministic(doc: dict) -> None:
@@ -536,6 +537,7 @@ def _subprocess_digests(paths: list[str], hash_seed: str) -> dict[str, str]:
     return {path: digest for _, path, digest in lines}
 
 
+@pytest.mark.slow
 @settings(
     max_examples=2,
     deadline=None,
@@ -587,6 +589,7 @@ def _reservations(state: ClusterState) -> dict[str, tuple[types.QuotaReserved | 
     }
 
 
+@pytest.mark.slow  # the README's run keeps the quota, loop and settling properties
 @SETTINGS
 @given(doc=scenario_docs())
 def test_folding_twice_changes_nothing(doc: dict) -> None:
@@ -606,6 +609,7 @@ def test_folding_twice_changes_nothing(doc: dict) -> None:
             assert decider.decide(twice, now_ms=now_ms) == decider.decide(once, now_ms=now_ms), decider.role
 
 
+@pytest.mark.slow  # the README's run keeps the quota, loop and settling properties
 @SETTINGS
 @given(doc=scenario_docs())
 def test_every_decision_replays(doc: dict) -> None:
