@@ -143,3 +143,17 @@ def test_preemptor_15_orders_candidates_with_pending_penalties_and_14_without() 
     assert evicted(preemptor.decide(state, now_ms=now_ms, partition=partition)) == ["default/a-2"]
     assert evicted(preemptor.decide_as(14)(state, now_ms=now_ms, partition=partition)) == ["default/b-1"]
     assert preemptor.LOGIC_VERSION >= 15 and 14 in preemptor.EARLIER_LOGIC_VERSIONS
+
+
+def test_an_ignored_undeclared_resource_is_not_in_the_entry_penalty() -> None:
+    """quota_check_strategy_test.go 'should ignore undeclared resources and not use them to calculate entry
+    penalty': with IgnoreUndeclared, the 100 example.com/gpu test-cq does not cover neither hold quota nor
+    count in the LocalQueue's admission-fair-sharing usage; its 2 CPU do."""
+    path = Path(__file__).parents[1] / "scenarios" / "afs" / "undeclared-resource-left-out-of-entry-penalty.yaml"
+    state = run_scenario(load_scenario(path)).state
+    wl = state.workloads["default/undeclared-penalty-wl"]
+    assert wl.admitted and wl.reservation is not None
+    assert {r for ps in wl.reservation.pod_set_assignments for r in ps.resource_usage} == {"cpu"}
+    ledger = state.afs_ledgers[("default", "test-lq")]
+    assert set(ledger.consumed) == {"cpu"} and set(ledger.admitted) == {"cpu"}
+    assert ledger.pending == {}
