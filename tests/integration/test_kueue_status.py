@@ -10,6 +10,7 @@ Kubernetes' canonical quantities.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -17,6 +18,8 @@ import pytest
 
 from kueue_es.events import manifests, models, quantities, types
 from kueue_es.jobframework import jobs, workloads
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import load_scenario
 from kueue_es.services.dispatcher import core, kube_events, status
 from kueue_es.services.watcher import convert
 from tests.integration.harness import cluster_queue, flavor, job, local_queue
@@ -673,3 +676,27 @@ def test_a_job_started_by_hand_before_admission_shows_pods_ready_wait_for_start(
     log.add(types.WorkloadPodsReady(workload=ref, ready=True, reason="Started", at_ms=at(6)))
     pods_ready = next(c for c in log.status(ref)["conditions"] if c["type"] == "PodsReady")
     assert (pods_ready["status"], pods_ready["reason"]) == ("True", "Started")
+
+
+def test_a_delayed_admission_check_retry_counts_and_backs_off() -> None:
+    """delayed_admission_test.go 'should requeue workloads after a delayed retry', on the core engine's log:
+    a Retry without requeueAfterSeconds evicts the workload, resets its check to Pending with retryCount 1 and
+    no requeueState; a second Retry with requeueAfterSeconds 5 leaves retryCount 2, requeueAfterSeconds and
+    requeueState.requeueAt; once the check is Ready it is admitted, retryCount still 2."""
+    path = Path(__file__).parents[1] / "scenarios" / "checks" / "delayed-retry-requeues-then-admits.yaml"
+    run = run_scenario(load_scenario(path))
+    view = core.DispatchState()
+    seen: list[dict[str, Any]] = []
+    for seq, event in run.log:
+        core.fold(view, event, seq=seq)
+        if isinstance(event, types.QuotaReleased) and event.workload.name == "delayed-ac-retry":
+            seen.append(status.workload_status(view.records[event.workload.key], generation=1))
+    first, second = seen
+    assert [(c["state"], c.get("retryCount")) for c in first["admissionChecks"]] == [("Pending", 1)]
+    assert "requeueState" not in first
+    check = second["admissionChecks"][0]
+    assert (check["state"], check["retryCount"], check["requeueAfterSeconds"]) == ("Pending", 2, 5)
+    assert second["requeueState"]["requeueAt"]
+    final = status.workload_status(view.records["default/delayed-ac-retry"], generation=1)
+    assert [(c["state"], c["retryCount"]) for c in final["admissionChecks"]] == [("Ready", 2)]
+    assert {c["type"]: c["status"] for c in final["conditions"]}["Admitted"] == "True"
