@@ -389,37 +389,73 @@ def _weight_to_string(spec: dict[str, Any]) -> None:
         fair["weight"] = str(fair["weight"])
 
 
+INVALID_RESOURCES = "resources validation failed"
+"""What starts the Misconfigured message of a pod set whose requests exceed its limits (Kueue
+pkg/workload/resources.go ErrInvalidWLResources)."""
+
+LIMIT_RANGE_PROBLEM = "resources didn't satisfy LimitRange constraints"
+"""What starts the Misconfigured message of a pod set outside its namespace's LimitRanges (Kueue
+pkg/workload/resources.go ErrLimitRangeConstraintsUnsatisfiedResources)."""
+
+REQUESTS_OVER_LIMITS = "requests must not exceed its limits"  # Kueue's RequestsMustNotExceedLimitMessage
+
+
+def field_invalid(path: str, resources: Iterable[str], message: str) -> str:
+    """One of Kueue's field errors, as apimachinery's ``field.Invalid(path, resNames, message).Error()`` reads:
+    ``spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu","memory"]: <message>`` (the
+    resource names sorted, written as JSON)."""
+    names = ",".join(f'"{name}"' for name in sorted(resources))
+    return f"{path}: Invalid value: [{names}]: {message}"
+
+
+def aggregate_errors(errors: Iterable[str]) -> str:
+    """Field errors as apimachinery's ``ErrorList.ToAggregate().Error()`` joins them: one alone as it is,
+    several (repeats dropped, order kept) as ``[first, second]``; "" for none."""
+    unique = list(dict.fromkeys(errors))
+    if len(unique) <= 1:
+        return "".join(unique)
+    return "[" + ", ".join(unique) + "]"
+
+
 def requests_over_limits(pod_spec: dict[str, Any], *, where: str = "template.spec") -> str:
     """Kueue's admissibility check (SEMANTICS §4.3 step 5; pkg/workload/resources.go
-    ValidateResources): the first container, or else the pod-level ``resources`` (KEP-2837),
-    whose request of a resource exceeds its limit, as a sentence; "" when none does. Bad
-    quantities are left to :func:`pod_requests`, which reports them."""
-    groups = (("initContainers", pod_spec.get("initContainers")), ("containers", pod_spec.get("containers")))
-    for group, containers in groups:
-        for i, container in enumerate(containers or []):
-            res = _first_request_over_limit(container.get("resources") or {})
-            if res:
-                return f"{where}.{group}[{i}].resources.requests[{res}] exceeds its limit"
+    ValidateResources): every init container, container and then the pod-level ``resources``
+    (KEP-2837) whose requests of some resources exceed its limits, as Kueue's Misconfigured message
+    (``resources validation failed: <path>: Invalid value: ["cpu"]: requests must not exceed its
+    limits``, several errors aggregated); "" when none does. ``where`` is the pod spec's path
+    (``spec.podSets[i].template.spec`` in a Workload). Bad quantities are left to :func:`pod_requests`,
+    which reports them."""
+    errors = []
+    for group in ("initContainers", "containers"):
+        for i, container in enumerate(pod_spec.get(group) or []):
+            resources = container.get("resources") if isinstance(container, dict) else None
+            over = _requests_over_limit(resources if isinstance(resources, dict) else {})
+            if over:
+                errors.append(field_invalid(f"{where}.{group}[{i}]", over, REQUESTS_OVER_LIMITS))
     # Pod-level requests count for quota in place of the containers' (pod_requests), so Kueue
     # checks them against the pod-level limits as well.
-    res = _first_request_over_limit(pod_spec.get("resources") or {})
-    if res:
-        return f"{where}.resources.requests[{res}] exceeds its limit"
-    return ""
+    pod_resources = pod_spec.get("resources")
+    over = _requests_over_limit(pod_resources if isinstance(pod_resources, dict) else {})
+    if over:
+        errors.append(field_invalid(f"{where}.resources", over, REQUESTS_OVER_LIMITS))
+    return f"{INVALID_RESOURCES}: {aggregate_errors(errors)}" if errors else ""
 
 
-def _first_request_over_limit(resources: Mapping[str, Any]) -> str:
-    """The first resource (by name) whose request in ``resources`` (a ResourceRequirements
-    mapping) exceeds its limit; "" when none does or a quantity does not parse."""
+def _requests_over_limit(resources: Mapping[str, Any]) -> list[str]:
+    """The resources (by name) whose request in ``resources`` (a ResourceRequirements mapping) exceeds
+    its limit, as Kueue's GreaterKeysRL: a resource with no limit is not over; one whose quantity does
+    not parse is left out."""
     limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+    if not isinstance(limits, dict) or not isinstance(requests, dict):
+        return []
+    over = []
     for res in sorted(set(limits) & set(requests)):
         try:
-            over = to_amount(res, requests[res], allow_negative=True) > to_amount(res, limits[res], allow_negative=True)
+            if to_amount(res, requests[res], allow_negative=True) > to_amount(res, limits[res], allow_negative=True):
+                over.append(str(res))
         except QuantityError:
             continue
-        if over:
-            return str(res)
-    return ""
+    return over
 
 
 # Kueue v1beta2 PodSet's fields (apis/kueue/v1beta2/workload_types.go): an API server with

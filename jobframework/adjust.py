@@ -32,9 +32,7 @@ from kueue_es.events.quantities import QuantityError, to_amount
 
 CONTAINER, POD = "Container", "Pod"
 
-LIMIT_RANGE_PROBLEM = "resources didn't satisfy LimitRange constraints"
-"""What starts the Misconfigured message of a workload outside its namespace's LimitRanges (Kueue
-pkg/workload/resources.go ErrLimitRangeConstraintsUnsatisfiedResources)."""
+LIMIT_RANGE_PROBLEM = manifests.LIMIT_RANGE_PROBLEM
 
 
 def adjusted_workload(
@@ -47,8 +45,9 @@ def adjusted_workload(
     """``workload`` (converted from the Workload object ``manifest``) with each pod set's requests
     counted from its template adjusted by :func:`adjusted_pod_spec`, and ``misconfigured`` set when the
     adjusted template has requests above its limits or breaks the namespace's LimitRanges
-    (``limit_ranges``: their ``spec.limits`` items): "resources didn't satisfy LimitRange constraints:
-    spec.podSets[0].template.spec.containers[0]: requests of cpu must not be above the limitRange max".
+    (``limit_ranges``: their ``spec.limits`` items), in Kueue's words (:func:`admissibility_problem`):
+    "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec.containers[0]: Invalid
+    value: [\"cpu\"]: requests must not be above the limitRange max".
 
     Kueue: workload.AdjustResources on every workload queued (queue manager) and ValidateAdmissibility at
     each nomination (scheduler.go nominate, pkg/workload/resources.go ValidateResources,
@@ -69,10 +68,7 @@ def adjusted_workload(
         where = f"spec.podSets[{i}].template.spec"
         adjusted = adjusted_pod_spec(template, runtime_classes=runtime_classes, limit_ranges=limit_ranges)
         requests = manifests.pod_requests(adjusted, where=where, kind="Workload", name=name)
-        misconfigured = manifests.requests_over_limits(adjusted, where=where)
-        if not misconfigured:
-            violation = limit_range_violation(adjusted, limit_ranges=limit_ranges, pod_requests=requests, where=where)
-            misconfigured = f"{LIMIT_RANGE_PROBLEM}: {violation}" if violation else ""
+        misconfigured = admissibility_problem(adjusted, limit_ranges=limit_ranges, pod_requests=requests, where=where)
         pod_sets.append(msgspec.structs.replace(pod_set, requests=requests, misconfigured=misconfigured))
     if pod_sets == workload.spec.pod_sets:
         return workload
@@ -136,6 +132,24 @@ def summarize(limit_ranges: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, 
     return summary
 
 
+def admissibility_problem(
+    pod_spec: Mapping[str, Any],
+    *,
+    limit_ranges: Sequence[Mapping[str, Any]],
+    pod_requests: Mapping[str, int],
+    where: str,
+) -> str:
+    """Kueue's Misconfigured message for one (adjusted) pod spec at ``where`` (``spec.podSets[i].template.spec``),
+    "" when it is admissible: requests over limits first (``resources validation failed: ...``,
+    :func:`manifests.requests_over_limits`), else the LimitRanges it breaks (``resources didn't satisfy
+    LimitRange constraints: ...``), as pkg/workload/resources.go ValidateAdmissibility checks them."""
+    problem = manifests.requests_over_limits(dict(pod_spec), where=where)
+    if problem:
+        return problem
+    violation = limit_range_violation(pod_spec, limit_ranges=limit_ranges, pod_requests=pod_requests, where=where)
+    return f"{LIMIT_RANGE_PROBLEM}: {violation}" if violation else ""
+
+
 def limit_range_violation(
     pod_spec: Mapping[str, Any],
     *,
@@ -143,14 +157,17 @@ def limit_range_violation(
     pod_requests: Mapping[str, int],
     where: str,
 ) -> str:
-    """Why the (adjusted) pod spec breaks the namespace's LimitRanges, as a sentence; "" when it does not.
+    """How the (adjusted) pod spec breaks the namespace's LimitRanges, as Kueue's field errors aggregated
+    (``<path>: Invalid value: ["cpu"]: requests must not be above the limitRange max``, several as
+    ``[a, b]``); "" when it does not.
 
-    Kueue ValidatePodSpec: each container's larger of request and limit must not be
-    above the Container ``max``, its smaller not below the ``min`` (a missing one counts
-    as 0); the pod's total requests (``pod_requests``, amounts) not above or below the
-    Pod ``max``/``min``.
+    Kueue pkg/util/limitrange ValidatePodSpec: for each init container and container, the resources
+    whose larger of request and limit is above the Container ``max``, then those whose smaller is
+    below the ``min`` (a resource the container does not name is not checked); then the pod's total
+    requests (``pod_requests``, amounts) against the Pod ``max`` and ``min`` alike.
     """
     summary = summarize(limit_ranges)
+    errors: list[str] = []
     container_range = summary.get(CONTAINER)
     if container_range:
         for group in ("initContainers", "containers"):
@@ -158,27 +175,32 @@ def limit_range_violation(
                 resources = container.get("resources") if isinstance(container, dict) else None
                 resources = resources if isinstance(resources, dict) else {}
                 amounts = [_amounts(resources.get("requests")), _amounts(resources.get("limits"))]
-                high = {r: max(a.get(r, 0) for a in amounts if r in a) for r in set().union(*amounts)}
+                high = {r: max(a[r] for a in amounts if r in a) for r in set().union(*amounts)}
                 low = {r: min(a[r] for a in amounts if r in a) for r in set().union(*amounts)}
-                problem = _outside(high=high, low=low, bounds=container_range)
-                if problem:
-                    return f"{where}.{group}[{i}]: {problem}"
+                errors.extend(_outside(f"{where}.{group}[{i}]", high=high, low=low, bounds=container_range))
     pod_range = summary.get(POD)
     if pod_range:
-        problem = _outside(high=dict(pod_requests), low=dict(pod_requests), bounds=pod_range)
-        if problem:
-            return f"{where}: {problem}"
-    return ""
+        errors.extend(_outside(where, high=dict(pod_requests), low=dict(pod_requests), bounds=pod_range))
+    return manifests.aggregate_errors(errors)
 
 
-def _outside(*, high: Mapping[str, int], low: Mapping[str, int], bounds: Mapping[str, Mapping[str, Any]]) -> str:
-    over = sorted(r for r, q in _amounts(bounds.get("max")).items() if r in high and high[r] > q)
+ABOVE_MAX = "requests must not be above the limitRange max"  # Kueue's RequestsMustNotBeAboveLimitRangeMaxMessage
+BELOW_MIN = "requests must not be below the limitRange min"  # Kueue's RequestsMustNotBeBelowLimitRangeMinMessage
+
+
+def _outside(
+    path: str, *, high: Mapping[str, int], low: Mapping[str, int], bounds: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    """The field errors of ``path`` against one LimitRange type's bounds: its resources above ``max``, then
+    those below ``min``; a resource absent from ``high``/``low`` is neither (Kueue's GreaterKeys)."""
+    errors = []
+    over = [r for r, q in _amounts(bounds.get("max")).items() if r in high and high[r] > q]
     if over:
-        return f"requests of {', '.join(over)} must not be above the limitRange max"
-    under = sorted(r for r, q in _amounts(bounds.get("min")).items() if q > low.get(r, 0))
+        errors.append(manifests.field_invalid(path, over, ABOVE_MAX))
+    under = [r for r, q in _amounts(bounds.get("min")).items() if r in low and q > low[r]]
     if under:
-        return f"requests of {', '.join(under)} must not be below the limitRange min"
-    return ""
+        errors.append(manifests.field_invalid(path, under, BELOW_MIN))
+    return errors
 
 
 def _with_defaults(given: Any, bounds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -740,7 +740,8 @@ def _group_workload(
         roles[hash_] = (template, count + 1)
     if len(roles) > workloads.MAX_POD_SETS:
         raise ref.error(field="", problem=f"pod group can't include more than {workloads.MAX_POD_SETS} roles")
-    pod_sets, pod_specs = [], []
+    pod_sets: list[models.PodSet] = []
+    pod_specs = []
     for hash_ in sorted(roles):
         template, count = roles[hash_]
         member = _ref(template)
@@ -755,6 +756,7 @@ def _group_workload(
                     where="spec",
                     context=context,
                     topology_request=_topology_request(member, count=total if fast else count),
+                    index=len(pod_sets),
                 )
             )
         except manifests.ManifestError as err:

@@ -540,8 +540,10 @@ def pod_set(
     min_count: int | None = None,
     context: Context | None = None,
     topology_request: models.PodSetTopologyRequest | None = None,
+    index: int = 0,
 ) -> models.PodSet:
-    """One pod set: ``count`` pods of ``pod_spec`` (found at field ``where``), with the TAS
+    """One pod set: ``count`` pods of ``pod_spec`` (found at field ``where``; the Workload's pod set
+    ``index``), with the TAS
     ``topology_request`` its template's annotations ask for (:func:`topology_request`), dropped when
     ``context`` has the gate TopologyAwareScheduling off.
 
@@ -552,7 +554,8 @@ def pod_set(
     containers) added, pod overhead added, limits standing in for missing requests,
     pod-level resources winning. Amounts are integers (cpu in millicores, memory in
     bytes). Requests above limits or outside the LimitRanges make the pod set
-    ``misconfigured``. The nodeSelector, tolerations and required node affinity are
+    ``misconfigured``, with Kueue's message on the Workload's field ``spec.podSets[index].template.spec``
+    (:func:`adjust.admissibility_problem`). The nodeSelector, tolerations and required node affinity are
     kept for flavor assignment.
     """
     context = context or Context()
@@ -571,8 +574,9 @@ def pod_set(
     limit_ranges = context.limit_ranges
     spec = adjust.adjusted_pod_spec(pod_spec, runtime_classes=context.runtime_classes, limit_ranges=limit_ranges)
     requests = manifests.pod_requests(spec, where=where, kind=ref.kind, name=ref.display)
-    misconfigured = manifests.requests_over_limits(spec, where=where) or adjust.limit_range_violation(
-        spec, limit_ranges=limit_ranges, pod_requests=requests, where=where
+    # Kueue validates the Workload it made of the job, so its messages name the Workload's fields.
+    misconfigured = adjust.admissibility_problem(
+        spec, limit_ranges=limit_ranges, pod_requests=requests, where=f"spec.podSets[{index}].template.spec"
     )
     return models.PodSet(
         name=name,

@@ -393,6 +393,7 @@ def to_workload(
                 min_count=source.min_count,
                 context=context,
                 topology_request=request,
+                index=len(pod_sets),
             )
         )
         pod_specs.append((f"{where}.spec", pod_spec))

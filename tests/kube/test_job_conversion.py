@@ -170,7 +170,10 @@ def test_job_requests(pod: dict, want: dict[str, int]) -> None:
 def test_requests_over_limits_mark_the_pod_set_misconfigured() -> None:
     """A request above its limit makes the pod set inadmissible (SEMANTICS §2.3, admissibility check)."""
     pod_set = the_pod_set(jobs.job_facts(job(containers=[container("2", limits={"cpu": "1"})])))
-    assert pod_set.misconfigured == "spec.template.spec.containers[0].resources.requests[cpu] exceeds its limit"
+    assert pod_set.misconfigured == (
+        "resources validation failed: "
+        'spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu"]: requests must not exceed its limits'
+    )
 
 
 def test_pod_level_requests_over_limits_mark_the_pod_set_misconfigured() -> None:
@@ -178,7 +181,10 @@ def test_pod_level_requests_over_limits_mark_the_pod_set_misconfigured() -> None
     pod-level limit makes the pod set inadmissible (Kueue pkg/workload/resources.go ValidateResources)."""
     pod = {"resources": {"requests": {"cpu": "3"}, "limits": {"cpu": "2"}}}
     pod_set = the_pod_set(jobs.job_facts(job(containers=[container("1", limits={"cpu": "2"})], pod=pod)))
-    assert pod_set.misconfigured == "spec.template.spec.resources.requests[cpu] exceeds its limit"
+    assert pod_set.misconfigured == (
+        "resources validation failed: "
+        'spec.podSets[0].template.spec.resources: Invalid value: ["cpu"]: requests must not exceed its limits'
+    )
     within = {"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "3"}}}
     assert the_pod_set(jobs.job_facts(job(containers=[container("1")], pod=within))).misconfigured == ""
 
@@ -628,28 +634,28 @@ CONTAINER_RANGE = {
             {"containers": [container("1", "128Mi", limits={"cpu": "8"})]},
             context(limit_ranges=[CONTAINER_RANGE]),
             {"cpu": 1000, "memory": 128 * Mi},
-            "spec.template.spec.containers[0]: requests of cpu must not be above the limitRange max",
+            'resources didn\'t satisfy LimitRange constraints: spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu"]: requests must not be above the limitRange max',
             id="a limit above the LimitRange max is inadmissible [ValidateLimitRange]",
         ),
         pytest.param(
             {"containers": [container("1", "32Mi")]},
             context(limit_ranges=[CONTAINER_RANGE]),
             {"cpu": 1000, "memory": 32 * Mi},
-            "spec.template.spec.containers[0]: requests of memory must not be below the limitRange min",
+            'resources didn\'t satisfy LimitRange constraints: spec.podSets[0].template.spec.containers[0]: Invalid value: ["memory"]: requests must not be below the limitRange min',
             id="a request below the LimitRange min is inadmissible",
         ),
         pytest.param(
             {"containers": [container("3", "128Mi")]},
             context(limit_ranges=[{"type": "Container", "default": {"cpu": "2"}}]),
             {"cpu": 3000, "memory": 128 * Mi},
-            "spec.template.spec.containers[0].resources.requests[cpu] exceeds its limit",
+            'resources validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu"]: requests must not exceed its limits',
             id="a default limit below the request makes requests exceed limits",
         ),
         pytest.param(
             {"containers": [container("1"), container("1")]},
             context(limit_ranges=[{"type": "Pod", "max": {"cpu": "1500m"}}]),
             {"cpu": 2000},
-            "spec.template.spec: requests of cpu must not be above the limitRange max",
+            'resources didn\'t satisfy LimitRange constraints: spec.podSets[0].template.spec: Invalid value: ["cpu"]: requests must not be above the limitRange max',
             id="the pod's total above the Pod max is inadmissible",
         ),
         # Kueue's scheduler integration test 'The workload's podSet pod-level resource requests are not valid':
@@ -661,7 +667,7 @@ CONTAINER_RANGE = {
             },
             context(limit_ranges=[{"type": "Pod", "max": {"cpu": "1"}}]),
             {"cpu": 2000},
-            "spec.template.spec: requests of cpu must not be above the limitRange max",
+            'resources didn\'t satisfy LimitRange constraints: spec.podSets[0].template.spec: Invalid value: ["cpu"]: requests must not be above the limitRange max',
             id="pod-level requests above the Pod max are inadmissible",
         ),
         pytest.param(
@@ -671,7 +677,7 @@ CONTAINER_RANGE = {
             },
             context(limit_ranges=[{"type": "Pod", "min": {"cpu": "3"}}]),
             {"cpu": 2000},
-            "spec.template.spec: requests of cpu must not be below the limitRange min",
+            'resources didn\'t satisfy LimitRange constraints: spec.podSets[0].template.spec: Invalid value: ["cpu"]: requests must not be below the limitRange min',
             id="pod-level requests below the Pod min are inadmissible",
         ),
         pytest.param(

@@ -38,7 +38,7 @@ def test_a_container_above_the_limit_range_max_is_misconfigured() -> None:
     assert pod_set.requests == {"cpu": 500}
     assert pod_set.misconfigured == (
         "resources didn't satisfy LimitRange constraints: "
-        "spec.podSets[0].template.spec.containers[0]: requests of cpu must not be above the limitRange max"
+        'spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu"]: requests must not be above the limitRange max'
     )
 
 
@@ -55,7 +55,7 @@ def test_a_pod_below_the_pod_min_is_misconfigured() -> None:
     pod_set = _pod_set(manifest, limit_ranges=[{"type": "Pod", "min": {"cpu": "200m"}}])
     assert pod_set.misconfigured == (
         "resources didn't satisfy LimitRange constraints: "
-        "spec.podSets[0].template.spec: requests of cpu must not be below the limitRange min"
+        'spec.podSets[0].template.spec: Invalid value: ["cpu"]: requests must not be below the limitRange min'
     )
 
 
