@@ -85,6 +85,7 @@ def run(
     replacement_annotation: bool = True,
     jobless_deactivation_evicts: bool = True,
     multikueue_placed_topology: bool = True,
+    kueue_misconfigured: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -109,6 +110,11 @@ def run(
     ``preferred_affinity`` (admitter logic 25; False: 24 and earlier, for replay): under the alpha
     gate TASRespectNodeAffinityPreferred, TAS placement orders domains by the pod set's preferred
     node affinity scores first (SEMANTICS-ADVANCED A.3.4); False ignores the gate.
+
+    ``kueue_misconfigured`` (admitter logic 41; False: 40 and earlier, for replay): a workload failing
+    Kueue's admissibility checks is pending Misconfigured with Kueue's message, every pod set's errors
+    aggregated (:func:`queues.misconfigured_message`); False writes its first pod set's, after ``pod set
+    <name>: ``.
 
     ``needs_tas_flavors`` (admitter logic 29; False: 28 and earlier, for replay): a pod set asking for
     TAS in a ClusterQueue without TAS flavors stays pending (Kueue's ErrNoTASCacheInformation,
@@ -289,6 +295,7 @@ def run(
         priority_triggers=priority_triggers,
         afs_pending=afs_pending,
         admission_gated_by=admission_gated_by,
+        kueue_misconfigured=kueue_misconfigured,
     )
     for wl, why in plan.unqueued:
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))

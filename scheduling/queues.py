@@ -21,7 +21,7 @@ from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, localcontext
 
 import msgspec
 
-from kueue_es.events import models
+from kueue_es.events import manifests, models
 from kueue_es.events.quantities import UNLIMITED, is_milli_resource, parse_decimal, to_amount
 from kueue_es.projections import afs, cluster, quota
 from kueue_es.projections.cluster import PRIORITY_TRIGGER, ClusterState, WorkloadState
@@ -66,6 +66,7 @@ def plan(
     priority_triggers: bool = True,
     afs_pending: bool = True,
     admission_gated_by: bool = True,
+    kueue_misconfigured: bool = True,
 ) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
@@ -82,6 +83,8 @@ def plan(
     LocalQueue's usage leaves out the entry penalties of its workloads that reserved quota but are not
     admitted yet (:func:`lq_usage`). ``admission_gated_by`` False (admitter logic 32 and earlier, for
     replay): the ``kueue.x-k8s.io/admission-gated-by`` annotation is not read (:func:`admission_gate`).
+    ``kueue_misconfigured`` False (admitter logic 40 and earlier, for replay): a misconfigured workload's
+    message is its first misconfigured pod set's, after ``pod set <name>: `` (:func:`misconfigured_message`).
     """
     result = Plan()
     gated = admission_gated_by and state.configuration.feature_gates.get(ADMISSION_GATED_BY_GATE, True)
@@ -168,7 +171,7 @@ def plan(
                 mismatch = mismatches[selected] = _namespace_mismatch(head, cq, state)
         if mismatch is None:  # misconfigured (SEMANTICS §4.3)
             shape = memo if memo is not None else _shape(head)
-            mismatch = shape[1]
+            mismatch = shape[1] and shape[1][kueue_misconfigured]
             # DRA (SEMANTICS-ADVANCED F): nothing to charge without device classes or claims (dra.charge_in)
             if (
                 mismatch is None
@@ -824,15 +827,15 @@ def _missing_priority_class(wl: WorkloadState, state: ClusterState) -> Why | Non
     return Why("Misconfigured", f"WorkloadPriorityClass {name} not found")
 
 
-_Shape = tuple[models.Workload, Why | None, str | None, bool, str | None]
+_Shape = tuple[models.Workload, tuple[Why, Why] | None, str | None, bool, str | None]
 
 
 def _shape(wl: WorkloadState) -> _Shape:
     """What :func:`plan` checks of the workload object alone, remembered on the state
     (``WorkloadState.shape_memo``, the admitter's cache: never folded, never written to a
     checkpoint) for as long as that object is in force (compared by identity: the fold replaces
-    the object when the workload changes): the object, why it is misconfigured (None: it is
-    not), the WorkloadPriorityClass it depends on (None: it sets its priority or names no
+    the object when the workload changes): the object, why it is misconfigured as admitter logic 40 and
+    earlier wrote it and as Kueue does (:func:`misconfigured_message`; None: it is not), the WorkloadPriorityClass it depends on (None: it sets its priority or names no
     class), whether a pod set names a resource claim (:func:`dra.uses_dra`) and its admission gate
     (:func:`admission_gate`)."""
     workload = wl.workload
@@ -840,10 +843,11 @@ def _shape(wl: WorkloadState) -> _Shape:
     if memo is not None and memo[0] is workload:
         return memo
     misconfigured = None
-    for ps in workload.spec.pod_sets:
-        if ps.misconfigured:
-            misconfigured = Why("Misconfigured", f"pod set {ps.name}: {ps.misconfigured}", parked=True)
-            break
+    if any(ps.misconfigured for ps in workload.spec.pod_sets):
+        misconfigured = (
+            Why("Misconfigured", misconfigured_message(workload, kueue=False), parked=True),
+            Why("Misconfigured", misconfigured_message(workload, kueue=True), parked=True),
+        )
     ref = workload.spec.priority_class_ref
     needs = (
         ref.name if ref is not None and workload.spec.priority is None and ref.kind == "WorkloadPriorityClass" else None
@@ -851,6 +855,40 @@ def _shape(wl: WorkloadState) -> _Shape:
     memo = (workload, misconfigured, needs, dra.uses_dra(workload), admission_gate(workload))
     wl.shape_memo = memo
     return memo
+
+
+def misconfigured_message(workload: models.Workload, *, kueue: bool = True) -> str:
+    """The Misconfigured message of a workload whose pod sets fail Kueue's admissibility checks (each pod
+    set's ``misconfigured``, set by the watcher: ``resources validation failed: <errors>`` or ``resources
+    didn't satisfy LimitRange constraints: <errors>``); "" when none does.
+
+    As Kueue's pkg/workload/resources.go ValidateAdmissibility: the requests-over-limits errors of every
+    pod set, aggregated, else the LimitRange errors of every pod set, aggregated (apimachinery's
+    ``[a, b]`` for several). A pod set's text of another shape (an older watcher's) stands alone.
+    ``kueue`` False (admitter logic 40 and earlier, for replay): the first misconfigured pod set's text
+    after ``pod set <name>: ``.
+    """
+    texts = [(ps.name, ps.misconfigured) for ps in workload.spec.pod_sets if ps.misconfigured]
+    if not texts:
+        return ""
+    if not kueue:
+        name, text = texts[0]
+        return f"pod set {name}: {text}"
+    for prefix in (manifests.INVALID_RESOURCES, manifests.LIMIT_RANGE_PROBLEM):
+        head = f"{prefix}: "
+        errors = [e for _, text in texts if text.startswith(head) for e in _field_errors(text[len(head) :])]
+        if errors:
+            return head + manifests.aggregate_errors(errors)
+    return texts[0][1]
+
+
+def _field_errors(aggregate: str) -> list[str]:
+    """The field errors :func:`manifests.aggregate_errors` joined: each starts with the Workload's
+    ``spec.podSets[`` path, so a ``, `` before one is a separator."""
+    if not (aggregate.startswith("[") and aggregate.endswith("]")):
+        return [aggregate]
+    parts = aggregate[1:-1].split(", spec.podSets[")
+    return [parts[0], *("spec.podSets[" + part for part in parts[1:])]
 
 
 def _resolve_local_queue(state: ClusterState, *, namespace: str, queue_name: str) -> tuple[str, Why | None]:

@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 40
+LOGIC_VERSION = 41
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -59,8 +59,13 @@ EARLIER_LOGIC_VERSIONS = (
     37,
     38,
     39,
+    40,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 39 and earlier admitted a
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 40 and earlier wrote the
+Misconfigured message of a workload failing Kueue's admissibility checks as its first such pod set's, after ``pod
+set <name>: `` (41 writes Kueue's: ``resources validation failed: ...`` or ``resources didn't satisfy LimitRange
+constraints: ...``, every pod set's field errors aggregated, as pkg/workload/resources.go
+ValidateAdmissibility). 39 and earlier admitted a
 workload of a ClusterQueue with a MultiKueue check once the check was Ready, every delayed topology request Ready
 with it (40 marks Ready only the pod sets the admitting worker placed, its copy's topologyAssigned, and leaves the
 workload unadmitted while another is Pending, as Kueue's updateDelayedTopologyRequest). 38 and earlier released
@@ -188,6 +193,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         exact_transformations=True,
         jobless_deactivation_evicts=True,
         multikueue_placed_topology=True,
+        kueue_misconfigured=True,
     )
 
 
@@ -225,6 +231,7 @@ def _decide(
     exact_transformations: bool,
     jobless_deactivation_evicts: bool,
     multikueue_placed_topology: bool,
+    kueue_misconfigured: bool,
 ) -> list[types.Output]:
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
@@ -275,6 +282,7 @@ def _decide(
             replacement_annotation=replacement_annotation,
             jobless_deactivation_evicts=jobless_deactivation_evicts,
             multikueue_placed_topology=multikueue_placed_topology,
+            kueue_misconfigured=kueue_misconfigured,
         )
     finally:
         tree.rollback()
@@ -291,6 +299,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 40 wrote a misconfigured workload's message as its first pod set's, after ``pod set <name>: ``.
     Versions 9 to 38 released a jobless Workload deactivated by hand at once, with no eviction.
     Versions 9 to 37 applied resource transformations in whole amounts.
     Versions 9 to 36 read none of the ordering gates (PriorityBoost, PrioritySortingWithinCohort and the rest).
@@ -355,6 +364,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     exact_transformations = version >= 38
     jobless_deactivation_evicts = version >= 39
     multikueue_placed_topology = version >= 40
+    kueue_misconfigured = version >= 41
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -392,6 +402,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             exact_transformations=exact_transformations,
             jobless_deactivation_evicts=jobless_deactivation_evicts,
             multikueue_placed_topology=multikueue_placed_topology,
+            kueue_misconfigured=kueue_misconfigured,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -267,8 +267,8 @@ async def test_a_workload_outside_its_limit_range_waits_until_the_limit_range_go
         [admitted] = await wait_for(bus, types.WorkloadAdmitted)
     assert pending["reason"] == "Misconfigured"
     assert pending["message"] == (
-        "pod set main: resources didn't satisfy LimitRange constraints: "
-        "spec.podSets[0].template.spec.containers[0]: requests of cpu must not be above the limitRange max"
+        "resources didn't satisfy LimitRange constraints: "
+        'spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu"]: requests must not be above the limitRange max'
     )
     assert admitted.workload.key == "default/wl-a"
 
