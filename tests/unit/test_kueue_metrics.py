@@ -776,3 +776,46 @@ def test_a_deleted_cluster_queues_weighted_share_stays_until_the_process_restart
     restarted = CollectorRegistry()
     restarted.register(KueueCollector(lambda: state))
     assert shares(restarted) == {("b", "other"): 0.0}
+
+
+@pytest.mark.parametrize("explicit_status", [True, False])
+def test_a_workload_waiting_for_quota_is_counted_until_it_is_deleted(explicit_status: bool) -> None:
+    """observability_test.go 'Should correctly report and prune unadmitted workload metrics' and, with the gate
+    UnadmittedWorkloadsExplicitStatus off, 'Should report metrics using fallback logic when status is not
+    explicitly initialized': in a StrictFIFO ClusterQueue of 1 CPU, existing-job is admitted and pending-job
+    waits, counted NoReservation / WaitingForQuota by its ClusterQueue and its LocalQueue; once it is deleted
+    neither series is left."""
+    objects = _preemption_doc_objects()
+    objects[1]["spec"] = {
+        "namespaceSelector": {},
+        "queueingStrategy": "StrictFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": 1}]}],
+            }
+        ],
+    }
+    gates = {"UnadmittedWorkloadsObservability": True, "UnadmittedWorkloadsExplicitStatus": explicit_status}
+    config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates}
+    doc = {
+        "name": "unadmitted-metrics",
+        "source": "observability_test.go",
+        "objects": [config, *objects],
+        "pending": [_job("existing-job", cpus=1, second=1), _job("pending-job", cpus=1, second=2)],
+        "events": [{"delete": "default/pending-job"}],
+    }
+    scenario = parse_scenario(yaml.safe_dump(doc))
+    run = run_scenario(scenario)
+    deleted_at = next(
+        i for i, (_, e) in enumerate(run.log) if isinstance(e, types.ObjectDeleted) and e.kind == "Workload"
+    )
+    waiting = _fold(run.messages[:deleted_at])
+    assert waiting.workloads["default/pending-job"].pending_reason == "WaitingForQuota"
+    samples = _samples(waiting)
+    cause = {"reason": "NoReservation", "underlying_cause": "WaitingForQuota"}
+    assert _value(samples, "kueue_unadmitted_workloads", cluster_queue="cq", **cause) == 1
+    lq = {"name": "lq", "namespace": "default", "cluster_queue": "cq", **cause}
+    assert _value(samples, "kueue_local_queue_unadmitted_workloads", **lq) == 1
+    after = _samples(_fold(run.messages))
+    assert not [key for key in after if key[0].endswith("unadmitted_workloads")]

@@ -33,6 +33,9 @@ CASES = [
     ("flavors/nofit-exceeds-cohort-capacity-pending.yaml", "ns/wl", "ExceedsMaxQuota"),
     ("flavors/nofit-exceeds-borrowing-limit-pending.yaml", "ns/wl", "ExceedsMaxQuota"),
     ("elastic/replacement-original-flavor-refused-for-selector-pending.yaml", "ns/job-a-2", "NoMatchingFlavor"),
+    # observability_test.go 'When evaluating multi-flavor resource assignments'
+    ("flavors/nofit-taint-and-used-quota-waiting-for-quota.yaml", "obs/new-job", "WaitingForQuota"),
+    ("flavors/nofit-taint-and-over-capacity-exceeds-max-quota.yaml", "obs/new-job", "ExceedsMaxQuota"),
 ]
 
 
