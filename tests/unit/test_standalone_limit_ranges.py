@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kueue_es.events import types
 from kueue_es.services.watcher.convert import kueue_fact, workload_fact
 
@@ -62,3 +64,64 @@ def test_a_pod_below_the_pod_min_is_misconfigured() -> None:
 def test_without_limit_ranges_or_runtime_class_the_fact_is_the_objects() -> None:
     manifest = _workload({"name": "c", "resources": {"requests": {"cpu": "500m"}}})
     assert workload_fact(manifest, runtime_classes={}, limit_ranges=[]) == kueue_fact(manifest)
+
+
+_CPU = {"cpu": "1"}
+
+
+@pytest.mark.parametrize(
+    ("pod_spec", "limit_ranges", "runtime_classes", "want"),
+    [
+        pytest.param(
+            {"runtimeClassName": "kata", "containers": [{"name": "c", "resources": {"requests": _CPU}}]},
+            [],
+            {"kata": _CPU},
+            {"cpu": 2000},
+            id="Should accumulate RuntimeClass's overhead",
+        ),
+        pytest.param(
+            {"runtimeClassName": "kata", "containers": [{"name": "c", "resources": {"requests": _CPU}}]},
+            [],
+            {},
+            {"cpu": 1000},
+            id="Should not accumulate RuntimeClass's overhead",
+        ),
+        pytest.param(
+            {"containers": [{"name": "c"}]},
+            [{"type": "Container", "defaultRequest": {"cpu": "3"}}],
+            {},
+            {"cpu": 3000},
+            id="Should use the range defined default requests, if provided",
+        ),
+        pytest.param(
+            {"containers": [{"name": "c", "resources": {"requests": _CPU}}]},
+            [{"type": "Container", "defaultRequest": {"cpu": "3"}}],
+            {},
+            {"cpu": 1000},
+            id="Should not use the range defined requests, if provided by the workload",
+        ),
+        pytest.param(
+            {"containers": [{"name": "c", "resources": {"limits": _CPU}}]},
+            [],
+            {},
+            {"cpu": 1000},
+            id="The limits should be used as request values",
+        ),
+        pytest.param(
+            {"resources": {"limits": {"cpu": "2"}}, "containers": [{"name": "c"}]},
+            [],
+            {},
+            {"cpu": 2000},
+            id="The pod-level limits should be used as pod-level request values",
+        ),
+    ],
+)
+def test_kueues_workload_controller_cases(
+    pod_spec: dict[str, Any], limit_ranges: list[Any], runtime_classes: dict[str, Any], want: dict[str, int]
+) -> None:
+    """workload_controller_test.go 'Workload controller with scheduler': what a Workload made by hand counts
+    for quota, as its ClusterQueue's flavorsReservation shows once it is admitted (resources.go
+    AdjustResources: RuntimeClass overhead, LimitRange defaults, limits as missing requests)."""
+    manifest = _workload(pod_spec["containers"][0], **{k: v for k, v in pod_spec.items() if k != "containers"})
+    pod_set = _pod_set(manifest, limit_ranges=limit_ranges, runtime_classes=runtime_classes)
+    assert (pod_set.requests, pod_set.misconfigured) == (want, "")
