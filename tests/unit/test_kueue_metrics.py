@@ -26,6 +26,7 @@ from kueue_es.projections.kueue_metrics import FAMILIES
 from kueue_es.scenarios.core_engine import CoreRun, run_scenario
 from kueue_es.scenarios.loading import load_scenario, parse_scenario
 from kueue_es.services.dispatcher import core
+from kueue_es.services.dispatcher import status as dispatcher_status
 from kueue_es.services.kueue_metrics import KueueCollector, families
 from kueue_es.services.runtime import fold_message
 from kueue_es.services.watcher import convert
@@ -819,3 +820,55 @@ def test_a_workload_waiting_for_quota_is_counted_until_it_is_deleted(explicit_st
     assert _value(samples, "kueue_local_queue_unadmitted_workloads", **lq) == 1
     after = _samples(_fold(run.messages))
     assert not [key for key in after if key[0].endswith("unadmitted_workloads")]
+
+
+def test_a_blocked_strict_fifo_queue_counts_its_waiting_workloads_active() -> None:
+    """scheduler_test.go 'Queueing with StrictFIFO' / 'Should report pending workloads properly when blocked': in a
+    StrictFIFO ClusterQueue of 5 CPU, wl1 (2 CPU, priority 100) is admitted and wl2 (5 CPU, priority 10) blocks
+    the queue: one active pending workload, none inadmissible, and the ClusterQueue's status.pendingWorkloads 1;
+    wl3 (1 CPU, priority 1) waits behind it: 2; once wl1 finishes wl2 is admitted: 1; once all finish: 0."""
+    objects = _preemption_doc_objects()
+    objects[1]["spec"] = {
+        "namespaceSelector": {},
+        "queueingStrategy": "StrictFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": 5}]}],
+            }
+        ],
+    }
+    doc = {
+        "name": "strict-fifo-pending",
+        "source": "scheduler_test.go",
+        "objects": objects,
+        "pending": [_job("wl1", cpus=2, second=1, priority=100), _job("wl2", cpus=5, second=2, priority=10)],
+        "events": [
+            {"apply": _job("wl3", cpus=1, second=3, priority=1)},
+            {"finish": "default/wl1"},
+            {"finish": "default/wl2"},
+            {"finish": "default/wl3"},
+        ],
+    }
+    run = run_scenario(parse_scenario(yaml.safe_dump(doc)))
+    facts = [
+        i
+        for i, (_, e) in enumerate(run.log)
+        if (isinstance(e, types.WorkloadObserved) and e.workload.metadata.name == "wl3")
+        or isinstance(e, types.WorkloadFinished)
+    ]
+    ends = [facts[0], facts[1], facts[2], len(run.log)]
+    view = core.DispatchState()
+    got = []
+    for start, end in zip([0, *ends], ends, strict=False):
+        for seq, event in run.log[start:end]:
+            core.fold(view, event, seq=seq)
+        samples = _samples(_fold(run.messages[:end]))
+        got.append(
+            (
+                _value(samples, "kueue_pending_workloads", cluster_queue="cq", status="active"),
+                _value(samples, "kueue_pending_workloads", cluster_queue="cq", status="inadmissible"),
+                dispatcher_status.cluster_queue_status(view.cluster, "cq")["pendingWorkloads"],
+            )
+        )
+    assert got == [(1, 0, 1), (2, 0, 2), (1, 0, 1), (0, 0, 0)]
