@@ -20,7 +20,7 @@ from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors, resources
-from kueue_es.services.watcher.kinds import LIMIT_RANGES
+from kueue_es.services.watcher.kinds import LIMIT_RANGES, RUNTIME_CLASSES
 from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.emulator import ClusterEmulator, serve_emulator
 from tests.integration.harness import (
@@ -41,8 +41,8 @@ pytestmark = pytest.mark.timeout(30)
 
 @pytest.fixture
 async def emu() -> AsyncIterator[ClusterEmulator]:
-    """The emulator serving LimitRanges too (a Workload made by hand is checked against them)."""
-    async with serve_emulator(bookmark_interval=0.2, extra_resources=(LIMIT_RANGES,)) as served:
+    """The emulator serving LimitRanges and RuntimeClasses too (a Workload made by hand is counted with them)."""
+    async with serve_emulator(bookmark_interval=0.2, extra_resources=(LIMIT_RANGES, RUNTIME_CLASSES)) as served:
         yield served
 
 
@@ -309,3 +309,37 @@ async def test_workloads_kueues_webhook_refuses_never_stop_the_services(
                 await asyncio.sleep(0.05)
         await kube.apply_manifest(api, standalone("wl-valid", count=1))
         await condition_of(api, "wl-valid", "Admitted")
+
+
+async def test_a_changed_runtime_class_overhead_counts_for_the_pending_workload(api, bus: MemoryBus) -> None:
+    """workload_controller_test.go 'RuntimeClass is defined and change' / 'Should sync the resource requests with
+    the new overhead': cluster-queue has 5 CPU and RuntimeClass kata an overhead of 2 CPU. one (1 CPU + 2) is
+    admitted; two (3 CPU too) waits. The overhead becomes 1 CPU: two now counts 2 CPU and is admitted; one keeps
+    the 3 CPU it was admitted with."""
+    kata = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"},
+            "handler": "bar-handler", "overhead": {"podFixed": {"cpu": "2"}}}  # fmt: skip
+    await kube.create_object(api, RUNTIME_CLASSES, body=kata)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watcher = Watcher(bus=bus, api=api)
+    async with running(
+        *watch_with_workloads(watcher),
+        watcher.watch("RuntimeClass"),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up_queues(api, cpu=5)
+        for name in ("one", "two"):
+            manifest = standalone(name, cpu="1", count=1)
+            manifest["spec"]["podSets"][0]["template"]["spec"]["runtimeClassName"] = "kata"
+            await kube.apply_manifest(api, manifest)
+            if name == "one":
+                [first] = await wait_for(bus, types.WorkloadAdmitted)
+        await condition_of(api, "two", "QuotaReserved", status="False")
+        assert [a.workload.name for a in await events_of(bus, types.WorkloadAdmitted)] == ["one"]
+        kata["overhead"]["podFixed"]["cpu"] = "1"
+        await kube.patch_object(api, RUNTIME_CLASSES, name="kata", patch=kata)
+        [_, second] = await wait_for(bus, types.WorkloadAdmitted, count=2)
+    assert first.pod_set_assignments[0].resource_usage == {"cpu": 3000}
+    assert second.workload.name == "two"
+    assert second.pod_set_assignments[0].resource_usage == {"cpu": 2000}
