@@ -114,6 +114,13 @@ _CPU = {"cpu": "1"}
             {"cpu": 2000},
             id="The pod-level limits should be used as pod-level request values",
         ),
+        pytest.param(
+            {"resources": {"limits": {"cpu": "4"}}, "containers": [{"name": "c"}]},
+            [{"type": "Container", "defaultRequest": {"cpu": "3"}}],
+            {},
+            {"cpu": 4000},
+            id="Should sync the pod-level resource requests with the pod-level limit",
+        ),
     ],
 )
 def test_kueues_workload_controller_cases(
