@@ -171,7 +171,7 @@ def plan(
                 mismatch = mismatches[selected] = _namespace_mismatch(head, cq, state)
         if mismatch is None:  # misconfigured (SEMANTICS §4.3)
             shape = memo if memo is not None else _shape(head)
-            mismatch = shape[1] and shape[1][kueue_misconfigured]
+            mismatch = None if shape[1] is None else shape[1][1 if kueue_misconfigured else 0]
             # DRA (SEMANTICS-ADVANCED F): nothing to charge without device classes or claims (dra.charge_in)
             if (
                 mismatch is None
@@ -834,10 +834,10 @@ def _shape(wl: WorkloadState) -> _Shape:
     """What :func:`plan` checks of the workload object alone, remembered on the state
     (``WorkloadState.shape_memo``, the admitter's cache: never folded, never written to a
     checkpoint) for as long as that object is in force (compared by identity: the fold replaces
-    the object when the workload changes): the object, why it is misconfigured as admitter logic 40 and
-    earlier wrote it and as Kueue does (:func:`misconfigured_message`; None: it is not), the WorkloadPriorityClass it depends on (None: it sets its priority or names no
-    class), whether a pod set names a resource claim (:func:`dra.uses_dra`) and its admission gate
-    (:func:`admission_gate`)."""
+    the object when the workload changes): the object, why it is misconfigured as admitter logic 40
+    and earlier wrote it and as Kueue does (:func:`misconfigured_message`; None: it is not), the
+    WorkloadPriorityClass it depends on (None: it sets its priority or names no class), whether a pod
+    set names a resource claim (:func:`dra.uses_dra`) and its admission gate (:func:`admission_gate`)."""
     workload = wl.workload
     memo = wl.shape_memo
     if memo is not None and memo[0] is workload:
