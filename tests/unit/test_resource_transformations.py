@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from kueue_es import deciders
@@ -184,3 +185,16 @@ def test_a_log_recorded_by_preemptor_17_replays_matched(monkeypatch: pytest.Monk
     records = [e for _, e in run.log if isinstance(e, types.DecisionRecord) and e.role == preemptor.ROLE]
     assert records and {r.logic_version for r in records} == {17}
     assert check_log(run.messages, deciders.BY_ROLE).mismatches == []
+
+
+def test_a_transformed_request_counts_its_outputs_while_it_waits() -> None:
+    """workload_controller_test.go 'The transformed resources should be used as request values': before one
+    finishes, two (2 kueue.x-k8s.io/cpu, so 4 CPU) waits beside one's 2 CPU in a 5-CPU ClusterQueue; the
+    scenario's finish then admits it."""
+    path = Path(__file__).parents[1] / "scenarios" / "config" / "resource-transformation-pseudo-cpu-counts-as-cpu.yaml"
+    scenario = load_scenario(path)
+    run = run_scenario(msgspec.structs.replace(scenario, events=()))
+    one, two = run.state.workloads["default/one"], run.state.workloads["default/two"]
+    assert one.reservation is not None and two.reservation is None
+    assert one.reservation.pod_set_assignments[0].resource_usage == {"cpu": 2000}
+    assert two.pending_reason == "WaitingForQuota"
