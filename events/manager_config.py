@@ -320,7 +320,9 @@ class ManagerConfig:
     (None: Kueue's default, every namespace but kube-system and kueue-system; the Configuration naming
     another ``namespace``, that default written out with it);
     ``frameworks``: ``integrations.frameworks`` as written (Kueue's default ``batch/job`` when
-    empty); ``external_frameworks``: ``integrations.externalFrameworks`` as written.
+    empty); ``external_frameworks``: ``integrations.externalFrameworks`` as written;
+    ``label_keys_to_copy`` and ``annotations_to_copy``: the job's labels and annotations its Workload gets
+    (:func:`keys_to_copy`).
     """
 
     configuration: models.Configuration
@@ -328,6 +330,8 @@ class ManagerConfig:
     managed_jobs_namespace_selector: models.LabelSelector | None = None
     frameworks: tuple[str, ...] = DEFAULT_FRAMEWORKS
     external_frameworks: tuple[str, ...] = ()
+    label_keys_to_copy: frozenset[str] = frozenset()
+    annotations_to_copy: frozenset[str] = frozenset()
 
     @property
     def external_owners(self) -> frozenset[tuple[str, str]]:
@@ -398,6 +402,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
     dependency = slices.tas_gate_problem(gates)
     if dependency is not None:
         raise _error(source, "featureGates", dependency)
+    copied_labels, copied_annotations = keys_to_copy(file, gates=gates)
     return ManagerConfig(
         configuration=models.Configuration(
             fair_sharing=_fair_sharing(file.fair_sharing, v1beta1=short == "v1beta1", source=source),
@@ -414,7 +419,29 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
         managed_jobs_namespace_selector=_managed_jobs_namespace_selector(file, source=source),
         frameworks=_gated(_frameworks(file.integrations, source=source), gates, source=source),
         external_frameworks=_external_frameworks(file.integrations, source=source),
+        label_keys_to_copy=copied_labels,
+        annotations_to_copy=copied_annotations,
     )
+
+
+def keys_to_copy(file: KueueConfiguration, *, gates: dict[str, bool]) -> tuple[frozenset[str], frozenset[str]]:
+    """The label keys and annotation keys a job's new Workload copies from the job: ``integrations.
+    labelKeysToCopy``, and with the gate CustomMetricLabels (alpha, off by default) each ``metrics.customLabels``
+    entry of ``sourceKind: Workload``: its ``sourceAnnotationKey`` as an annotation, else its ``sourceLabelKey``
+    (else its ``name``) as a label (Kueue cmd/kueue/main.go getLabelsAndAnnotationsToCopy,
+    pkg/metrics/custom_labels.go WorkloadCustomLabelSources; the default sourceKind is ClusterQueue)."""
+    labels = set(file.integrations.label_keys_to_copy if file.integrations is not None else ())
+    annotations: set[str] = set()
+    if not gates.get("CustomMetricLabels", False):
+        return frozenset(labels), frozenset()
+    for entry in file.metrics.custom_labels if file.metrics is not None else ():
+        if (entry.source_kind or "ClusterQueue") != "Workload":
+            continue
+        if entry.source_annotation_key:
+            annotations.add(entry.source_annotation_key)
+        else:
+            labels.add(entry.source_label_key or entry.name)
+    return frozenset(labels), frozenset(annotations)
 
 
 def digest(configuration: models.Configuration) -> str:

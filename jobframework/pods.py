@@ -783,10 +783,43 @@ def _group_workload(
         annotations=annotations,
         job_uid_label=False,
     )
-    if not labels:
+    if previous is None:
+        copied_labels, copied_annotations = _copied_from_members(ref, pods, context)
+        labels = {**copied_labels, **labels}
+        annotations = {**workload.metadata.annotations, **copied_annotations}
+    else:
+        annotations = dict(workload.metadata.annotations)
+    if not labels and annotations == workload.metadata.annotations:
         return workload
-    meta = msgspec.structs.replace(workload.metadata, labels={**workload.metadata.labels, **labels})
+    meta = msgspec.structs.replace(
+        workload.metadata, labels={**workload.metadata.labels, **labels}, annotations=annotations
+    )
     return msgspec.structs.replace(workload, metadata=meta)
+
+
+def _copied_from_members(
+    ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], context: workloads.Context
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels and annotations a new group Workload copies (``context.label_keys_to_copy``,
+    ``annotations_to_copy``) from any of its pods; two pods giving one key different values is an error
+    naming the group, and no Workload is made (pod_controller.go ConstructComposableWorkload, getByKey:
+    "pods have different label values"; pod_controller_test.go "Pod controller with CustomMetricLabels")."""
+    out: tuple[dict[str, str], dict[str, str]] = ({}, {})
+    for pod in pods:
+        meta = workloads.as_mapping(pod.get("metadata"))
+        for what, keys, found in (
+            ("label", context.label_keys_to_copy, out[0]),
+            ("annotation", context.annotations_to_copy, out[1]),
+        ):
+            values = workloads.as_mapping(meta.get(f"{what}s"))
+            for key in sorted(k for k in keys if k in values):
+                if key in found and found[key] != str(values[key]):
+                    raise ref.error(
+                        field=f"metadata.{what}s[{key}]",
+                        problem=f"constructing workload: pods have different {what} values",
+                    )
+                found[key] = str(values[key])
+    return out
 
 
 def _group_queue(ref: workloads.JobRef, first: Mapping[str, Any], context: workloads.Context) -> str:

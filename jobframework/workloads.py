@@ -129,6 +129,9 @@ class Context:
     ``topology_aware_scheduling``: Kueue's feature gate TopologyAwareScheduling (on by default); off, a pod
     set asks for no topology whatever its template's TAS annotations say, and they are not checked
     (the job controllers' PodSets build a PodSetTopologyRequest only with the gate on; Kueue PR #4742).
+    ``label_keys_to_copy``, ``annotations_to_copy``: the job's labels and annotations a new Workload gets
+    (:func:`kueue_es.events.manager_config.keys_to_copy`: ``integrations.labelKeysToCopy`` and, with the gate
+    CustomMetricLabels, the Workload sources of ``metrics.customLabels``).
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -146,6 +149,8 @@ class Context:
     elastic_jobs: bool = False
     pod_integration_implicit: bool = False
     topology_aware_scheduling: bool = True
+    label_keys_to_copy: Collection[str] = frozenset()
+    annotations_to_copy: Collection[str] = frozenset()
 
     def namespace_managed(self, namespace: str) -> bool:
         """Whether ``managedJobsNamespaceSelector`` selects ``namespace`` (:func:`namespace_selected`
@@ -733,21 +738,22 @@ def new_workload(
 ) -> models.Workload:
     """The Workload Kueue creates for a job (jobframework ConstructWorkload, utils.go NewWorkload).
 
-    Annotations: the job's ``provreq.kueue.x-k8s.io/`` ones (a ProvisioningRequest's parameters), plus
-    ``annotations``. Labels: the job's ``kueue.x-k8s.io/`` labels, plus ``kueue.x-k8s.io/job-uid``
-    (``job_uid_label``; pod groups have none). ``uid`` and creation time are the
-    job's unless given (a pod group has neither of its own). Raises ManifestError.
+    Annotations: the job's ``provreq.kueue.x-k8s.io/`` ones (a ProvisioningRequest's parameters) and those
+    ``context.annotations_to_copy`` names, plus ``annotations``. Labels: the job's labels
+    ``context.label_keys_to_copy`` names, plus ``kueue.x-k8s.io/job-uid`` (``job_uid_label``; pod groups have
+    none); the copies are made once, when the Workload is made: a Workload already published
+    (``context.previous``) keeps the ones it got (utils.go NewWorkload; job_controller_test.go "Should reconcile
+    workload and job for all jobs": "the workload label is not updated when the job label is"). ``uid`` and
+    creation time are the job's unless given (a pod group has neither of its own). Raises ManifestError.
     """
     priority_class_ref, priority_value = priority(
         ref, pod_specs=pod_specs, context=context, job_priority_class=job_priority_class
     )
-    labels = {k: str(v) for k, v in ref.labels.items() if str(k).startswith("kueue.x-k8s.io/")}
+    job_annotations = {str(k): str(v) for k, v in (ref.meta.get("annotations") or {}).items()}
+    labels, copied = _copied(ref, job_annotations, context)
     # the job's ProvisioningRequest parameters (Kueue admissioncheck.FilterProvReqAnnotations)
-    provreq = {
-        str(k): str(v)
-        for k, v in (ref.meta.get("annotations") or {}).items()
-        if str(k).startswith(PROVREQ_ANNOTATION_PREFIX)
-    }
+    provreq = {k: v for k, v in job_annotations.items() if k.startswith(PROVREQ_ANNOTATION_PREFIX)}
+    provreq.update(copied)
     if job_uid_label and ref.uid:
         labels[JOB_UID_LABEL] = ref.uid
     if creation_timestamp_ms is None:
@@ -772,6 +778,20 @@ def new_workload(
         ),
         owner=owner,
     )
+
+
+def _copied(ref: JobRef, job_annotations: Mapping[str, str], context: Context) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels and annotations of the job a new Workload copies (``context.label_keys_to_copy``,
+    ``annotations_to_copy``), or those ``context.previous`` got when it was made (Kueue copies them only into the
+    Workload it constructs, never onto one that exists)."""
+    previous = context.previous
+    if previous is not None:
+        labels = {k: v for k, v in previous.metadata.labels.items() if k in context.label_keys_to_copy}
+        annotations = {k: v for k, v in previous.metadata.annotations.items() if k in context.annotations_to_copy}
+        return labels, annotations
+    labels = {str(k): str(v) for k, v in ref.labels.items() if str(k) in context.label_keys_to_copy}
+    annotations = {k: v for k, v in job_annotations.items() if k in context.annotations_to_copy}
+    return labels, annotations
 
 
 def owner_of(ref: JobRef) -> models.OwnerReference:

@@ -76,6 +76,7 @@ from kueue_es.scheduling.tas import replacement
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+KUEUE_LABEL_PREFIX = "kueue.x-k8s.io/"
 GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
 GRANULAR_REASONS_GATE = "UnadmittedWorkloadsObservability"
 MAX_CONDITION_MESSAGE = 32 * 1024  # Kueue's api.TruncateConditionMessage
@@ -1072,10 +1073,15 @@ def workload_object(
     meta = workload.metadata
     metadata: dict[str, Any] = {"name": meta.name, "namespace": meta.namespace}
     parent = serving.parent_owner_reference(workload)
+    # the job's labels the watcher copied (integrations.labelKeysToCopy; the log's other kueue.x-k8s.io/ labels,
+    # which watchers before it copied, are none of Kueue's)
+    labels = {k: v for k, v in meta.labels.items() if not k.startswith(KUEUE_LABEL_PREFIX)}
     if owner.uid and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) != "true":
-        metadata["labels"] = {JOB_UID_LABEL: owner.uid}
+        labels[JOB_UID_LABEL] = owner.uid
     elif parent is not None:
-        metadata["labels"] = {JOB_UID_LABEL: parent["uid"]}  # the parent's reconciler's constructWorkload
+        labels[JOB_UID_LABEL] = parent["uid"]  # the parent's reconciler's constructWorkload
+    if labels:
+        metadata["labels"] = dict(sorted(labels.items()))
     # the log's own list of a pod group's pods is no annotation of Kueue's; a priority boost is another
     # controller's, read off the object (services/watcher/job_tracking.py): writing it back could undo its change
     dropped = (models.POD_GROUP_MEMBERS_ANNOTATION, models.PRIORITY_BOOST_ANNOTATION)

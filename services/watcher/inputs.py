@@ -39,8 +39,13 @@ class ConversionInputs:
         pod_integration_implicit: bool = False,
         finish_orphans: bool = True,
         topology_aware_scheduling: bool = True,
+        label_keys_to_copy: frozenset[str] = frozenset(),
+        annotations_to_copy: frozenset[str] = frozenset(),
     ) -> None:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
+        # what a new Workload copies of its job (manager_config.keys_to_copy)
+        self.label_keys_to_copy = label_keys_to_copy
+        self.annotations_to_copy = annotations_to_copy
         # pods only as a Deployment's, StatefulSet's or LeaderWorkerSet's (workloads.Context)
         self.pod_integration_implicit = pod_integration_implicit
         self.elastic_jobs = elastic_jobs  # the gate ElasticJobsViaWorkloadSlices (jobframework.slices)
@@ -175,6 +180,8 @@ class ConversionInputs:
             elastic_jobs=self.elastic_jobs,
             pod_integration_implicit=self.pod_integration_implicit,
             topology_aware_scheduling=self.topology_aware_scheduling,
+            label_keys_to_copy=self.label_keys_to_copy,
+            annotations_to_copy=self.annotations_to_copy,
         )
 
     def pod_inputs(self, namespace: str) -> tuple[dict[str, Any], list[Any]]:

@@ -161,6 +161,8 @@ class Watcher:
             finish_orphans=workloads.finish_orphans(initial.configuration.feature_gates),
             topology_aware_scheduling=initial.configuration.feature_gates.get("TopologyAwareScheduling", True),
             pod_integration_implicit="Pod" in webhooks.implicitly_enabled_kinds(config.frameworks if config else None),
+            label_keys_to_copy=initial.label_keys_to_copy,
+            annotations_to_copy=initial.annotations_to_copy,
         )
         self.reporter = ProgressReporter(
             publisher=self.publisher,

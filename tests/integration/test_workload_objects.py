@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from kueue_es import deciders
-from kueue_es.events import manifests, types
+from kueue_es.events import manager_config, manifests, types
 from kueue_es.events.bus.base import Delivery
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.replay import check_log
@@ -846,13 +846,18 @@ async def _job_suspended_once_gone(api, workload_object: dict[str, Any], *, job_
 
 @contextlib.asynccontextmanager
 async def _kueue(
-    api, bus: MemoryBus, *, watch: tuple[str, ...] = (), feature_gates: str = ""
+    api,
+    bus: MemoryBus,
+    *,
+    watch: tuple[str, ...] = (),
+    feature_gates: str = "",
+    config: manager_config.ManagerConfig | None = None,
 ) -> AsyncIterator[tuple[Dispatcher, Any]]:
     """The watcher (Workload objects too, and the kinds ``watch`` names; ``feature_gates``: its
-    ``--feature-gates``), an admitter and a dispatcher running against ``api``; yields the dispatcher and its
-    consumer."""
+    ``--feature-gates``; ``config``: its manager configuration), an admitter and a dispatcher running against
+    ``api``; yields the dispatcher and its consumer."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    watcher = Watcher(bus=bus, api=api, feature_gates=feature_gates)
+    watcher = Watcher(bus=bus, api=api, feature_gates=feature_gates, config=config)
     async with running(
         *watch_with_workloads(watcher),
         *(watcher.watch(kind) for kind in watch),
@@ -1367,6 +1372,38 @@ async def test_the_max_exec_time_label_is_the_workload_objects_field(api, bus: M
         without = await eventually(api, resources.WORKLOADS, namespace="default", name=other.name, check=bool)
     assert with_limit["spec"]["maximumExecutionTimeSeconds"] == 300
     assert "maximumExecutionTimeSeconds" not in without["spec"]
+
+
+async def test_the_configured_labels_and_annotations_are_copied_to_the_workload_object(api, bus: MemoryBus) -> None:
+    """job_controller_test.go "Should reconcile workload and job for all jobs" (labelKeysToCopy ``toCopyKey``) and
+    "Job controller with CustomMetricLabels" (the gate on, customLabels of sourceKind Workload): the Workload object
+    carries the Job's ``toCopyKey`` and ``job-label`` labels and ``job-annotation`` annotation beside its
+    ``kueue.x-k8s.io/job-uid``, none of the others (not the queue-name label either). Before, the watcher read
+    neither setting (that a later change of the Job's label is not copied: tests/kube/test_job_conversion.py)."""
+    config = manager_config.parse(
+        "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+        "integrations: {labelKeysToCopy: [toCopyKey]}\n"
+        "metrics: {customLabels: [{name: custom_label_key, sourceLabelKey: job-label, sourceKind: Workload},"
+        " {name: custom_annotation_key, sourceAnnotationKey: job-annotation, sourceKind: Workload}]}\n",
+        feature_gates="CustomMetricLabels=true",
+    )
+    async with _kueue(api, bus, config=config):
+        await set_up(api, cpu=3)
+        labelled = job("labelled")
+        labelled["metadata"]["labels"].update(
+            {"toCopyKey": "toCopyValue", "doNotCopyKey": "doNotCopyValue", "job-label": "label-value"}
+        )
+        labelled["metadata"]["annotations"] = {"job-annotation": "annotation-value", "dont-copy-annotation": "x"}
+        await kube.apply_manifest(api, labelled)
+        ref = await _pending_or_admitted(bus, "labelled")
+        made = await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=bool)
+        stored = await kube.get_object(api, JOBS, namespace="default", name="labelled")
+    assert made["metadata"]["labels"] == {
+        "toCopyKey": "toCopyValue",
+        "job-label": "label-value",
+        "kueue.x-k8s.io/job-uid": stored["metadata"]["uid"],
+    }
+    assert made["metadata"].get("annotations") == {"job-annotation": "annotation-value"}
 
 
 async def _pending_or_admitted(bus: MemoryBus, job_name: str) -> types.WorkloadRef:

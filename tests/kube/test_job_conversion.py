@@ -461,16 +461,14 @@ def test_workload_name_matches_kueue() -> None:
 
 
 def test_workload_metadata_from_the_job() -> None:
-    """ConstructWorkload: namespace, UID, creation time, kueue labels plus job-uid, owner reference, max exec time."""
+    """ConstructWorkload: namespace, UID, creation time, the job-uid label and no other (none is copied without
+    ``labelKeysToCopy``, not even Kueue's own: NewWorkload filters by those keys only), owner reference, max exec
+    time."""
     wl = workload_of(jobs.job_facts(job(labels={workloads.MAX_EXEC_TIME_LABEL: "600", "app": "x"})))
     assert wl.metadata.name == jobs.workload_name_for_job("sample", "uid-1")
     assert (wl.metadata.namespace, wl.metadata.uid) == ("default", "uid-1")
     assert wl.metadata.creation_timestamp_ms == 1_767_225_600_000
-    assert wl.metadata.labels == {
-        QUEUE: "user-queue",
-        workloads.MAX_EXEC_TIME_LABEL: "600",
-        workloads.JOB_UID_LABEL: "uid-1",
-    }
+    assert wl.metadata.labels == {workloads.JOB_UID_LABEL: "uid-1"}
     assert wl.spec.maximum_execution_time_seconds == 600
     assert wl.owner == models.OwnerReference(api_version="batch/v1", kind="Job", name="sample", uid="uid-1")
 
@@ -705,3 +703,30 @@ def test_provisioning_request_annotations_are_copied_to_the_workload() -> None:
     wl = workload_of(jobs.job_facts(manifest))
     assert wl.metadata.annotations == {"provreq.kueue.x-k8s.io/maxRunDurationSeconds": "600"}
     assert workload_of(jobs.job_facts(job())).metadata.annotations == {}
+
+
+def test_label_keys_to_copy_are_copied_once_when_the_workload_is_made() -> None:
+    """job_controller_test.go "Should reconcile workload and job for all jobs" (the manager runs with
+    ``WithLabelKeysToCopy("toCopyKey")``): the Workload gets ``toCopyKey`` and not ``doNotCopyKey``, and keeps the
+    value it got when the Job's label changes later (utils.go NewWorkload copies into a new Workload only)."""
+    ctx = context(label_keys_to_copy=frozenset({"toCopyKey"}))
+    labels = {"toCopyKey": "toCopyValue", "doNotCopyKey": "doNotCopyValue"}
+    first = workload_of(jobs.job_facts(job(labels=labels), context=ctx))
+    assert first.metadata.labels == {"toCopyKey": "toCopyValue", workloads.JOB_UID_LABEL: "uid-1"}
+    changed = job(labels={**labels, "toCopyKey": "updatedValue"})
+    later = workload_of(jobs.job_facts(changed, context=dataclasses.replace(ctx, previous=first)))
+    assert later.metadata.labels == first.metadata.labels
+
+
+def test_custom_metric_label_sources_are_copied_to_the_workload() -> None:
+    """job_controller_test.go Describe "Job controller with CustomMetricLabels": the Workload gets the Job's label
+    ``job-label`` and annotation ``job-annotation`` (the sources of the customLabels entries of sourceKind
+    Workload), not ``dont-copy-label`` nor ``dont-copy-annotation``."""
+    ctx = context(label_keys_to_copy=frozenset({"job-label"}), annotations_to_copy=frozenset({"job-annotation"}))
+    manifest = job(
+        labels={"job-label": "label-value", "dont-copy-label": "ignored"},
+        annotations={"job-annotation": "annotation-value", "dont-copy-annotation": "ignored"},
+    )
+    wl = workload_of(jobs.job_facts(manifest, context=ctx))
+    assert wl.metadata.labels == {"job-label": "label-value", workloads.JOB_UID_LABEL: "uid-1"}
+    assert wl.metadata.annotations == {"job-annotation": "annotation-value"}

@@ -681,3 +681,47 @@ def test_group_name_from_the_annotation() -> None:
     member = pod("a", total=1, annotations={GROUP: "from-annotation"}, labels={GROUP: "from-label"})
     assert pods.group_name(member) == "from-annotation"
     assert workload_of(pods.group_facts([member])).metadata.name == "from-annotation"
+
+
+COPYING = workloads.Context(
+    label_keys_to_copy=frozenset({"toCopyKey"}), annotations_to_copy=frozenset({"toCopyAnnotation"})
+)
+
+
+def test_a_single_pod_s_configured_labels_and_annotations_are_copied() -> None:
+    """pod_controller_test.go "Pod controller with CustomMetricLabels", "Should copy labels and annotations for a
+    single pod": ``toCopyKey`` and ``toCopyAnnotation`` reach the Workload, ``dontCopy*`` do not."""
+    single = pod(
+        "p",
+        labels={"toCopyKey": "toCopyValue", "dontCopyKey": "ignored"},
+        annotations={"toCopyAnnotation": "toCopyValue", "dontCopyAnnotation": "ignored"},
+    )
+    wl = workload_of(pods.pod_facts(single, context=COPYING))
+    assert wl.metadata.labels == {"toCopyKey": "toCopyValue", workloads.JOB_UID_LABEL: "p-uid"}
+    assert wl.metadata.annotations == {"toCopyAnnotation": "toCopyValue"}
+
+
+def test_a_pod_group_copies_the_configured_keys_from_any_member() -> None:
+    """ "Should copy labels and annotations for a pod group": ``toCopyKey`` only the second pod has, and the
+    annotation both have alike, reach the group's Workload (pod_controller.go getByKey)."""
+    members = group(
+        pod("p1", group="g", total=2, labels={"dontCopyKey": "a"}, annotations={"toCopyAnnotation": "v"}),
+        pod("p2", group="g", total=2, labels={"toCopyKey": "toCopyValue"}, annotations={"toCopyAnnotation": "v"}),
+    )
+    wl = workload_of(pods.group_facts(members, context=COPYING))
+    assert wl.metadata.labels == {"toCopyKey": "toCopyValue"}
+    assert wl.metadata.annotations["toCopyAnnotation"] == "v"
+    assert "dontCopyKey" not in wl.metadata.labels
+
+
+def test_a_pod_group_whose_members_disagree_on_a_copied_annotation_gets_no_workload() -> None:
+    """ "Should not create workload for a pod group if there is an annotation mismatch": Kueue's
+    ConstructComposableWorkload fails ("pods have different annotation values"), no Workload is made."""
+    members = group(
+        pod("p1", group="g", total=2, annotations={"toCopyAnnotation": "value1"}),
+        pod("p2", group="g", total=2, annotations={"toCopyAnnotation": "value2"}),
+    )
+    fact = pods.group_facts(members, context=COPYING)
+    assert isinstance(fact, types.ObjectRejected), fact
+    assert fact.field == "metadata.annotations[toCopyAnnotation]"
+    assert fact.problem == "constructing workload: pods have different annotation values"

@@ -159,6 +159,27 @@ def test_external_frameworks_are_kinds_run_by_outside_controllers() -> None:
     assert manager_config.parse(V1BETA2).external_owners == frozenset()
 
 
+def test_the_keys_a_workload_copies_of_its_job() -> None:
+    """integrations.labelKeysToCopy, and with the gate CustomMetricLabels the Workload sources of
+    metrics.customLabels: an annotation key, else a label key, else the entry's name; entries of sourceKind
+    ClusterQueue (the default) copy nothing (Kueue main.go getLabelsAndAnnotationsToCopy,
+    custom_labels.go WorkloadCustomLabelSources; job_controller_test.go "Job controller with CustomMetricLabels")."""
+    text = V1BETA2 + (
+        "integrations: {labelKeysToCopy: [toCopyKey]}\n"
+        "metrics:\n"
+        "  customLabels:\n"
+        "  - {name: custom_label_key, sourceLabelKey: job-label, sourceKind: Workload}\n"
+        "  - {name: custom_annotation_key, sourceAnnotationKey: job-annotation, sourceKind: Workload}\n"
+        "  - {name: team, sourceKind: Workload}\n"
+        "  - {name: cq_label, sourceLabelKey: cq-only}\n"
+    )
+    gated = manager_config.parse(text, feature_gates="CustomMetricLabels=true")
+    assert gated.label_keys_to_copy == {"toCopyKey", "job-label", "team"}
+    assert gated.annotations_to_copy == {"job-annotation"}
+    plain = manager_config.parse(text)
+    assert (plain.label_keys_to_copy, plain.annotations_to_copy) == ({"toCopyKey"}, frozenset())
+
+
 def test_feature_gates_from_the_flag_not_together_with_the_file() -> None:
     assert manager_config.parse(V1BETA2, feature_gates="B=false, A=true").configuration.feature_gates == {
         "A": True,
