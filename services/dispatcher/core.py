@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -62,6 +62,18 @@ class StartJob:
     annotations: dict[str, str] = field(default_factory=dict)
     scheduling_gates: list[str] = field(default_factory=list)
     count: int = 0
+    overridable: tuple[str, ...] = ()  # Kueue's annotations a stale value of on the template may be replaced
+
+    def conflict(self, template: Mapping[str, Any]) -> str | None:
+        """Kueue's message when the Job's pod ``template`` (as the API server has it) sets a label, annotation
+        or nodeSelector key this start sets to another value, else None (:func:`template_conflict`)."""
+        return template_conflict(
+            template,
+            labels=self.labels,
+            annotations=self.annotations,
+            node_selector=self.node_selector,
+            overridable=self.overridable,
+        )
 
     def patch(
         self,
@@ -95,6 +107,52 @@ class StartJob:
             "metadata": {"annotations": {EVICTED_ANNOTATION: None, EVICTION_SEQ_ANNOTATION: None}},
             "spec": spec,
         }
+
+
+def template_conflict(
+    template: Mapping[str, Any],
+    *,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    node_selector: Mapping[str, str],
+    overridable: Collection[str] = (),
+) -> str | None:
+    """Why a start cannot be merged into a pod ``template`` (``metadata`` and ``spec`` of a job's template as
+    the API server has it), or None: the template sets an annotation, label or nodeSelector key (checked in
+    that order, keys sorted) that the start sets to another value, as a Ready admission check's podSetUpdate
+    may. Kueue's message, ``invalid admission check PodSetUpdate: conflict for labels: conflict for key=k,
+    value1=<the template's>, value2=<the start's>``, finishes the workload FailedToStart and leaves the job
+    suspended (pkg/podset/podset.go Merge; reconciler.go startJob, podset.IsPermanent). An ``overridable``
+    annotation (Kueue's own, of an elastic job's earlier slice chain) is replaced, not a conflict
+    (podset.go overrideableAnnotations). A template that is no mapping holds nothing to conflict with."""
+    meta = template.get("metadata") if isinstance(template, Mapping) else None
+    spec = template.get("spec") if isinstance(template, Mapping) else None
+    meta = meta if isinstance(meta, Mapping) else {}
+    spec = spec if isinstance(spec, Mapping) else {}
+
+    def strings(value: Any, *, skip: Collection[str] = ()) -> dict[str, str]:
+        return {str(k): str(v) for k, v in value.items() if k not in skip} if isinstance(value, Mapping) else {}
+
+    for what, theirs, mine in (
+        ("annotations", strings(meta.get("annotations"), skip=overridable), annotations),
+        ("labels", strings(meta.get("labels")), labels),
+        ("nodeSelector", strings(spec.get("nodeSelector")), node_selector),
+    ):
+        conflict = _conflict(theirs, dict(mine))
+        if conflict is not None:
+            return f"invalid admission check PodSetUpdate: conflict for {what}: {conflict}"
+    return None
+
+
+def overridable_annotations(*, gates: Mapping[str, bool], annotations: Mapping[str, str]) -> tuple[str, ...]:
+    """The annotations of Kueue's a start may replace a stale value of on the template: with the gate
+    ElasticJobsViaWorkloadSlices, the workload-slice name, and the Workload's name too when the start is an
+    elastic job's (it sets the slice name) (podset.go overrideableAnnotations)."""
+    if not slices.gate_enabled(gates):
+        return ()
+    if slices.SLICE_NAME_ANNOTATION in annotations:
+        return (slices.SLICE_NAME_ANNOTATION, WORKLOAD_ANNOTATION)
+    return (slices.SLICE_NAME_ANNOTATION,)
 
 
 def with_gates(current: list[dict[str, Any]], added: list[str]) -> list[dict[str, Any]]:
@@ -1057,6 +1115,7 @@ def start_of(view: DispatchState, current: WorkloadState, ref: types.WorkloadRef
         annotations=info.annotations,
         scheduling_gates=info.scheduling_gates,
         count=info.count,
+        overridable=overridable_annotations(gates=state.configuration.feature_gates, annotations=info.annotations),
     )
 
 

@@ -34,6 +34,8 @@ log = structlog.get_logger(__name__)
 
 JOB_REF = resources.ref_for("batch/v1", "Job")
 POD_REF = resources.ref_for("v1", "Pod")
+FAILED_TO_START = "FailedToStart"
+"""The reason of a DispatchFailed for a start that cannot be carried out: its workload is finished with it."""
 
 Result = types.DispatchApplied | types.DispatchFailed
 JobAction = core.StartJob | core.StopJob | core.StartIntegration | core.StopIntegration
@@ -138,14 +140,7 @@ class JobWrites:
                 return await self.stop_pods(action, seq=seq)
             case core.FailStart():
                 log.warning("job_not_started", workload=action.workload.key, reason=action.message, seq=seq)
-                return types.DispatchFailed(
-                    workload=action.workload,
-                    decision_seq=seq,
-                    action="StartJob",
-                    status=422,
-                    reason="FailedToStart",
-                    message=action.message,
-                )
+                return failed_start(action.workload, seq=seq, message=action.message)
             case _:
                 assert_never(action)
 
@@ -214,13 +209,19 @@ class JobWrites:
         """Unsuspend the admitted workload's Job with the flavors' node labels and tolerations, and with the
         admitted pod count as its parallelism when it accepts partial admission.
 
-        A Job that is gone, or a namesake with another UID, is a DispatchFailed 404.
+        A Job that is gone, or a namesake with another UID, is a DispatchFailed 404; one whose pod template
+        sets a label, annotation or nodeSelector key the start sets otherwise is left suspended, a DispatchFailed
+        422 ``FailedToStart`` naming the conflict (:meth:`core.StartJob.conflict`), which finishes its workload.
         """
         target = f"Job {action.namespace}/{action.name}"
         found = await self._same_job(action, seq=seq, ref=JOB_REF)
         if isinstance(found, types.DispatchFailed):
             return found
         job = objects.as_job(found)
+        conflict = action.conflict((found.get("spec") or {}).get("template") or {})
+        if conflict is not None:
+            log.warning("job_not_started", job=target, workload=action.workload.key, reason=conflict, seq=seq)
+            return failed_start(action.workload, seq=seq, message=conflict)
         pod_spec = objects.pod_spec(job)
         patch = action.patch(
             current_tolerations=pod_spec.get("tolerations") or [],
@@ -424,6 +425,19 @@ class JobWrites:
             reason="NotFound",
             message=message,
         )
+
+
+def failed_start(workload: types.WorkloadRef, *, seq: int, message: str) -> types.DispatchFailed:
+    """The result of a start that cannot be carried out (its pod set information conflicts): Kueue finishes the
+    workload with reason FailedToStart and ``message`` (reconciler.go, podset.IsPermanent)."""
+    return types.DispatchFailed(
+        workload=workload,
+        decision_seq=seq,
+        action="StartJob",
+        status=422,
+        reason=FAILED_TO_START,
+        message=message,
+    )
 
 
 def _template_mutable(job: Mapping[str, Any]) -> bool:

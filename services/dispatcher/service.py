@@ -717,16 +717,18 @@ class Dispatcher:
             )
         )
         gone = isinstance(result, types.DispatchFailed) and result.status == 404
+        # a FailStart, or a start the job's own template refused (job_writes.failed_start)
+        failed_start = isinstance(result, types.DispatchFailed) and result.reason == job_writes.FAILED_TO_START
         stored: asyncio.Future[Any]
-        if gone or unwritten or isinstance(action, core.FailStart):
+        if gone or unwritten or failed_start:
 
-            async def facts(action: core.Action = action, seq: int = message.seq) -> None:
+            async def facts(action: core.Action = action, seq: int = message.seq, result: Any = result) -> None:
                 if gone:
                     await self._report_gone(action, seq=seq)
                 if unwritten and isinstance(action, core.StopJob) and not deactivated:  # released: nothing to report
                     await self._report_stopped(action, seq=seq)
-                if isinstance(action, core.FailStart):
-                    await self._report_failed_start(action, seq=seq)
+                if failed_start:
+                    await self._report_failed_start(action.workload, message=result.message, seq=seq)
 
             stored = self.settling.result_then(publish, facts)
         else:
@@ -771,13 +773,14 @@ class Dispatcher:
         stopped = types.WorkloadStopped(workload=action.workload, reason=action.reason, at_ms=wall_clock_ms())
         await self.bus.publish(subjects.fact_message(stopped, version=f"evict-{seq}"))
 
-    async def _report_failed_start(self, action: core.FailStart, *, seq: int) -> None:
-        """The job cannot start: Kueue finishes its workload with reason FailedToStart (reconciler.go)."""
+    async def _report_failed_start(self, workload: types.WorkloadRef, *, message: str, seq: int) -> None:
+        """The job cannot start: Kueue finishes its workload with reason FailedToStart and ``message``
+        (reconciler.go)."""
         finished = types.WorkloadFinished(
-            workload=action.workload,
+            workload=workload,
             succeeded=False,
-            reason="FailedToStart",
-            message=action.message,
+            reason=job_writes.FAILED_TO_START,
+            message=message,
             at_ms=wall_clock_ms(),
         )
         await self.bus.publish(subjects.fact_message(finished, version=f"disp-{seq}"))

@@ -1,0 +1,151 @@
+"""A Ready admission check's podSetUpdate that contradicts the Job's own pod template: the Job is not started.
+
+Kueue's job_controller_test.go, When "the queue has admission checks", It "should not admit workload if there is
+a conflict in labels" and "... in annotations": the Job's template sets a label (annotation) that the check's
+podSetUpdate sets to another value; once the Workload is admitted Kueue's reconciler cannot merge the start into
+the template (pkg/podset/podset.go Merge), so the Job stays suspended with its own value and the Workload is
+finished ``FailedToStart`` naming the conflict (reconciler.go, podset.IsPermanent).
+
+Watcher (Kueue's kinds, AdmissionChecks, the Job and the Workload objects, where the check's controller writes
+its state), admitter and dispatcher in one process on one MemoryBus and one emulated API server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from kueue_es.events import slices, types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.dispatcher import core
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher.kinds import OBSERVED_KINDS, WORKLOAD_KIND
+from kueue_es.services.watcher.service import Watcher
+from tests.integration.harness import (
+    JOBS,
+    admitter,
+    cluster_queue,
+    dispatcher_with_consumer,
+    events_of,
+    flavor,
+    job,
+    local_queue,
+    running,
+    wait_for,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+CHECK = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "AdmissionCheck",
+    "metadata": {"name": "check"},
+    "spec": {"controllerName": "example.com/check"},
+}
+SLICE, WORKLOAD = slices.SLICE_NAME_ANNOTATION, core.WORKLOAD_ANNOTATION
+ACTIVE = {
+    "type": "Active",
+    "status": "True",
+    "reason": "Active",
+    "message": "",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+async def _reserved_workload(api: Any) -> dict[str, Any]:
+    """The Workload object once it holds its quota reservation (its check Pending)."""
+    async with asyncio.timeout(10):
+        while True:
+            items, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+            for wl in items:
+                if (wl.get("status") or {}).get("admissionChecks"):
+                    return wl
+            await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    ("field", "want"),
+    [
+        pytest.param(
+            "labels",
+            "invalid admission check PodSetUpdate: conflict for labels: "
+            "conflict for key=label-key, value1=old-value, value2=new-value",
+            id='"should not admit workload if there is a conflict in labels"',
+        ),
+        pytest.param(
+            "annotations",
+            "invalid admission check PodSetUpdate: conflict for annotations: "
+            "conflict for key=label-key, value1=old-value, value2=new-value",
+            id='"should not admit workload if there is a conflict in annotations"',
+        ),
+    ],
+)
+async def test_a_pod_set_update_against_the_templates_own_value_fails_the_start(
+    api, bus: MemoryBus, field: str, want: str
+) -> None:
+    """The Job's template has ``label-key: old-value`` as a label (an annotation); check ``check`` turns Ready
+    with a podSetUpdate setting it to ``new-value``: the Workload is admitted, the Job is never unsuspended and
+    keeps ``old-value``, and the Workload finishes FailedToStart with Kueue's message. Before, the dispatcher
+    compared the update with the flavors' and Kueue's own labels only, and unsuspended the Job with
+    ``new-value``."""
+    queue = cluster_queue("cluster-queue", cpu=3)
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "check"}]}
+    manifest = job("conflicting")
+    manifest["spec"]["template"]["metadata"] = {field: {"label-key": "old-value"}}
+    watcher = Watcher(bus=bus, api=api)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watches = [watcher.watch(kind) for kind in (*OBSERVED_KINDS, "Job", WORKLOAD_KIND)]
+    async with running(*watches, admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        for obj in (flavor("default-flavor"), CHECK, queue, local_queue("user-queue", "cluster-queue")):
+            await kube.apply_manifest(api, obj)
+        patch = {"status": {"conditions": [ACTIVE]}}
+        await kube.patch_object(api, resources.ADMISSION_CHECKS, name="check", patch=patch, subresource="status")
+        await wait_for(bus, types.AdmissionCheckObserved, count=2)
+        await kube.apply_manifest(api, manifest)
+        wl = await _reserved_workload(api)
+        ready = {
+            "name": "check",
+            "state": "Ready",
+            "message": "",
+            "lastTransitionTime": "2026-01-01T00:01:00Z",
+            "podSetUpdates": [{"name": "main", field: {"label-key": "new-value"}}],
+        }
+        await kube.patch_object(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=wl["metadata"]["name"],
+            patch={"status": {"admissionChecks": [ready]}},
+            subresource="status",
+        )
+        await wait_for(bus, types.WorkloadAdmitted)
+        [finished] = await wait_for(bus, types.WorkloadFinished)
+        stored = await kube.get_object(api, JOBS, namespace="default", name="conflicting")
+    assert (finished.succeeded, finished.reason, finished.message) == (False, "FailedToStart", want)
+    assert stored["spec"]["suspend"] is True
+    assert stored["spec"]["template"]["metadata"][field]["label-key"] == "old-value"
+    assert await events_of(bus, types.DispatchApplied, action="StartJob") == []
+
+
+def test_kueue_s_own_annotations_of_an_elastic_jobs_earlier_chain_are_replaced_not_a_conflict() -> None:
+    """podset.go overrideableAnnotations: with ElasticJobsViaWorkloadSlices, a stale workload-slice name on the
+    template is replaced, and so is the Workload's name when the start is an elastic job's; other keys, and any
+    key with the gate off, conflict in Kueue's order (annotations, labels, nodeSelector)."""
+    stale = {
+        "metadata": {"annotations": {SLICE: "old-chain", WORKLOAD: "old-slice"}, "labels": {"team": "a"}},
+        "spec": {"nodeSelector": {"zone": "a"}},
+    }
+    start = {"labels": {}, "annotations": {SLICE: "new-chain", WORKLOAD: "new-slice"}, "node_selector": {}}
+    gated = core.overridable_annotations(gates={"ElasticJobsViaWorkloadSlices": True}, annotations=start["annotations"])
+    assert core.template_conflict(stale, **start, overridable=gated) is None
+    plain = core.overridable_annotations(gates={}, annotations=start["annotations"])
+    assert core.template_conflict(stale, **start, overridable=plain) == (
+        "invalid admission check PodSetUpdate: conflict for annotations: "
+        "conflict for key=kueue.x-k8s.io/workload, value1=old-slice, value2=new-slice"
+    )
+    assert core.template_conflict(stale, labels={}, annotations={}, node_selector={"zone": "b"}) == (
+        "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=zone, value1=a, value2=b"
+    )
