@@ -62,7 +62,6 @@ class StartJob:
     annotations: dict[str, str] = field(default_factory=dict)
     scheduling_gates: list[str] = field(default_factory=list)
     count: int = 0
-    overridable: tuple[str, ...] = ()  # Kueue's annotations a stale value of on the template may be replaced
 
     def conflict(self, template: Mapping[str, Any]) -> str | None:
         """Kueue's message when the Job's pod ``template`` (as the API server has it) sets a label, annotation
@@ -72,7 +71,6 @@ class StartJob:
             labels=self.labels,
             annotations=self.annotations,
             node_selector=self.node_selector,
-            overridable=self.overridable,
         )
 
     def patch(
@@ -115,20 +113,23 @@ def template_conflict(
     labels: Mapping[str, str],
     annotations: Mapping[str, str],
     node_selector: Mapping[str, str],
-    overridable: Collection[str] = (),
 ) -> str | None:
     """Why a start cannot be merged into a pod ``template`` (``metadata`` and ``spec`` of a job's template as
     the API server has it), or None: the template sets an annotation, label or nodeSelector key (checked in
     that order, keys sorted) that the start sets to another value, as a Ready admission check's podSetUpdate
     may. Kueue's message, ``invalid admission check PodSetUpdate: conflict for labels: conflict for key=k,
     value1=<the template's>, value2=<the start's>``, finishes the workload FailedToStart and leaves the job
-    suspended (pkg/podset/podset.go Merge; reconciler.go startJob, podset.IsPermanent). An ``overridable``
-    annotation (Kueue's own, of an elastic job's earlier slice chain) is replaced, not a conflict
-    (podset.go overrideableAnnotations). A template that is no mapping holds nothing to conflict with."""
+    suspended (pkg/podset/podset.go Merge; reconciler.go startJob, podset.IsPermanent). The start of an elastic
+    job's slice (it sets the workload-slice name, which it does only with the gate ElasticJobsViaWorkloadSlices)
+    replaces a stale slice name or Workload name Kueue put there for an earlier chain (podset.go
+    overrideableAnnotations; without that annotation the start sets neither key Kueue would let it replace). A
+    template that is no mapping holds nothing to conflict with."""
     meta = template.get("metadata") if isinstance(template, Mapping) else None
     spec = template.get("spec") if isinstance(template, Mapping) else None
     meta = meta if isinstance(meta, Mapping) else {}
     spec = spec if isinstance(spec, Mapping) else {}
+    elastic = slices.SLICE_NAME_ANNOTATION in annotations
+    overridable = (slices.SLICE_NAME_ANNOTATION, WORKLOAD_ANNOTATION) if elastic else ()
 
     def strings(value: Any, *, skip: Collection[str] = ()) -> dict[str, str]:
         return {str(k): str(v) for k, v in value.items() if k not in skip} if isinstance(value, Mapping) else {}
@@ -142,17 +143,6 @@ def template_conflict(
         if conflict is not None:
             return f"invalid admission check PodSetUpdate: conflict for {what}: {conflict}"
     return None
-
-
-def overridable_annotations(*, gates: Mapping[str, bool], annotations: Mapping[str, str]) -> tuple[str, ...]:
-    """The annotations of Kueue's a start may replace a stale value of on the template: with the gate
-    ElasticJobsViaWorkloadSlices, the workload-slice name, and the Workload's name too when the start is an
-    elastic job's (it sets the slice name) (podset.go overrideableAnnotations)."""
-    if not slices.gate_enabled(gates):
-        return ()
-    if slices.SLICE_NAME_ANNOTATION in annotations:
-        return (slices.SLICE_NAME_ANNOTATION, WORKLOAD_ANNOTATION)
-    return (slices.SLICE_NAME_ANNOTATION,)
 
 
 def with_gates(current: list[dict[str, Any]], added: list[str]) -> list[dict[str, Any]]:
@@ -394,16 +384,36 @@ class StartIntegration:
     def patch(self, current: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON merge patch for the job as it is now: the changed fields only (a list, such as a JobSet's
         ``replicatedJobs``, is sent whole), the eviction marks of an earlier stop removed, the UID as a
-        precondition. Raises ManifestError when the job no longer converts."""
+        precondition. Raises ManifestError when the job no longer converts, TemplateConflict when a pod set's
+        template sets a label, annotation or nodeSelector key its start sets otherwise (podset.go Merge, run
+        by every integration's RunWithPodSetsInfo)."""
         integration = integrations.registry()[self.kind]
         desired = integrations.changed_job(
             integration,
             current,
-            templates={info.name: info.started for info in self.pod_sets},
+            templates={info.name: _merged_into(info) for info in self.pod_sets},
             suspend=False,
             counts={info.name: info.count for info in self.pod_sets},
         )
         return _integration_patch(current, desired, marks=_eviction_marks(None, 0), uid=self.uid)
+
+
+class TemplateConflict(Exception):
+    """A start that cannot be merged into a job's pod template; the message is Kueue's (:func:`template_conflict`)."""
+
+
+def _merged_into(info: PodSetInfo) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``info.started``, refusing a template it conflicts with (TemplateConflict)."""
+
+    def started(template: dict[str, Any]) -> dict[str, Any]:
+        conflict = template_conflict(
+            template, labels=info.labels, annotations=info.annotations, node_selector=info.node_selector
+        )
+        if conflict is not None:
+            raise TemplateConflict(conflict)
+        return info.started(template)
+
+    return started
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1115,7 +1125,6 @@ def start_of(view: DispatchState, current: WorkloadState, ref: types.WorkloadRef
         annotations=info.annotations,
         scheduling_gates=info.scheduling_gates,
         count=info.count,
-        overridable=overridable_annotations(gates=state.configuration.feature_gates, annotations=info.annotations),
     )
 
 

@@ -285,6 +285,9 @@ class JobWrites:
             return found
         try:
             patch = action.patch(found)
+        except core.TemplateConflict as err:
+            log.warning("job_not_started", job=target, workload=action.workload.key, reason=str(err), seq=seq)
+            return failed_start(action.workload, seq=seq, message=str(err))
         except manifests.ManifestError as err:
             log.warning("job_not_written", job=target, workload=action.workload.key, error=str(err), seq=seq)
             return types.DispatchFailed(

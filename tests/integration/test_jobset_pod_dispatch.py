@@ -201,6 +201,56 @@ async def test_kueue_pod_and_pod_group_are_ungated_on_their_flavor_and_stopped_b
         await kube.get_object(api, PODS, namespace="default", name=single["metadata"]["name"])
 
 
+async def _checked_jobset(
+    api: Any, bus: MemoryBus, *, update: dict[str, Any], workers_labels: dict[str, str] | None = None
+) -> tuple[dict[str, Any], types.WorkloadRef]:
+    """sample-jobset (``workers_labels`` on its workers' pod template) in a ClusterQueue with check ``prov``:
+    quota reserved (committed here, as the admitter would), the check set Ready with ``update`` as its
+    podSetUpdate on the Workload object by its controller, then admitted; returns the JobSet as created and
+    the workload. The watcher and dispatcher must be running."""
+    await set_up_queues(api)
+    cq = await kube.get_object(api, kube.ref_for("kueue.x-k8s.io/v1beta2", "ClusterQueue"), name="cluster-queue")
+    spec = copy.deepcopy(cq["spec"]) | {"admissionChecksStrategy": {"admissionChecks": [{"name": "prov"}]}}
+    await kube.apply_manifest(
+        api, {**{k: cq[k] for k in ("apiVersion", "kind")}, "metadata": {"name": "cluster-queue"}, "spec": spec}
+    )
+    [manifest] = examples.load("jobs/sample-jobset.yaml")
+    if workers_labels:
+        pod_templates(manifest)[0].setdefault("metadata", {})["labels"] = workers_labels
+    created = await kube.apply_manifest(api, manifest)
+    [observed] = await wait_for(bus, types.WorkloadObserved)
+    meta = observed.workload.metadata
+    ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
+    assignments = [
+        types.PodSetAssignment(
+            name=ps.name, flavors={"cpu": "spot", "memory": "spot"}, resource_usage=dict(ps.requests), count=1
+        )
+        for ps in observed.workload.spec.pod_sets
+    ]
+    await wait_for(bus, types.ClusterQueueObserved, count=2)
+    await commit(
+        bus,
+        types.QuotaReserved(workload=ref, cluster_queue="cluster-queue", pod_set_assignments=assignments, at_ms=1),
+    )
+    wl = await until(api, resources.WORKLOADS, ref.name, lambda o: bool(o.get("status", {}).get("admissionChecks")))
+    [entry] = wl["status"]["admissionChecks"]
+    assert (entry["name"], entry["state"]) == ("prov", "Pending")
+    conditions = {c["type"]: c for c in wl["status"]["conditions"]}
+    assert conditions["Admitted"]["reason"] == "UnsatisfiedAdmissionChecks"
+
+    ready_entry = {**entry, "state": "Ready", "message": "provisioned", "podSetUpdates": [update]}
+    await kube.patch_object(
+        api, resources.WORKLOADS, namespace="default", name=ref.name,
+        patch={"status": {"admissionChecks": [ready_entry]}}, subresource="status",
+    )  # fmt: skip
+    [changed] = await wait_for(bus, types.AdmissionCheckStateChanged)
+    assert (changed.check, changed.state, changed.message) == ("prov", "Ready", "provisioned")
+    assert changed.pod_set_updates[0].node_selector == update.get("nodeSelector", {})
+    await asyncio.sleep(0.2)  # the dispatcher folds it before the admission
+    await commit(bus, types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=2))
+    return created, ref
+
+
 async def test_a_check_controller_on_the_workload_object_and_its_pod_set_updates(api, bus: MemoryBus) -> None:
     """A ClusterQueue with an admission check: the workload reserves quota, its Workload object lists the check
     Pending; a check controller writes Ready with podSetUpdates on the object -> AdmissionCheckStateChanged on
@@ -209,49 +259,13 @@ async def test_a_check_controller_on_the_workload_object_and_its_pod_set_updates
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     watcher = Watcher(bus=bus, api=api)
     async with running(watcher.run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
-        await set_up_queues(api)
-        cq = await kube.get_object(api, kube.ref_for("kueue.x-k8s.io/v1beta2", "ClusterQueue"), name="cluster-queue")
-        spec = copy.deepcopy(cq["spec"]) | {"admissionChecksStrategy": {"admissionChecks": [{"name": "prov"}]}}
-        await kube.apply_manifest(
-            api, {**{k: cq[k] for k in ("apiVersion", "kind")}, "metadata": {"name": "cluster-queue"}, "spec": spec}
-        )
-        [created] = await apply_example(api, "jobs/sample-jobset.yaml")
-        [observed] = await wait_for(bus, types.WorkloadObserved)
-        meta = observed.workload.metadata
-        ref = types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
-        assignments = [
-            types.PodSetAssignment(
-                name=ps.name, flavors={"cpu": "spot", "memory": "spot"}, resource_usage=dict(ps.requests), count=1
-            )
-            for ps in observed.workload.spec.pod_sets
-        ]
-        await wait_for(bus, types.ClusterQueueObserved, count=2)
-        await commit(
-            bus,
-            types.QuotaReserved(workload=ref, cluster_queue="cluster-queue", pod_set_assignments=assignments, at_ms=1),
-        )
-        wl = await until(api, resources.WORKLOADS, ref.name, lambda o: bool(o.get("status", {}).get("admissionChecks")))
-        [entry] = wl["status"]["admissionChecks"]
-        assert (entry["name"], entry["state"]) == ("prov", "Pending")
-        conditions = {c["type"]: c for c in wl["status"]["conditions"]}
-        assert conditions["Admitted"]["reason"] == "UnsatisfiedAdmissionChecks"
-
         update = {
             "name": "workers",
             "labels": {"team": "a"},
             "annotations": {"note": "x"},
             "nodeSelector": {"pool": "p1"},
         }
-        ready_entry = {**entry, "state": "Ready", "message": "provisioned", "podSetUpdates": [update]}
-        await kube.patch_object(
-            api, resources.WORKLOADS, namespace="default", name=ref.name,
-            patch={"status": {"admissionChecks": [ready_entry]}}, subresource="status",
-        )  # fmt: skip
-        [changed] = await wait_for(bus, types.AdmissionCheckStateChanged)
-        assert (changed.check, changed.state, changed.message) == ("prov", "Ready", "provisioned")
-        assert changed.pod_set_updates[0].node_selector == {"pool": "p1"}
-        await asyncio.sleep(0.2)  # the dispatcher folds it before the admission
-        await commit(bus, types.WorkloadAdmitted(workload=ref, cluster_queue="cluster-queue", at_ms=2))
+        created, ref = await _checked_jobset(api, bus, update=update)
         started = await until(api, JOBSETS, created["metadata"]["name"], lambda o: o["spec"].get("suspend") is False)
         workers, driver = pod_templates(started)
         assert workers["spec"]["nodeSelector"] == {**SPOT_SELECTOR, "pool": "p1"}
@@ -261,3 +275,24 @@ async def test_a_check_controller_on_the_workload_object_and_its_pod_set_updates
         assert driver["spec"]["nodeSelector"] == SPOT_SELECTOR
         assert driver["metadata"]["labels"] == {"kueue.x-k8s.io/podset": "driver", **added}  # no update of its own
     assert len(await events_of(bus, types.AdmissionCheckStateChanged)) == 1  # the dispatcher's own writes are not news
+
+
+async def test_a_pod_set_update_against_a_replicated_jobs_own_label_fails_the_start(api, bus: MemoryBus) -> None:
+    """jobset_controller_test.go "labels and annotations should be propagated from admission check to job" turned
+    around, as job_controller_test.go "should not admit workload if there is a conflict in labels": the workers'
+    template has ``team: b`` and the check's podSetUpdate sets ``team: a``. Kueue's RunWithPodSetsInfo cannot
+    merge it (podset.go Merge): the JobSet stays suspended with its own label and the Workload finishes
+    FailedToStart naming the conflict. Before, kueue-es unsuspended it with ``team: a``."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watcher = Watcher(bus=bus, api=api)
+    async with running(watcher.run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        update = {"name": "workers", "labels": {"team": "a"}}
+        created, ref = await _checked_jobset(api, bus, update=update, workers_labels={"team": "b"})
+        [finished] = await wait_for(bus, types.WorkloadFinished)
+        stored = await kube.get_object(api, JOBSETS, namespace="default", name=created["metadata"]["name"])
+    assert (finished.workload, finished.succeeded, finished.reason) == (ref, False, "FailedToStart")
+    assert finished.message == (
+        "invalid admission check PodSetUpdate: conflict for labels: conflict for key=team, value1=b, value2=a"
+    )
+    assert stored["spec"]["suspend"] is True
+    assert pod_templates(stored)[0]["metadata"]["labels"] == {"team": "b"}

@@ -131,20 +131,21 @@ async def test_a_pod_set_update_against_the_templates_own_value_fails_the_start(
 
 
 def test_kueue_s_own_annotations_of_an_elastic_jobs_earlier_chain_are_replaced_not_a_conflict() -> None:
-    """podset.go overrideableAnnotations: with ElasticJobsViaWorkloadSlices, a stale workload-slice name on the
-    template is replaced, and so is the Workload's name when the start is an elastic job's; other keys, and any
-    key with the gate off, conflict in Kueue's order (annotations, labels, nodeSelector)."""
+    """podset.go overrideableAnnotations: the start of an elastic job's slice (it sets the workload-slice name)
+    replaces a stale slice name and Workload name on the template; any other start, and other keys, conflict in
+    Kueue's order (annotations, labels, nodeSelector)."""
     stale = {
         "metadata": {"annotations": {SLICE: "old-chain", WORKLOAD: "old-slice"}, "labels": {"team": "a"}},
         "spec": {"nodeSelector": {"zone": "a"}},
     }
-    start = {"labels": {}, "annotations": {SLICE: "new-chain", WORKLOAD: "new-slice"}, "node_selector": {}}
-    gated = core.overridable_annotations(gates={"ElasticJobsViaWorkloadSlices": True}, annotations=start["annotations"])
-    assert core.template_conflict(stale, **start, overridable=gated) is None
-    plain = core.overridable_annotations(gates={}, annotations=start["annotations"])
-    assert core.template_conflict(stale, **start, overridable=plain) == (
+    elastic = {SLICE: "new-chain", WORKLOAD: "new-slice"}
+    assert core.template_conflict(stale, labels={}, annotations=elastic, node_selector={}) is None
+    assert core.template_conflict(stale, labels={}, annotations={WORKLOAD: "new-slice"}, node_selector={}) == (
         "invalid admission check PodSetUpdate: conflict for annotations: "
         "conflict for key=kueue.x-k8s.io/workload, value1=old-slice, value2=new-slice"
+    )
+    assert core.template_conflict(stale, labels={"team": "b"}, annotations=elastic, node_selector={"zone": "b"}) == (
+        "invalid admission check PodSetUpdate: conflict for labels: conflict for key=team, value1=a, value2=b"
     )
     assert core.template_conflict(stale, labels={}, annotations={}, node_selector={"zone": "b"}) == (
         "invalid admission check PodSetUpdate: conflict for nodeSelector: conflict for key=zone, value1=a, value2=b"
