@@ -1,10 +1,12 @@
-"""A Ready admission check's podSetUpdate that contradicts the Job's own pod template: the Job is not started.
+"""A Ready admission check's podSetUpdates on a batch/v1 Job's start: merged in, or refused when they contradict it.
 
-Kueue's job_controller_test.go, When "the queue has admission checks", It "should not admit workload if there is
-a conflict in labels" and "... in annotations": the Job's template sets a label (annotation) that the check's
-podSetUpdate sets to another value; once the Workload is admitted Kueue's reconciler cannot merge the start into
-the template (pkg/podset/podset.go Merge), so the Job stays suspended with its own value and the Workload is
-finished ``FailedToStart`` naming the conflict (reconciler.go, podset.IsPermanent).
+Kueue's job_controller_test.go, When "the queue has admission checks": "labels and annotations should be
+propagated from admission check to job" (the update's labels, annotations, nodeSelector and tolerations join the
+Job's own template at its start and leave with its stop), and "should not admit workload if there is a conflict
+in labels" and "... in annotations": the Job's template sets a label (annotation) that the check's podSetUpdate
+sets to another value; once the Workload is admitted Kueue's reconciler cannot merge the start into the template
+(pkg/podset/podset.go Merge), so the Job stays suspended with its own value and the Workload is finished
+``FailedToStart`` naming the conflict (reconciler.go, podset.IsPermanent).
 
 Watcher (Kueue's kinds, AdmissionChecks, the Job and the Workload objects, where the check's controller writes
 its state), admitter and dispatcher in one process on one MemoryBus and one emulated API server.
@@ -13,6 +15,9 @@ its state), admitter and dispatcher in one process on one MemoryBus and one emul
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -28,8 +33,10 @@ from tests.integration.harness import (
     JOBS,
     admitter,
     cluster_queue,
+    commit,
     dispatcher_with_consumer,
     events_of,
+    eviction,
     flavor,
     job,
     local_queue,
@@ -66,6 +73,96 @@ async def _reserved_workload(api: Any) -> dict[str, Any]:
             await asyncio.sleep(0.02)
 
 
+@contextlib.asynccontextmanager
+async def _kueue(api: Any, bus: MemoryBus) -> AsyncIterator[None]:
+    """The watcher (Kueue's kinds, AdmissionChecks, Jobs, Workload objects), admitter and dispatcher, with
+    ClusterQueue cluster-queue (3 CPU) checked by the active AdmissionCheck ``check`` and LocalQueue user-queue."""
+    queue = cluster_queue("cluster-queue", cpu=3)
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "check"}]}
+    watcher = Watcher(bus=bus, api=api)
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watches = [watcher.watch(kind) for kind in (*OBSERVED_KINDS, "Job", WORKLOAD_KIND)]
+    async with running(*watches, admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        for obj in (flavor("default-flavor"), CHECK, queue, local_queue("user-queue", "cluster-queue")):
+            await kube.apply_manifest(api, obj)
+        patch = {"status": {"conditions": [ACTIVE]}}
+        await kube.patch_object(api, resources.ADMISSION_CHECKS, name="check", patch=patch, subresource="status")
+        await wait_for(bus, types.AdmissionCheckObserved, count=2)
+        yield
+
+
+async def _admitted_with(
+    api: Any, bus: MemoryBus, manifest: dict[str, Any], update: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """Create Job ``manifest``; once its Workload reserves quota, set check ``check`` Ready with ``update`` as
+    its podSetUpdate, as the check's controller would; returns the Workload's name once it is admitted, and the
+    Job as created."""
+    created = await kube.apply_manifest(api, manifest)
+    wl = await _reserved_workload(api)
+    ready = {
+        "name": "check",
+        "state": "Ready",
+        "message": "",
+        "lastTransitionTime": "2026-01-01T00:01:00Z",
+        "podSetUpdates": [update],
+    }
+    name = wl["metadata"]["name"]
+    await kube.patch_object(
+        api,
+        resources.WORKLOADS,
+        namespace="default",
+        name=name,
+        patch={"status": {"admissionChecks": [ready]}},
+        subresource="status",
+    )
+    await wait_for(bus, types.WorkloadAdmitted)
+    return str(name), dict(created)
+
+
+async def test_pod_set_updates_reach_the_job_and_go_with_its_stop(api, bus: MemoryBus) -> None:
+    """job_controller_test.go When "the queue has admission checks", It "labels and annotations should be
+    propagated from admission check to job": the check's labels, annotations, nodeSelector and toleration join
+    the Job's own template at its start (the template's own label and annotation kept); evicted, the Job is
+    suspended with exactly its own template back."""
+    manifest = job("propagated")
+    own = {"labels": {"old-label-key": "old-label-value"}, "annotations": {"old-ann-key": "old-ann-value"}}
+    manifest["spec"]["template"]["metadata"] = copy.deepcopy(own)  # the API server adds the Job's labels
+    toleration = {"key": "selector0", "operator": "Equal", "value": "selector-value1", "effect": "NoSchedule"}
+    update = {
+        "name": "main",
+        "labels": {"label1": "label-value1"},
+        "annotations": {"ann1": "ann-value1"},
+        "nodeSelector": {"selector1": "selector-value1"},
+        "tolerations": [toleration],
+    }
+    async with _kueue(api, bus):
+        name, created = await _admitted_with(api, bus, manifest, update)
+        started = await _job_until(api, "propagated", lambda j: j["spec"].get("suspend") is False)
+        ref = (await wait_for(bus, types.WorkloadAdmitted))[0].workload
+        await commit(bus, eviction(ref))
+        stopped = await _job_until(api, "propagated", lambda j: j["spec"].get("suspend") is True)
+    template = started["spec"]["template"]
+    assert template["metadata"]["labels"]["label1"] == "label-value1"
+    assert template["metadata"]["labels"]["old-label-key"] == "old-label-value"
+    assert template["metadata"]["annotations"]["ann1"] == "ann-value1"
+    assert template["metadata"]["annotations"]["old-ann-key"] == "old-ann-value"
+    assert template["metadata"]["annotations"]["kueue.x-k8s.io/workload"] == name
+    assert template["spec"]["nodeSelector"] == {"selector1": "selector-value1"}
+    assert template["spec"]["tolerations"] == [toleration]
+    assert stopped["spec"]["template"]["metadata"] == created["spec"]["template"]["metadata"]  # own + defaulted
+    assert own["labels"].items() <= stopped["spec"]["template"]["metadata"]["labels"].items()
+    assert "nodeSelector" not in stopped["spec"]["template"]["spec"]
+    assert "tolerations" not in stopped["spec"]["template"]["spec"]
+
+
+async def _job_until(api: Any, name: str, check: Any) -> dict[str, Any]:
+    """Job default/``name`` once ``check`` holds of it."""
+    async with asyncio.timeout(10):
+        while not check(found := await kube.get_object(api, JOBS, namespace="default", name=name)):
+            await asyncio.sleep(0.02)
+    return dict(found)
+
+
 @pytest.mark.parametrize(
     ("field", "want"),
     [
@@ -91,37 +188,10 @@ async def test_a_pod_set_update_against_the_templates_own_value_fails_the_start(
     keeps ``old-value``, and the Workload finishes FailedToStart with Kueue's message. Before, the dispatcher
     compared the update with the flavors' and Kueue's own labels only, and unsuspended the Job with
     ``new-value``."""
-    queue = cluster_queue("cluster-queue", cpu=3)
-    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "check"}]}
     manifest = job("conflicting")
     manifest["spec"]["template"]["metadata"] = {field: {"label-key": "old-value"}}
-    watcher = Watcher(bus=bus, api=api)
-    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    watches = [watcher.watch(kind) for kind in (*OBSERVED_KINDS, "Job", WORKLOAD_KIND)]
-    async with running(*watches, admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
-        for obj in (flavor("default-flavor"), CHECK, queue, local_queue("user-queue", "cluster-queue")):
-            await kube.apply_manifest(api, obj)
-        patch = {"status": {"conditions": [ACTIVE]}}
-        await kube.patch_object(api, resources.ADMISSION_CHECKS, name="check", patch=patch, subresource="status")
-        await wait_for(bus, types.AdmissionCheckObserved, count=2)
-        await kube.apply_manifest(api, manifest)
-        wl = await _reserved_workload(api)
-        ready = {
-            "name": "check",
-            "state": "Ready",
-            "message": "",
-            "lastTransitionTime": "2026-01-01T00:01:00Z",
-            "podSetUpdates": [{"name": "main", field: {"label-key": "new-value"}}],
-        }
-        await kube.patch_object(
-            api,
-            resources.WORKLOADS,
-            namespace="default",
-            name=wl["metadata"]["name"],
-            patch={"status": {"admissionChecks": [ready]}},
-            subresource="status",
-        )
-        await wait_for(bus, types.WorkloadAdmitted)
+    async with _kueue(api, bus):
+        await _admitted_with(api, bus, manifest, {"name": "main", field: {"label-key": "new-value"}})
         [finished] = await wait_for(bus, types.WorkloadFinished)
         stored = await kube.get_object(api, JOBS, namespace="default", name="conflicting")
     assert (finished.succeeded, finished.reason, finished.message) == (False, "FailedToStart", want)
