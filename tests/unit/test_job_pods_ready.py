@@ -1,4 +1,4 @@
-"""The PodsReady condition of a batch/v1 Job's Workload at each stage of the Job's progress, as a table.
+"""The PodsReady condition of a batch/v1 Job's (and a JobSet's) Workload at each stage of its progress, as tables.
 
 Kueue's job_controller_test.go, Describe "When waitForPodsReady enabled", DescribeTable "Single job at different
 stages of progress towards completion": a Job of parallelism 2, admitted and started; its status (and, for some
@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kueue_es.jobframework import integrations
 from kueue_es.services.dispatcher.status import PODS_READY_MESSAGES
 from kueue_es.services.watcher import progress
 
@@ -93,3 +94,51 @@ def test_single_job_at_different_stages_of_progress_towards_completion(
         status_before, reason_before, _ = pods_ready(job(before), None)
         previous = (status_before, reason_before)
     assert pods_ready(job(status, suspended=suspended), previous) == want
+
+
+def jobset(status: dict[str, Any], *, suspended: bool = False) -> dict[str, Any]:
+    """jobset_controller_test.go's JobSet: replicated-job-1 (1 replica) and replicated-job-2 (3), one pod each."""
+    replicated = [
+        {"name": name, "replicas": replicas, "template": {"spec": {"parallelism": 1, "completions": 1}}}
+        for name, replicas in (("replicated-job-1", 1), ("replicated-job-2", 3))
+    ]
+    return {"spec": {"suspend": suspended, "replicatedJobs": replicated}, "status": status}
+
+
+RUNNING_JOBSET = {
+    "replicatedJobsStatus": [
+        {"name": "replicated-job-1", "ready": 1, "succeeded": 0},
+        {"name": "replicated-job-2", "ready": 2, "succeeded": 1},
+    ]
+}
+
+
+@pytest.mark.parametrize(
+    ("before", "status", "suspended", "want"),
+    [
+        pytest.param(None, {}, False, NOT_READY, id="No progress"),
+        pytest.param(None, RUNNING_JOBSET, False, READY, id="Running JobSet"),
+        pytest.param({}, RUNNING_JOBSET, False, READY, id="Running JobSet; PodsReady=False before"),
+        pytest.param(RUNNING_JOBSET, RUNNING_JOBSET, True, NOT_READY, id="JobSet suspended; PodsReady=True before"),
+    ],
+)
+def test_jobset_at_different_stages_of_progress_towards_completion(
+    before: dict[str, Any] | None, status: dict[str, Any], suspended: bool, want: tuple[bool, str, str]
+) -> None:
+    """jobset_controller_test.go Describe "JobSet controller when waitForPodsReady enabled", the same table for a
+    JobSet (jobset_controller.go PodsReady: every replicated Job ready or succeeded)."""
+    integration = integrations.by_kind("JobSet")
+    assert integration is not None
+
+    def pods_ready_of(obj: dict[str, Any], previous: tuple[bool, str] | None) -> tuple[bool, str, str]:
+        started = progress.started("JobSet", [obj])
+        status, reason = progress.next_pods_ready(
+            previous, started=started, ready=integrations.pods_ready(integration, obj)
+        )
+        return status, reason, PODS_READY_MESSAGES[reason]
+
+    previous = None
+    if before is not None:
+        status_before, reason_before, _ = pods_ready_of(jobset(before), None)
+        previous = (status_before, reason_before)
+    assert pods_ready_of(jobset(status, suspended=suspended), previous) == want
