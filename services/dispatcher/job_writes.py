@@ -16,7 +16,7 @@ with another UID, is a DispatchFailed 404; other API errors are raised.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, assert_never
 
 import structlog
@@ -343,7 +343,9 @@ class JobWrites:
         No pod left (or the single pod replaced by a namesake) is a DispatchFailed 404, except for a serving
         parent's group (:attr:`core.StartPods.serving`): a StatefulSet scaled up again is admitted before its
         controller creates the pods, which start as they come (Kueue's pod reconciler ungates each pod of an
-        admitted group when it sees it).
+        admitted group when it sees it). A pod to start that sets a label, annotation or nodeSelector key its start
+        sets otherwise leaves every pod gated, a DispatchFailed 422 ``FailedToStart`` naming the conflict
+        (:func:`_pods_conflict`), which finishes the workload.
         """
         target = self._pods_target(action)
         members = await self.pods_of(action)
@@ -361,16 +363,11 @@ class JobWrites:
         if not members or (action.uid and uid and uid != action.uid):
             return self.gone(action, seq=seq, message=f"{target} is gone")
         excess = await delete_excess(self.api, self.limiter, action, members, on_deleted=self.on_excess)
-        for pod in members:
-            if objects.meta(pod).get("name") in excess:
-                continue
-            if action.group:
-                pod_set = pod_integration.role_hash(pod)
-            else:  # its workload's one pod set, named as a prebuilt Workload's user chose (Run: podSetsInfo[0])
-                pod_set = action.pod_sets[0].name if action.pod_sets else "main"
-            patch = action.patch(pod, pod_set=pod_set)
-            if patch is None:
-                continue
+        starts = [(pod, patch) for pod in members if (patch := self._start_of(action, pod, excess)) is not None]
+        if (conflict := _pods_conflict(action, [pod for pod, _ in starts])) is not None:
+            log.warning("job_not_started", pods=target, workload=action.workload.key, reason=conflict, seq=seq)
+            return failed_start(action.workload, seq=seq, message=conflict)
+        for pod, patch in starts:
             name = objects.meta(pod).get("name", "")
             try:
                 if (relabel := action.relabel(pod)) is not None:  # its StatefulSet's LocalQueue first (syncQueueLabel)
@@ -390,6 +387,13 @@ class JobWrites:
             target=target,
             node_selector=dict(sorted(selector.items())),
         )
+
+    @staticmethod
+    def _start_of(action: core.StartPods, pod: objects.Pod, excess: Collection[str]) -> dict[str, Any] | None:
+        """The merge patch starting ``pod``, or None: an excess pod (deleted), or one started already."""
+        if objects.meta(pod).get("name") in excess:
+            return None
+        return action.patch(pod, pod_set=_pod_set_of(action, pod))
 
     async def stop_pods(self, action: core.StopPods, *, seq: int) -> Result:
         """Mark every pod of the workload with the eviction and delete those that run (pod_controller.go Stop);
@@ -428,6 +432,30 @@ class JobWrites:
             reason="NotFound",
             message=message,
         )
+
+
+def _pod_set_of(action: core.StartPods, pod: Mapping[str, Any]) -> str:
+    """The pod set ``pod`` starts in: its role's in a group, else its workload's one pod set, named as a prebuilt
+    Workload's user chose (pod_controller.go Run: podSetsInfo[0])."""
+    if action.group:
+        return pod_integration.role_hash(pod)
+    return action.pod_sets[0].name if action.pod_sets else "main"
+
+
+def _pods_conflict(action: core.StartPods, pods: Sequence[Mapping[str, Any]]) -> str | None:
+    """Kueue's message when a pod to start sets a label, annotation or nodeSelector key its pod set's start sets
+    otherwise (pod_controller.go Run merges each pod with podset.Merge: :func:`core.template_conflict`), else None;
+    checked for every pod before any is written, so a refused start ungates none."""
+    for pod in pods:
+        info = next((i for i in action.pod_sets if i.name == _pod_set_of(action, pod)), None)
+        if info is None:
+            continue
+        conflict = core.template_conflict(
+            pod, labels=info.labels, annotations=info.annotations, node_selector=info.node_selector
+        )
+        if conflict is not None:
+            return conflict
+    return None
 
 
 def failed_start(workload: types.WorkloadRef, *, seq: int, message: str) -> types.DispatchFailed:

@@ -24,6 +24,7 @@ import pytest
 
 from kueue_es.events import slices, types
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.dispatcher import core
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
@@ -31,6 +32,7 @@ from kueue_es.services.watcher.kinds import OBSERVED_KINDS, WORKLOAD_KIND
 from kueue_es.services.watcher.service import Watcher
 from tests.integration.harness import (
     JOBS,
+    QUEUE_LABEL,
     admitter,
     cluster_queue,
     commit,
@@ -75,13 +77,13 @@ async def _reserved_workload(api: Any) -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def _kueue(api: Any, bus: MemoryBus) -> AsyncIterator[None]:
-    """The watcher (Kueue's kinds, AdmissionChecks, Jobs, Workload objects), admitter and dispatcher, with
+    """The watcher (Kueue's kinds, AdmissionChecks, Jobs, Pods, Workload objects), admitter and dispatcher, with
     ClusterQueue cluster-queue (3 CPU) checked by the active AdmissionCheck ``check`` and LocalQueue user-queue."""
     queue = cluster_queue("cluster-queue", cpu=3)
     queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "check"}]}
     watcher = Watcher(bus=bus, api=api)
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
-    watches = [watcher.watch(kind) for kind in (*OBSERVED_KINDS, "Job", WORKLOAD_KIND)]
+    watches = [watcher.watch(kind) for kind in (*OBSERVED_KINDS, "Job", "Pod", WORKLOAD_KIND)]
     async with running(*watches, admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
         for obj in (flavor("default-flavor"), CHECK, queue, local_queue("user-queue", "cluster-queue")):
             await kube.apply_manifest(api, obj)
@@ -94,7 +96,7 @@ async def _kueue(api: Any, bus: MemoryBus) -> AsyncIterator[None]:
 async def _admitted_with(
     api: Any, bus: MemoryBus, manifest: dict[str, Any], update: dict[str, Any]
 ) -> tuple[str, dict[str, Any]]:
-    """Create Job ``manifest``; once its Workload reserves quota, set check ``check`` Ready with ``update`` as
+    """Create job ``manifest`` (a Job or a Pod); once its Workload reserves quota, set check ``check`` Ready with ``update`` as
     its podSetUpdate, as the check's controller would; returns the Workload's name once it is admitted, and the
     Job as created."""
     created = await kube.apply_manifest(api, manifest)
@@ -198,6 +200,31 @@ async def test_a_pod_set_update_against_the_templates_own_value_fails_the_start(
     assert stored["spec"]["suspend"] is True
     assert stored["spec"]["template"]["metadata"][field]["label-key"] == "old-value"
     assert await events_of(bus, types.DispatchApplied, action="StartJob") == []
+
+
+async def test_a_pod_set_update_against_a_pods_own_label_leaves_it_gated(api, bus: MemoryBus) -> None:
+    """The same for a plain Pod (pod_controller.go Run merges the start into the pod with podset.Merge): the pod's
+    label ``team: b`` against the check's ``team: a`` leaves it gated with its own label, and its Workload
+    finishes FailedToStart. Before, the dispatcher ungated it with ``team: a``."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "single", "namespace": "default", "labels": {QUEUE_LABEL: "user-queue", "team": "b"}},
+        "spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+            "restartPolicy": "Never",
+        },
+    }
+    async with _kueue(api, bus):
+        await _admitted_with(api, bus, pod, {"name": "main", "labels": {"team": "a"}})
+        [finished] = await wait_for(bus, types.WorkloadFinished)
+        stored = await kube.get_object(api, resources.PODS, namespace="default", name="single")
+    assert (finished.succeeded, finished.reason) == (False, "FailedToStart")
+    assert finished.message == (
+        "invalid admission check PodSetUpdate: conflict for labels: conflict for key=team, value1=b, value2=a"
+    )
+    assert stored["metadata"]["labels"]["team"] == "b"
+    assert pod_integration.is_gated(stored)
 
 
 def test_kueue_s_own_annotations_of_an_elastic_jobs_earlier_chain_are_replaced_not_a_conflict() -> None:
