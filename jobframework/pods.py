@@ -784,7 +784,7 @@ def _group_workload(
         job_uid_label=False,
     )
     if previous is None:
-        copied_labels, copied_annotations = _copied_from_members(ref, pods, context)
+        copied_labels, copied_annotations = _copied_from_members(ref, _copy_sources(pods, context), context)
         labels = {**copied_labels, **labels}
         annotations = {**workload.metadata.annotations, **copied_annotations}
     else:
@@ -797,13 +797,34 @@ def _group_workload(
     return msgspec.structs.replace(workload, metadata=meta)
 
 
+def _copy_sources(pods: Sequence[Mapping[str, Any]], context: workloads.Context) -> Sequence[Mapping[str, Any]]:
+    """What a new group Workload copies labels and annotations from: a StatefulSet's or LeaderWorkerSet's group
+    its parent, as that parent's reconciler builds the Workload from it (statefulset_reconciler.go,
+    leaderworkerset_reconciler.go: NewGroupWorkload of the parent); another group, or one whose parent is not in
+    ``context.objects`` (yet), its pods."""
+    first = pods[0]
+    meta = workloads.as_mapping(first.get("metadata"))
+    namespace = str(meta.get("namespace") or "default")
+    if (sts := serving.statefulset_owner(first)) is not None:
+        parent = context.objects.get("StatefulSet", {}).get((namespace, sts[0]))
+        if parent is not None and str(workloads.as_mapping(parent.get("metadata")).get("uid") or "") == sts[1]:
+            return [parent]
+    elif serving.parent_framework(first) == serving.LWS_FRAMEWORK:
+        lws_name = str(workloads.as_mapping(meta.get("labels")).get(serving.LWS_NAME_LABEL) or "")
+        lws = context.objects.get("LeaderWorkerSet", {}).get((namespace, lws_name))
+        if lws is not None and serving.lws_owner(first, lws) is not None:
+            return [lws]
+    return pods
+
+
 def _copied_from_members(
     ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], context: workloads.Context
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The labels and annotations a new group Workload copies (``context.label_keys_to_copy``,
-    ``annotations_to_copy``) from any of its pods; two pods giving one key different values is an error
-    naming the group, and no Workload is made (pod_controller.go ConstructComposableWorkload, getByKey:
-    "pods have different label values"; pod_controller_test.go "Pod controller with CustomMetricLabels")."""
+    ``annotations_to_copy``) from any of ``pods`` (its pods, or its serving parent: :func:`_copy_sources`); two
+    giving one key different values is an error naming the group, and no Workload is made
+    (pod_controller.go ConstructComposableWorkload, getByKey: "pods have different label values";
+    pod_controller_test.go "Pod controller with CustomMetricLabels")."""
     out: tuple[dict[str, str], dict[str, str]] = ({}, {})
     for pod in pods:
         meta = workloads.as_mapping(pod.get("metadata"))

@@ -707,3 +707,26 @@ def test_a_leaderworkerset_group_takes_the_workload_priority_class_of_its_leader
     assert isinstance(fact, types.WorkloadObserved)
     ref = fact.workload.spec.priority_class_ref
     assert ref is not None and (ref.kind, ref.name) == ("WorkloadPriorityClass", "high")
+
+
+def test_a_statefulsets_group_copies_the_statefulsets_labels_not_its_pods() -> None:
+    """Kueue's StatefulSet reconciler makes the group's Workload from the StatefulSet (statefulset_reconciler.go
+    constructWorkload: NewGroupWorkload of the StatefulSet with the labelKeysToCopy), so ``team`` is the
+    StatefulSet's own label, whatever its pod template gives the pods; with the StatefulSet not known (yet) the
+    pods' value is taken."""
+    sts = created(resources.STATEFUL_SETS, sample("sample-statefulset.yaml", uid="sts-uid"))
+    sts["metadata"]["labels"]["team"] = "from-the-statefulset"
+    members = [sts_pod(sts, i) for i in range(2)]
+    for pod in members:
+        emulator.gate_queued_pods(resources.PODS, pod, lookup=lambda *_: sts)
+        pod["metadata"]["labels"]["team"] = "from-the-template"
+
+    def team_of(parent: dict[str, Any] | None) -> str | None:
+        known = {} if parent is None else {("default", "nginx-statefulset"): parent}
+        context = workloads.Context(objects={"StatefulSet": known}, label_keys_to_copy=frozenset({"team"}))
+        fact = pods.group_facts(members, context=context)
+        assert isinstance(fact, types.WorkloadObserved), fact
+        return fact.workload.metadata.labels.get("team")
+
+    assert team_of(sts) == "from-the-statefulset"
+    assert team_of(None) == "from-the-template"
