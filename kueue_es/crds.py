@@ -123,7 +123,10 @@ WIRE: dict[str, dict[str, dict[str, Any] | None]] = {
 }
 
 #: Per model struct: wire fields the models do not carry, with their required fields.
-WIRE_REQUIRED: dict[str, tuple[str, ...]] = {"PodSet": ("template",)}
+WIRE_REQUIRED: dict[str, tuple[str, ...]] = {
+    "PodSet": ("template",),
+    "AdmissionCheckSpec": ("controllerName",),  # Kueue admissioncheck_types.go: +required, no default
+}
 
 #: Per model struct: fields of Kueue's v1beta2 API whose wire schema is Kueue's rather than the model's (most
 #: accepted and stored but not read by kueue-es).
