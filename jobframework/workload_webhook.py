@@ -565,12 +565,57 @@ def _labels(labels: Mapping[str, Any], path: str) -> list[FieldError]:
     sorted order; Go's map order is random)."""
     errors: list[FieldError] = []
     for key, value in sorted(labels.items()):
-        errors += [_invalid(path, key, problem) for problem in _qualified_name(str(key))]
-        text = str(value)
-        if len(text) > 63:
-            errors.append(_invalid(path, text, "must be no more than 63 characters"))
-        if not re.fullmatch(_LABEL_VALUE_FMT, text):
-            errors.append(_invalid(path, text, _LABEL_VALUE_MSG))
+        errors += label_name_errors(str(key), path)
+        errors += [_invalid(path, str(value), problem) for problem in label_value_problems(str(value))]
+    return errors
+
+
+def label_errors(labels: Mapping[str, Any], path: str) -> list[FieldError]:
+    """metav1validation.ValidateLabels over ``labels`` (a ResourceFlavor's ``spec.nodeLabels``, ...): each key a
+    qualified name, each value a label value, every error at ``path`` itself, keys in sorted order."""
+    return _labels(labels, path)
+
+
+def label_name_errors(name: str, path: str) -> list[FieldError]:
+    """metav1validation.ValidateLabelName (a label key, a taint's or toleration's key; Kueue's resource names,
+    content.IsLabelKey): ``Invalid value: "@cpu": name part must consist of ...`` at ``path``, one per problem."""
+    return [_invalid(path, name, problem) for problem in _qualified_name(name)]
+
+
+def label_value_problems(value: str) -> list[str]:
+    """validation.IsValidLabelValue: at most 63 characters, empty or alphanumerics with ``-``, ``_``, ``.``
+    inside; the problems as Kubernetes words them, none for a valid value."""
+    problems = ["must be no more than 63 characters"] if len(value) > 63 else []
+    if not re.fullmatch(_LABEL_VALUE_FMT, value):
+        problems.append(_LABEL_VALUE_MSG)
+    return problems
+
+
+def label_selector_errors(selector: Mapping[str, Any], path: str) -> list[FieldError]:
+    """metav1validation.ValidateLabelSelector (a ClusterQueue's ``spec.namespaceSelector``; Kueue
+    clusterqueue_webhook.go validateClusterQueueSpec): ``matchLabels`` as :func:`label_errors`; each
+    ``matchExpressions[i]`` with values for In and NotIn and none for Exists and DoesNotExist, a known
+    ``operator``, a qualified ``key`` and valid ``values[j]``."""
+    errors = label_errors(_map(selector.get("matchLabels")), f"{path}.matchLabels")
+    for i, requirement in enumerate(_list(selector.get("matchExpressions"))):
+        where, requirement = f"{path}.matchExpressions[{i}]", _map(requirement)
+        operator, values = requirement.get("operator"), [str(v) for v in _list(requirement.get("values"))]
+        if operator in ("In", "NotIn") and not values:
+            errors.append(
+                FieldError(
+                    type="Required",
+                    field=f"{where}.values",
+                    detail="must be specified when `operator` is 'In' or 'NotIn'",
+                )
+            )
+        elif operator in ("Exists", "DoesNotExist") and values:
+            detail = "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            errors.append(FieldError(type="Forbidden", field=f"{where}.values", detail=detail))
+        elif operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            errors.append(_invalid(f"{where}.operator", operator, "not a valid selector operator"))
+        errors += label_name_errors(str(requirement.get("key") or ""), f"{where}.key")
+        for j, value in enumerate(values):
+            errors += [_invalid(f"{where}.values[{j}]", value, problem) for problem in label_value_problems(value)]
     return errors
 
 

@@ -11,9 +11,12 @@ patterns, minimums, lengths, item counts, required fields, defaults as the serve
 applies them before validating) and evaluates each ``x-kubernetes-validations`` rule
 through its Python twin (:data:`kueue_es.crds.RULES`; a rule without a twin is a bug,
 raised as ``LookupError``), then adds the checks Kueue's validating webhooks make that a
-schema cannot say (Kueue pkg/webhooks: duplicate flavors and covered resources, a
-quota's resource name that is not its covered resource, a ClusterQueue's lendingLimit over
-its nominalQuota). For batch/v1 Jobs, v1 Pods and
+schema cannot say (Kueue pkg/webhooks: duplicate flavors and covered resources, a covered
+resource that is not a label key, a quota's resource name that is not its covered resource,
+a ClusterQueue's lendingLimit over its nominalQuota and its namespaceSelector as a label
+selector, a ResourceFlavor's nodeLabels, taint and toleration keys as labels and taints
+unique by key and effect). Kueue answers these 403 from its webhooks; here they are 422
+causes like the schema's. For batch/v1 Jobs, v1 Pods and
 JobSets it checks container resource requests and limits as the core API does
 (Kubernetes pkg/apis/core/validation ValidateResourceRequirements): non-negative, valid
 quantities, requests no more than limits. Kueue's job webhooks (a managed StatefulSet's update
@@ -36,6 +39,7 @@ from typing import Any
 
 from kueue_es import crds
 from kueue_es.events import quantities
+from kueue_es.jobframework import webhooks, workload_webhook
 
 #: Kubernetes' CauseType values (apimachinery pkg/util/validation/field ErrorType).
 INVALID = "FieldValueInvalid"
@@ -454,12 +458,21 @@ def _webhook(kind: str, body: Mapping[str, Any], *, old: Mapping[str, Any] | Non
     spec = body.get("spec") or {}
     if kind == "ClusterQueue":
         causes += _admission_check_on_flavors(spec, old_spec=None if old is None else old.get("spec") or {})
+        if isinstance(spec.get("namespaceSelector"), Mapping):
+            causes += _causes(
+                workload_webhook.label_selector_errors(spec["namespaceSelector"], "spec.namespaceSelector")
+            )
+    if kind == "ResourceFlavor":
+        causes += _resource_flavor(spec)
     if kind in ("ClusterQueue", "Cohort"):
         seen_resources: set[str] = set()
         seen_flavors: set[str] = set()
         for g, group in enumerate(spec.get("resourceGroups") or []):
             covered = group.get("coveredResources") or []
             for r, resource in enumerate(covered):
+                # Kueue common.go validateResourceName: a resource name is a label key (content.IsLabelKey)
+                where = f"spec.resourceGroups[{g}].coveredResources[{r}]"
+                causes += _causes(workload_webhook.label_name_errors(str(resource), where))
                 if resource in seen_resources:
                     causes.append(
                         Cause(
@@ -499,6 +512,48 @@ def _webhook(kind: str, body: Mapping[str, Any], *, old: Mapping[str, Any] | Non
             if name in names[:i]:
                 causes.append(Cause(f"spec.podSets[{i}]", DUPLICATE, f'Duplicate value: {{"name":{json.dumps(name)}}}'))
     return causes
+
+
+def _resource_flavor(spec: Mapping[str, Any]) -> list[Cause]:
+    """Kueue resourceflavor_webhook.go ValidateResourceFlavor: ``nodeLabels`` are labels (qualified keys, label
+    values); each of ``nodeTaints`` has a qualified key and a label value and is the only one of its key and
+    effect; each of ``tolerations`` with a key has a qualified one (workload_webhook.go validateTolerations)."""
+    causes = _causes(workload_webhook.label_errors(_dig(spec, "nodeLabels") or {}, "spec.nodeLabels"))
+    seen: set[tuple[str, Any]] = set()
+    for i, taint in enumerate(_list(spec.get("nodeTaints"))):
+        if not isinstance(taint, Mapping):
+            continue
+        where, key, value = f"spec.nodeTaints[{i}]", str(taint.get("key") or ""), str(taint.get("value") or "")
+        causes += _causes(workload_webhook.label_name_errors(key, f"{where}.key"))
+        if problems := workload_webhook.label_value_problems(value):
+            causes.append(Cause(f"{where}.value", INVALID, f"Invalid value: {_show(value)}: {';'.join(problems)}"))
+        effect = str(taint.get("effect") or "")
+        if (key, effect) in seen:
+            # field.Duplicate of a corev1.Taint, which Go prints as its %#v
+            shown = (
+                f"v1.Taint{{Key:{_show(key)}, Value:{_show(value)}, Effect:{_show(effect)}, TimeAdded:(*v1.Time)(nil)}}"
+            )
+            causes.append(
+                Cause(where, DUPLICATE, f"Duplicate value: {shown}: taints must be unique by key and effect pair")
+            )
+        seen.add((key, effect))
+    for i, toleration in enumerate(_list(spec.get("tolerations"))):
+        if isinstance(toleration, Mapping) and toleration.get("key"):
+            where = f"spec.tolerations[{i}].key"
+            causes += _causes(workload_webhook.label_name_errors(str(toleration["key"]), where))
+    return causes
+
+
+#: Kubernetes' field.Error types as the CauseTypes of a Status.
+_CAUSE_TYPES = {"Invalid": INVALID, "Required": REQUIRED, "Forbidden": FORBIDDEN, "NotSupported": NOT_SUPPORTED}
+
+
+def _causes(errors: list[webhooks.FieldError]) -> list[Cause]:
+    """Field errors of a Kueue webhook rule as the causes of a refusal, their field split off the message."""
+    return [
+        Cause(error.field, _CAUSE_TYPES.get(error.type, INVALID), str(error).removeprefix(f"{error.field}: "))
+        for error in errors
+    ]
 
 
 def _admission_check_on_flavors(spec: Mapping[str, Any], *, old_spec: Mapping[str, Any] | None) -> list[Cause]:
