@@ -559,6 +559,104 @@ CASES = [
         check(controllerName="controller-name", parameters=REF),
         STORED,
     ),
+    # multikueue_cluster_test.go "Validate MultiKueueCluster on creation"
+    *[
+        (
+            f"MultiKueueCluster: Should allow {what}",
+            kueue("MultiKueueCluster", "worker", {"clusterSource": source}),
+            STORED,
+        )
+        for what, source in (
+            (
+                "KubeConfig with Secret location type",
+                {"kubeConfig": {"locationType": "Secret", "location": "worker-secret"}},
+            ),
+            (
+                "KubeConfig with Path location type",
+                {"kubeConfig": {"locationType": "Path", "location": "/etc/kueue/w"}},
+            ),
+            ("ClusterProfileRef", {"clusterProfileRef": {"name": "worker-profile"}}),
+        )
+    ],
+    (
+        "MultiKueueCluster: Should reject missing cluster source",
+        kueue("MultiKueueCluster", "worker", {}),
+        refused(("spec.clusterSource", "Required value")),
+    ),
+    (
+        "MultiKueueCluster: Should reject both KubeConfig and ClusterProfileRef",
+        kueue(
+            "MultiKueueCluster",
+            "worker",
+            {
+                "clusterSource": {
+                    "kubeConfig": {"location": "worker-secret"},
+                    "clusterProfileRef": {"name": "worker-profile"},
+                }
+            },
+        ),
+        refused(("spec.clusterSource", "exactly one of the fields in [kubeConfig clusterProfileRef] must be set")),
+    ),
+    (
+        "MultiKueueCluster: Should reject empty KubeConfig location",
+        kueue("MultiKueueCluster", "worker", {"clusterSource": {"kubeConfig": {"location": ""}}}),
+        refused(("spec.clusterSource.kubeConfig.location", "should be at least 1 chars long")),
+    ),
+    (
+        "MultiKueueCluster: Should reject too long KubeConfig location",
+        kueue("MultiKueueCluster", "worker", {"clusterSource": {"kubeConfig": {"location": "a" * 257}}}),
+        refused(("spec.clusterSource.kubeConfig.location", "Too long: may not be more than 256 bytes")),
+    ),
+    (
+        "MultiKueueCluster: Should reject invalid KubeConfig location type",
+        kueue(
+            "MultiKueueCluster",
+            "worker",
+            {"clusterSource": {"kubeConfig": {"locationType": "Invalid", "location": "s"}}},
+        ),
+        refused(("spec.clusterSource.kubeConfig.locationType", 'Unsupported value: "Invalid"')),
+    ),
+    (
+        "MultiKueueCluster: Should reject empty ClusterProfileRef name",
+        kueue("MultiKueueCluster", "worker", {"clusterSource": {"clusterProfileRef": {"name": ""}}}),
+        refused(("spec.clusterSource.clusterProfileRef.name", "should be at least 1 chars long")),
+    ),
+    (
+        "MultiKueueCluster: Should reject too long ClusterProfileRef name",
+        kueue("MultiKueueCluster", "worker", {"clusterSource": {"clusterProfileRef": {"name": "a" * 257}}}),
+        refused(("spec.clusterSource.clusterProfileRef.name", "Too long: may not be more than 256 bytes")),
+    ),
+    # multikueue_config_test.go "Validate MultiKueueConfig on creation"
+    (
+        "MultiKueueConfig: Should allow one cluster",
+        kueue("MultiKueueConfig", "config", {"clusters": ["worker1"]}),
+        STORED,
+    ),
+    (
+        "MultiKueueConfig: Should allow multiple clusters",
+        kueue("MultiKueueConfig", "config", {"clusters": ["worker1", "worker2"]}),
+        STORED,
+    ),
+    (
+        "MultiKueueConfig: Should reject missing clusters",
+        kueue("MultiKueueConfig", "config", {}),
+        refused(("spec.clusters", "Required value")),
+    ),
+    (
+        "MultiKueueConfig: Should reject duplicate clusters",
+        kueue("MultiKueueConfig", "config", {"clusters": ["worker1", "worker1"]}),
+        refused(("spec.clusters", 'Invalid value: "array": must be unique')),
+    ),
+    (
+        "MultiKueueConfig: Should reject too many clusters",
+        kueue("MultiKueueConfig", "config", {"clusters": [f"worker{i}" for i in range(21)]}),
+        refused(("spec.clusters", "Too many: 21: must have at most 20 items")),
+    ),
+    (
+        "MultiKueueConfig: Should reject too long cluster name",
+        kueue("MultiKueueConfig", "config", {"clusters": ["a" * 257]}),
+        refused(("spec.clusters[0]", "Too long: may not be more than 256 bytes")),
+    ),
 ]
 
 REFS = {
@@ -567,6 +665,8 @@ REFS = {
     "ResourceFlavor": resources.RESOURCE_FLAVORS,
     "LocalQueue": resources.LOCAL_QUEUES,
     "AdmissionCheck": resources.ADMISSION_CHECKS,
+    "MultiKueueCluster": resources.MULTIKUEUE_CLUSTERS,
+    "MultiKueueConfig": resources.MULTIKUEUE_CONFIGS,
 }
 
 
@@ -704,3 +804,37 @@ async def test_a_local_queue_status_holds_at_most_64_flavors(api: k8s_client.Api
         await client.patch_object(api, resources.LOCAL_QUEUES, **where, patch={"status": {field: flavor_usage(65)}})
     assert refusal.value.status == 422
     assert [c["field"] for c in refusal.value.body["details"]["causes"]] == [f"status.{field}"]
+
+
+async def test_a_multikueue_cluster_s_kubeconfig_is_a_secret_by_default(api: k8s_client.ApiClient) -> None:
+    """multikueue_cluster_test.go "KubeConfig locationType defaults to Secret"."""
+    stored = await create(
+        api, kueue("MultiKueueCluster", "worker", {"clusterSource": {"kubeConfig": {"location": "s"}}})
+    )
+    assert stored["spec"]["clusterSource"]["kubeConfig"] == {"locationType": "Secret", "location": "s"}
+
+
+@pytest.mark.parametrize(("count", "stored"), [(16, True), (17, False)])
+async def test_a_multikueue_cluster_status_holds_at_most_16_conditions(
+    api: k8s_client.ApiClient, count: int, stored: bool
+) -> None:
+    """multikueue_cluster_test.go "Validate status conditions on update"."""
+    await create(api, kueue("MultiKueueCluster", "worker", {"clusterSource": {"kubeConfig": {"location": "s"}}}))
+    conditions = [
+        {
+            "type": f"Condition{i}",
+            "status": "True",
+            "reason": f"TestReason{i}",
+            "message": "test condition",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+        for i in range(count)
+    ]
+    where = {"name": "worker", "subresource": "status", "patch": {"status": {"conditions": conditions}}}
+    if stored:
+        await client.patch_object(api, resources.MULTIKUEUE_CLUSTERS, **where)
+        return
+    with pytest.raises(errors.ApiError) as refusal:
+        await client.patch_object(api, resources.MULTIKUEUE_CLUSTERS, **where)
+    assert refusal.value.status == 422
+    assert [c["field"] for c in refusal.value.body["details"]["causes"]] == ["status.conditions"]
