@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
@@ -549,3 +550,167 @@ async def test_a_single_pod_set_is_named_main(api: k8s_client.ApiClient) -> None
     assert [ps["name"] for ps in created["spec"]["podSets"]] == ["main"]
     await client.delete_object(api, resources.WORKLOADS, namespace=NS, name=NAME)
     await expect(INVALID, create(api, workload(pod_set(None), pod_set(None))))
+
+
+def universal_slice(suffix: int, levels: tuple[str, ...] = ("block", "rack")) -> dict[str, Any]:
+    """workload_test.go validSliceFor: one domain of one pod, a universal value per level."""
+    return {
+        "domainCount": 1,
+        "valuesPerLevel": [{"universal": f"{level}-{suffix}"} for level in levels],
+        "podCounts": {"universal": 1},
+    }
+
+
+TWO_LEVELS = ["block", "rack"]
+TOPOLOGY_CASES = [
+    (
+        "accepts a TopologyAssignment combining various item counts & patterns of subfield presence",
+        [
+            {
+                "domainCount": 3,
+                "valuesPerLevel": [
+                    {"universal": "block-1"},
+                    {"individual": {"prefix": "rack-1-", "roots": ["1", "2", "3"]}},
+                ],
+                "podCounts": {"universal": 1},
+            },
+            {
+                "domainCount": 4,
+                "valuesPerLevel": [
+                    {"individual": {"prefix": "block", "roots": ["-", "-", "-", "-"], "suffix": "2"}},
+                    {"individual": {"roots": ["r1", "r2", "r3", "r4"]}},
+                ],
+                "podCounts": {"individual": [10, 20, 30, 40]},
+            },
+            universal_slice(3),
+            universal_slice(4),
+            universal_slice(5),
+        ],
+        None,
+    ),
+    (
+        "rejects a slice with wrong number of levels",
+        [universal_slice(1), universal_slice(2, ("block",)), universal_slice(3)],
+        "valuesPerLevel must have the same length as the number of levels in this TopologyAssignment",
+    ),
+    (
+        "rejects a slice with wrong number of individual pod counts",
+        [
+            universal_slice(1),
+            {
+                "domainCount": 3,
+                "valuesPerLevel": [{"universal": "block-2"}, {"universal": "rack-2"}],
+                "podCounts": {"individual": [10, 20]},
+            },
+            universal_slice(3),
+        ],
+        "podCounts.individual must have length equal to domainCount",
+    ),
+    (
+        "rejects a slice has wrong number of individual assignment values",
+        [
+            universal_slice(1),
+            {
+                "domainCount": 3,
+                "valuesPerLevel": [{"universal": "block-2"}, {"individual": {"roots": ["rack2-1", "rack2-2"]}}],
+                "podCounts": {"individual": [10, 20, 30]},
+            },
+            universal_slice(3),
+        ],
+        "valuesPerLevel.individual, if set, must have roots of length equal to domainCount of this TopologyAssignmentSlice",
+    ),
+]
+
+
+@pytest.mark.parametrize(("slices", "refusal"), [pytest.param(*case[1:], id=case[0]) for case in TOPOLOGY_CASES])
+async def test_kueue_s_topology_assignment_rules(
+    api: k8s_client.ApiClient, slices: list[dict[str, Any]], refusal: str | None
+) -> None:
+    """workload_test.go "TopologyAssignment validation": the CRD's rules on a topology assignment's slices."""
+    await create(api, workload(requesting("ps1", requests={"cpu": "1"}) | {"count": 3}, queueName="lq1"))
+    topology = {"levels": TWO_LEVELS, "slices": slices}
+    admitted = {"clusterQueue": "cq1", "podSetAssignments": [{"name": "ps1", "topologyAssignment": topology}]}
+    message = await expect(INVALID if refusal else None, write_status(api, {"admission": admitted}))
+    assert refusal is None or refusal in message, message
+
+
+V1BETA1_CASES = [
+    # "Workload v1beta1 CEL validation": (v1beta2 spec, reserve quota, the v1beta1 change, refused)
+    (
+        "can toggle active on workload without priorityClassRef when QuotaReserved=true",
+        {},
+        True,
+        {"active": False},
+        False,
+    ),
+    (
+        "can toggle active on workload without priorityClassRef when QuotaReserved=false",
+        {},
+        False,
+        {"active": False},
+        False,
+    ),
+    (
+        "can toggle active on workload with pod priorityClassRef when QuotaReserved=true",
+        {"priorityClassRef": {**PC, "name": "default"}, "priority": 0},
+        True,
+        {"active": False},
+        False,
+    ),
+    (
+        "can't change priorityClassSource via v1beta1 when QuotaReserved=true",
+        {"priorityClassRef": {**PC, "name": "default"}, "priority": 0},
+        True,
+        {"priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass"},
+        True,
+    ),
+    (
+        "can change priorityClassSource via v1beta1 when QuotaReserved=false",
+        {"priorityClassRef": {**PC, "name": "default"}, "priority": 0},
+        False,
+        {"priorityClassSource": "kueue.x-k8s.io/workloadpriorityclass"},
+        False,
+    ),
+    (
+        "can toggle active on workload with workload priorityClassRef when QuotaReserved=true",
+        {"priorityClassRef": {**WPC, "name": "default"}, "priority": 0},
+        True,
+        {"active": False},
+        False,
+    ),
+    (
+        "can't change priorityClassName via v1beta1 when QuotaReserved=true and source is pod priorityClass",
+        {"priorityClassRef": {**PC, "name": "default"}, "priority": 0},
+        True,
+        {"priorityClassName": "other"},
+        True,
+    ),
+    (
+        "can change priorityClassName via v1beta1 when QuotaReserved=true and source is workloadpriorityclass",
+        {"priorityClassRef": {**WPC, "name": "default"}, "priority": 0},
+        True,
+        {"priorityClassName": "other"},
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "reserved", "change", "refused"), [pytest.param(*case[1:], id=case[0]) for case in V1BETA1_CASES]
+)
+async def test_kueue_s_v1beta1_priority_rules(
+    cluster: Any, api: k8s_client.ApiClient, spec: dict[str, Any], reserved: bool, change: dict[str, Any], refused: bool
+) -> None:
+    """A Workload created through v1beta2 and updated through v1beta1 (Go's client.Update of a v1beta1 object):
+    its priority class stays while it holds quota, as Kueue's CRD rules say once converted."""
+    await create(api, workload(**spec))
+    if reserved:
+        await reserve_quota(api)
+    url = f"{cluster.url}/apis/kueue.x-k8s.io/v1beta1/namespaces/{NS}/workloads/{NAME}"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(url) as got:
+            assert got.status == 200
+            old = await got.json()
+        async with session.put(url, json={**old, "spec": {**old["spec"], **change}}) as put:
+            answer = await put.json()
+    assert put.status == (422 if refused else 200), answer
