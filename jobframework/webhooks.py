@@ -157,12 +157,15 @@ class Context:
     (:func:`owner_managed`). ``statefulset_workload``: for the update of a StatefulSet scaled up from 0, the
     Workload of its group as the API server has it (named by :func:`scale_up_workload`), which Kueue's
     StatefulSet webhook reads (statefulset_webhook.go ValidateUpdate, findWorkload); None: there is none, or it
-    was not read.
+    was not read. ``default_priority_class``: whether a WorkloadPriorityClass named ``default`` exists and
+    the gate WorkloadPriorityClassDefaulting (beta, on by default since Kueue v0.20) is on, so a job without
+    the ``kueue.x-k8s.io/priority-class`` label gets it (:func:`default_priority_class_applies`).
     """
 
     manage_jobs_without_queue_name: bool = False
     namespace_managed: bool = True
     default_local_queue: bool = False
+    default_priority_class: bool = False
     topology_aware_scheduling: bool = True
     elastic_jobs: bool = False
     multikueue_queue: bool = False
@@ -482,7 +485,9 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
     - a Job or JobSet with a queue whose ClusterQueue has a MultiKueue check (``context.multikueue_queue``)
       and no ``spec.managedBy`` gets ``kueue.x-k8s.io/multikueue`` (ApplyDefaultForManagedBy).
 
-    Not done (docs/webhooks.md): defaulting the WorkloadPriorityClass label.
+    - after the queue label, an object of the kinds :func:`default_priority_class_applies` names gets the
+      ``kueue.x-k8s.io/priority-class: default`` label when a WorkloadPriorityClass ``default`` exists
+      (``context.default_priority_class``), queued or not, suspended or not (ApplyDefaultWorkloadPriorityClass).
     """
     out = copy.deepcopy(dict(obj))
     served = target(api_version, kind)
@@ -503,6 +508,7 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
     if served == POD and not context.namespace_managed:
         return out  # pod_webhook.go Default: the namespace filter, before the queue is even looked at
     apply_default_local_queue(served, out, context=context)
+    apply_default_priority_class(served, out, context=context)
     if served != POD and (_meta(out).get("deletionTimestamp") or ancestor_managed(out, context)):
         return out
     if not queue_name(out) and not (context.manage_jobs_without_queue_name and context.namespace_managed):
@@ -553,6 +559,33 @@ def apply_default_local_queue(served: Target, obj: dict[str, Any], *, context: C
         return False
     metadata = obj.setdefault("metadata", {})
     metadata["labels"] = {**(metadata.get("labels") or {}), QUEUE_LABEL: workloads.DEFAULT_LOCAL_QUEUE}
+    return True
+
+
+def default_priority_class_applies(served: Target, obj: Mapping[str, Any]) -> bool:
+    """Whether Kueue's mutating webhook of ``served`` would give ``obj`` the ``default`` WorkloadPriorityClass
+    label if that class exists (the one thing left to look up): ``obj`` has no
+    ``kueue.x-k8s.io/priority-class`` label and its controller is not a job (jobframework/defaults.go
+    ApplyDefaultWorkloadPriorityClass, IsOwnerManagedByKueueForObject: its kind alone); not a pod whose
+    Deployment, StatefulSet or LeaderWorkerSet marked it, nor a StatefulSet another framework manages (their
+    webhooks return first). The namespace selector and the queue do not matter here, as in Kueue; a Pod's own
+    webhook asks only for pods of a selected namespace (:func:`default` returns before)."""
+    if _labels(obj).get(PRIORITY_CLASS_LABEL) or owner_managed(obj):
+        return False
+    if served == POD and serving.parent_framework(obj):
+        return False
+    return not (served.kind == "StatefulSet" and serving.statefulset_managed_by_other(obj))
+
+
+def apply_default_priority_class(served: Target, obj: dict[str, Any], *, context: Context) -> bool:
+    """Set ``obj``'s ``kueue.x-k8s.io/priority-class`` label to ``default`` (in place) when
+    ``context.default_priority_class`` and :func:`default_priority_class_applies`; True when set. The Workload
+    of the job then names the class as Kueue's does (:func:`workloads.priority` reads the label)."""
+    if not context.default_priority_class or not default_priority_class_applies(served, obj):
+        return False
+    metadata = obj.setdefault("metadata", {})
+    labels = {**(metadata.get("labels") or {}), PRIORITY_CLASS_LABEL: workloads.DEFAULT_WORKLOAD_PRIORITY_CLASS}
+    metadata["labels"] = labels
     return True
 
 

@@ -1545,8 +1545,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         ElasticJobsViaWorkloadSlices, ``manageJobsWithoutQueueName``, whether
         ``managedJobsNamespaceSelector`` selects the Namespace, by its stored labels
         (:func:`workloads.namespace_selected`, the watcher's rule), whether it has a ``default``
-        LocalQueue and, for a job ``obj`` whose controller is a job, the owners of its controller chain
-        from the store (:meth:`_owners`). Raises StoreError as Kueue's mutating webhook refuses a job whose
+        LocalQueue, whether the WorkloadPriorityClass ``default`` is stored (with the gate
+        WorkloadPriorityClassDefaulting on, its default) and, for a job ``obj`` whose controller is a job, the
+        owners of its controller chain from the store (:meth:`_owners`). Raises StoreError as Kueue's mutating webhook refuses a job whose
         chain names an owner that does not exist (404 NotFound) or is too deep (403 Forbidden)."""
         labels = _namespace_labels(self._store, namespace)
         served = webhooks.target(str((obj or {}).get("apiVersion") or ""), str((obj or {}).get("kind") or ""))
@@ -1555,6 +1556,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
             namespace_managed=workloads.namespace_selected(self._namespace_selector, namespace, labels),
             default_local_queue=_has_default_local_queue(self._store, namespace),
+            default_priority_class=self.feature_gates.get(WPC_DEFAULTING_GATE, True)
+            and _has_default_priority_class(self._store),
             elastic_jobs=self.elastic_jobs,
             owners=owners,
         )
@@ -1813,6 +1816,20 @@ def _has_default_local_queue(objects: store.ObjectStore, namespace: str) -> bool
     """Whether ``namespace`` has a LocalQueue named ``default`` (Kueue's queue cache DefaultLocalQueueExist)."""
     try:
         objects.get(resources.LOCAL_QUEUES, namespace=namespace, name=workloads.DEFAULT_LOCAL_QUEUE)
+    except store.StoreError:
+        return False
+    return True
+
+
+#: Kueue's feature gate by which its job webhooks label a job with the ``default`` WorkloadPriorityClass (beta,
+#: on by default since v0.20).
+WPC_DEFAULTING_GATE = "WorkloadPriorityClassDefaulting"
+
+
+def _has_default_priority_class(objects: store.ObjectStore) -> bool:
+    """Whether the WorkloadPriorityClass ``default`` is stored (Kueue's DefaultWorkloadPriorityClassExist)."""
+    try:
+        objects.get(resources.WORKLOAD_PRIORITY_CLASSES, namespace=None, name=workloads.DEFAULT_WORKLOAD_PRIORITY_CLASS)
     except store.StoreError:
         return False
     return True

@@ -100,6 +100,33 @@ async def _no_multikueue(_namespace: str, _queue: str) -> bool:
     return False
 
 
+PriorityClassLookup = Callable[[], Awaitable[bool]]
+"""Whether the WorkloadPriorityClass ``default`` exists."""
+
+
+def api_priority_class_lookup(api: k8s_client.ApiClient) -> PriorityClassLookup:
+    """The lookup through the Kubernetes API: GET the WorkloadPriorityClass ``default`` (Kueue's
+    DefaultWorkloadPriorityClassExist, pkg/util/priority/priority.go)."""
+
+    async def exists() -> bool:
+        name = workloads.DEFAULT_WORKLOAD_PRIORITY_CLASS
+        try:
+            await client.get_object(api, resources.WORKLOAD_PRIORITY_CLASSES, name=name)
+        except errors.NotFoundError:
+            return False
+        return True
+
+    return exists
+
+
+async def _no_priority_classes() -> bool:
+    return False
+
+
+#: Kueue's gate by which its job webhooks give a job the ``default`` WorkloadPriorityClass label (beta, on).
+WPC_DEFAULTING_GATE = "WorkloadPriorityClassDefaulting"
+
+
 NamespaceLookup = Callable[[str], Awaitable[Mapping[str, str] | None]]
 """The labels of Namespace ``ns`` (None: no such Namespace)."""
 
@@ -201,6 +228,7 @@ def app(
     owner_read: OwnerRead | None = None,
     feature_gates: Mapping[str, bool] | None = None,
     workload_read: WorkloadRead = _no_workloads,
+    priority_class: PriorityClassLookup = _no_priority_classes,
 ) -> aiohttp.web.Application:
     """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
     :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``.
@@ -220,7 +248,10 @@ def app(
     (:func:`webhooks.owner_managed`). ``feature_gates``: the Configuration's, for Kueue's Workload webhooks
     (:func:`_workload`; ElasticJobsViaWorkloadSlices on with ``elastic_jobs`` too, every other gate at its
     default). ``workload_read``: the Workload of a managed StatefulSet scaled up from 0, read only then
-    (:func:`webhooks.scale_up_workload`; the default: none); a failed read fails the call (500)."""
+    (:func:`webhooks.scale_up_workload`; the default: none); a failed read fails the call (500).
+    ``priority_class``: whether the WorkloadPriorityClass ``default`` exists, asked when a defaulting call
+    would label the object with it (:func:`webhooks.default_priority_class_applies`) and the gate
+    WorkloadPriorityClassDefaulting is on (its default); a failed lookup labels nothing, as Kueue's."""
     gates = {**(feature_gates or {}), **({slices.GATE: True} if elastic_jobs else {})}
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
@@ -338,10 +369,24 @@ def app(
                     log.warning("webhook_lookup_failed", namespace=namespace, error=str(err))
                     return aiohttp.web.Response(text=f"cannot read the namespace: {err}\n", status=500)
             namespace_managed = workloads.namespace_selected(namespace_selector, namespace, labels)
+        has_default_class = False
+        if (
+            verb == "mutate"
+            and gates.get(WPC_DEFAULTING_GATE, True)
+            and review.defaults(parsed, target)
+            and webhooks.default_priority_class_applies(target, parsed.obj)
+        ):
+            try:
+                has_default_class = await priority_class()
+            except (
+                errors.KubeError
+            ) as err:  # Kueue logs it and leaves the label off (ApplyDefaultWorkloadPriorityClass)
+                log.warning("webhook_lookup_failed", resource="workloadpriorityclasses", error=str(err))
         context = webhooks.Context(
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
             namespace_managed=namespace_managed,
             default_local_queue=has_default,
+            default_priority_class=has_default_class,
             elastic_jobs=elastic_jobs,
             multikueue_queue=uses_multikueue,
             owners=owners,
@@ -545,6 +590,7 @@ async def serve_webhook(
         namespace_labels=api_namespace_lookup(api) if api is not None else _no_namespaces,
         owner_read=api_owner_read(api) if api is not None else None,
         workload_read=api_workload_read(api) if api is not None else _no_workloads,
+        priority_class=api_priority_class_lookup(api) if api is not None else _no_priority_classes,
         ready=ready,
     )
     async with serve_https(application, host=host, port=port, context=serving.context) as url:

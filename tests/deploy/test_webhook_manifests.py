@@ -190,6 +190,9 @@ def test_the_webhook_may_touch_only_its_own_objects() -> None:
     assert by_resource["admissionchecks"]["verbs"] == ["list"]
     assert by_resource["namespaces"]["verbs"] == ["get"]  # their labels: managedJobsNamespaceSelector
     assert by_resource["workloads"]["verbs"] == ["get"]  # a StatefulSet's scale-down Workload (statefulset_webhook.go)
+    # WorkloadPriorityClassDefaulting: whether the class `default` exists, that one only
+    assert by_resource["workloadpriorityclasses"]["verbs"] == ["get"]
+    assert by_resource["workloadpriorityclasses"]["resourceNames"] == ["default"]
     # the owners of a job's controller chain (the walk of FindAncestorJobManagedByKueue): get only, every kind
     # that may own a job (pods.is_job_owner), and nothing else of the jobs
     from kueue_es.jobframework import integrations
@@ -214,6 +217,7 @@ def test_the_webhook_may_touch_only_its_own_objects() -> None:
         "admissionchecks",
         "namespaces",
         "workloads",
+        "workloadpriorityclasses",
         "mutatingwebhookconfigurations",
         "validatingwebhookconfigurations",
         "customresourcedefinitions",

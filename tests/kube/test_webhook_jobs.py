@@ -1,0 +1,236 @@
+"""Kueue's Job webhook integration tests, on the emulated API server.
+
+Ported from Kueue test/integration/singlecluster/webhook/jobs/job_webhook_test.go: what Kueue's Job webhook
+defaults (suspend, the ``default`` LocalQueue, the ``default`` WorkloadPriorityClass label) and refuses (403
+``admission webhook "vjob.kb.io" denied the request: ...``) as a Job is created and updated, with
+``manageJobsWithoutQueueName`` on (and a namespace the ``managedJobsNamespaceSelector`` leaves out) and off.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import jsonpatch
+import pytest
+from kubernetes_asyncio import client as k8s_client
+
+from kueue_es.events import models
+from kueue_es.services.kube import client, errors, resources
+from kueue_es.services.webhook import server
+from kueue_es.sim import emulator
+from tests.kube.test_webhook_updates import answer
+
+QUEUE = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
+MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+STOPPING = "kueue.x-k8s.io/stopping"
+MANAGED, UNMANAGED = "job-ns", "unmanaged-ns"
+
+
+def job(
+    name: str, namespace: str = MANAGED, *, queue: str | None = None, suspend: bool | None = False, **spec: Any
+) -> dict[str, Any]:
+    """testingjob.MakeJob(name, ns): one pod of a busybox container, unsuspended unless said."""
+    container = {"name": "c", "image": "pause", "resources": {"requests": {}}}
+    body: dict[str, Any] = {
+        "parallelism": 1,
+        "completions": 1,
+        "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        **spec,
+    }
+    if suspend is not None:
+        body["suspend"] = suspend
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": {QUEUE: queue} if queue else {}}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": body}
+
+
+async def serve(**options: Any) -> AsyncIterator[k8s_client.ApiClient]:
+    async with emulator.serve_emulator(bookmark_interval=0.2, **options) as cluster:
+        api = await client.make_api_client(server=str(cluster.url))
+        try:
+            for name in (MANAGED, UNMANAGED):
+                await client.apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+            yield api
+        finally:
+            await api.close()
+
+
+@pytest.fixture
+async def managing() -> AsyncIterator[k8s_client.ApiClient]:
+    """manageJobsWithoutQueueName on, the selector leaving out the unmanaged namespace
+    (util.NewNamespaceSelectorExcluding)."""
+    selector = models.LabelSelector(
+        match_expressions=(
+            models.LabelSelectorRequirement(key="kubernetes.io/metadata.name", operator="NotIn", values=[UNMANAGED]),
+        )
+    )
+    async for api in serve(manage_jobs_without_queue_name=True, managed_jobs_namespace_selector=selector):
+        yield api
+
+
+@pytest.fixture
+async def queued_only() -> AsyncIterator[k8s_client.ApiClient]:
+    """manageJobsWithoutQueueName off."""
+    async for api in serve():
+        yield api
+
+
+async def create(api: k8s_client.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
+    return await client.create_object(api, resources.JOBS, namespace=obj["metadata"]["namespace"], body=obj)
+
+
+async def replace(api: k8s_client.ApiClient, obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    return await client.replace_object(api, resources.JOBS, namespace=meta["namespace"], name=meta["name"], body=obj)
+
+
+async def refused(write: Any) -> errors.ApiError:
+    with pytest.raises(errors.ApiError) as refusal:
+        await write
+    assert refusal.value.status == 403 and refusal.value.reason == "Forbidden", refusal.value.body
+    return refusal.value
+
+
+# -- manageJobsWithoutQueueName enabled ---------------------------------------------------------------------
+
+
+async def test_an_invalid_min_parallelism_is_refused(managing: k8s_client.ApiClient) -> None:
+    """ "checking the workload is not created when JobMinParallelismAnnotation is invalid"."""
+    obj = job("job-with-queue-name", queue="foo")
+    obj["metadata"]["annotations"] = {MIN_PARALLELISM: "a"}
+    refusal = await refused(create(managing, obj))
+    assert refusal.message.startswith(
+        f'admission webhook "vjob.kb.io" denied the request: metadata.annotations[{MIN_PARALLELISM}]: Invalid value: "a"'
+    ), refusal.message
+
+
+async def test_a_job_without_queue_is_suspended_in_a_managed_namespace_only(managing: k8s_client.ApiClient) -> None:
+    """ "Should suspend a Job even no queue name specified" and "Should not suspend a Job with no queue name
+    specified in an unmanaged namespace"."""
+    assert (await create(managing, job("job-without-queue-name")))["spec"]["suspend"] is True
+    assert (await create(managing, job("job-without-queue-name-unmanaged", UNMANAGED)))["spec"]["suspend"] is False
+
+
+async def test_no_default_local_queue_in_an_unmanaged_namespace(managing: k8s_client.ApiClient) -> None:
+    """ "Should not inject default queue label for a Job in an unmanaged namespace"."""
+    queue = {"metadata": {"name": "default"}, "spec": {"clusterQueue": "cluster-queue"}}
+    await client.create_object(managing, resources.LOCAL_QUEUES, namespace=UNMANAGED, body=queue)
+    created = await create(managing, job("job-default-lq-unmanaged", UNMANAGED))
+    assert created["spec"]["suspend"] is False and QUEUE not in (created["metadata"].get("labels") or {})
+
+
+async def test_a_queue_name_is_not_added_while_unsuspending(managing: k8s_client.ApiClient) -> None:
+    """ "Should not update unsuspend Job successfully when adding queue name"."""
+    created = await create(managing, job("job-without-queue-name"))
+    created["metadata"]["labels"] = {QUEUE: "queue"}
+    created["spec"]["suspend"] = False
+    await refused(replace(managing, created))
+
+
+# -- manageJobsWithoutQueueName disabled ----------------------------------------------------------------------
+
+
+async def test_a_queued_job_is_suspended_and_an_unqueued_one_not(queued_only: k8s_client.ApiClient) -> None:
+    """ "should suspend a Job when created in unsuspend state" and "should not suspend a Job when no queue name
+    specified"."""
+    assert (await create(queued_only, job("job-with-queue-name", queue="default")))["spec"]["suspend"] is True
+    assert (await create(queued_only, job("job-without-queue-name")))["spec"]["suspend"] is False
+
+
+async def test_the_queue_is_not_changed_while_unsuspending(queued_only: k8s_client.ApiClient) -> None:
+    """ "should not update unsuspend Job successfully when changing queue name"."""
+    created = await create(queued_only, job("job-with-queue-name", queue="queue"))
+    created["metadata"]["labels"][QUEUE] = "queue2"
+    created["spec"]["suspend"] = False
+    await refused(replace(queued_only, created))
+
+
+@pytest.mark.parametrize("parallelism", [4, 3])
+async def test_a_partially_admissible_job_is_unsuspended_with_less_parallelism(
+    queued_only: k8s_client.ApiClient, parallelism: int
+) -> None:
+    """ "should allow unsuspending a partially admissible job with its minimum parallelism" and "... with a
+    parallelism lower then minimum" (a job re-admitted after its reclaimable pods counted)."""
+    obj = job("job-with-queue-name", queue="queue", parallelism=6, completions=6)
+    obj["metadata"]["annotations"] = {MIN_PARALLELISM: "4"}
+    created = await create(queued_only, obj)
+    created["spec"].update(parallelism=parallelism, suspend=False)
+    assert (await replace(queued_only, created))["spec"]["parallelism"] == parallelism
+
+
+async def test_parallelism_is_restored(queued_only: k8s_client.ApiClient) -> None:
+    """ "should allow restoring parallelism": the stopping annotation removed and the parallelism set back."""
+    obj = job("job-with-queue-name", queue="queue", parallelism=3, completions=6)
+    obj["metadata"]["annotations"] = {STOPPING: "true", MIN_PARALLELISM: "2"}
+    created = await create(queued_only, obj)
+    created["spec"]["parallelism"] = 6
+    del created["metadata"]["annotations"][STOPPING]
+    assert (await replace(queued_only, created))["spec"]["parallelism"] == 6
+
+
+# -- WorkloadPriorityClassDefaulting ---------------------------------------------------------------------------
+
+
+async def default_class(api: k8s_client.ApiClient, name: str = "default", value: int = 100) -> None:
+    body = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+    await client.create_object(api, resources.WORKLOAD_PRIORITY_CLASSES, body=body)
+
+
+async def test_the_default_workload_priority_class_labels_a_job(queued_only: k8s_client.ApiClient) -> None:
+    """ "Should set the default WorkloadPriorityClass label when the default WPC exists", "Should not override
+    an existing WorkloadPriorityClass label" and "Should not set the label when the default WPC does not exist":
+    Kueue's Job webhook labels the Job itself (jobframework/defaults.go ApplyDefaultWorkloadPriorityClass)."""
+    without = await create(queued_only, job("job-no-default-wpc", queue="test-queue"))
+    assert PRIORITY_CLASS not in without["metadata"]["labels"]
+    await default_class(queued_only)
+    await default_class(queued_only, "high", 1000)
+    labelled = await create(queued_only, job("job-without-wpc", queue="test-queue"))
+    assert labelled["metadata"]["labels"][PRIORITY_CLASS] == "default"
+    kept = job("job-with-wpc", queue="test-queue")
+    kept["metadata"]["labels"][PRIORITY_CLASS] = "high"
+    assert (await create(queued_only, kept))["metadata"]["labels"][PRIORITY_CLASS] == "high"
+
+
+async def test_no_default_workload_priority_class_label_with_the_gate_off() -> None:
+    """ "Should not set the default WorkloadPriorityClass label when the feature gate is disabled"."""
+    async for api in serve(feature_gates={"WorkloadPriorityClassDefaulting": False}):
+        await default_class(api)
+        created = await create(api, job("job-without-wpc-gate-off", queue="test-queue"))
+        assert PRIORITY_CLASS not in created["metadata"]["labels"]
+
+
+@pytest.mark.parametrize(
+    ("exists", "gates", "labels", "want"),
+    [
+        pytest.param(True, {}, {}, "default", id="the class exists"),
+        pytest.param(False, {}, {}, None, id="no such class"),
+        pytest.param(True, {"WorkloadPriorityClassDefaulting": False}, {}, None, id="the gate off"),
+        pytest.param(True, {}, {PRIORITY_CLASS: "high"}, "high", id="a class named already"),
+    ],
+)
+async def test_the_webhook_service_labels_as_the_emulator(
+    exists: bool, gates: dict[str, bool], labels: dict[str, str], want: str | None
+) -> None:
+    """``kueue-es service webhook`` asks for the WorkloadPriorityClass ``default`` (its ``priority_class``
+    lookup) and labels an unqueued Job with it, as Kueue's Job webhook; asked only when the label would be set."""
+    asked: list[bool] = []
+
+    async def lookup() -> bool:
+        asked.append(True)
+        return exists
+
+    application = server.app(priority_class=lookup, feature_gates=gates)
+    obj = job("j")
+    obj["metadata"]["labels"] = labels
+    response = await answer(application, "mutate", obj, None, operation="CREATE")
+    out = jsonpatch.apply_patch(obj, json.loads(base64.b64decode(response["patch"]))) if "patch" in response else obj
+    assert out["metadata"]["labels"].get(PRIORITY_CLASS) == want
+    assert asked == ([True] if not labels and not gates else [])
