@@ -234,3 +234,58 @@ async def test_the_webhook_service_labels_as_the_emulator(
     out = jsonpatch.apply_patch(obj, json.loads(base64.b64decode(response["patch"]))) if "patch" in response else obj
     assert out["metadata"]["labels"].get(PRIORITY_CLASS) == want
     assert asked == ([True] if not labels and not gates else [])
+
+
+# -- pod_webhook_test.go ----------------------------------------------------------------------------------------
+
+GATE, MANAGED_LABEL = "kueue.x-k8s.io/admission", "kueue.x-k8s.io/managed"
+
+
+def pod(name: str, namespace: str = MANAGED, *, queue: str | None = None) -> dict[str, Any]:
+    """testingpod.MakePod(name, ns): one container, the queue-name label when given."""
+    metadata = {"name": name, "namespace": namespace, "labels": {QUEUE: queue} if queue else {}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": {"containers": [{"name": "c", "image": "pause"}]},
+    }
+
+
+async def create_pod(api: k8s_client.ApiClient, obj: dict[str, Any]) -> bool:
+    """Create the pod; whether Kueue's pod webhook took it: its gate, the managed label and finalizer, all or none."""
+    created = await client.create_object(api, resources.PODS, namespace=obj["metadata"]["namespace"], body=obj)
+    marks = (
+        GATE in [gate["name"] for gate in created["spec"].get("schedulingGates") or []],
+        (created["metadata"].get("labels") or {}).get(MANAGED_LABEL) == "true",
+        MANAGED_LABEL in (created["metadata"].get("finalizers") or []),
+    )
+    assert len(set(marks)) == 1, created
+    return marks[0]
+
+
+async def test_a_queued_pod_is_taken_but_not_in_kube_system(queued_only: k8s_client.ApiClient) -> None:
+    """ "with manageJobsWithoutQueueName disabled": "Should inject scheduling gate, 'managed' label and finalizer
+    into created pod", "Should skip a Pod created in the forbidden 'kube-system' namespace", and without the
+    queue-name label "Should not inject ..." (the same marks)."""
+    assert await create_pod(queued_only, pod("pod-with-queue-name", queue="user-queue"))
+    assert not await create_pod(queued_only, pod("pod-with-queue-name", "kube-system", queue="user-queue"))
+    assert not await create_pod(queued_only, pod("pod-without-queue-name"))
+
+
+async def test_every_pod_is_taken_under_manage_jobs_without_queue_name() -> None:
+    """ "with manageJobsWithoutQueueName enabled": a pod without the queue-name label is taken, not in
+    kube-system."""
+    async for api in serve(manage_jobs_without_queue_name=True):
+        assert await create_pod(api, pod("pod-integration"))
+        assert not await create_pod(api, pod("pod-integration", "kube-system"))
+
+
+async def test_a_pod_of_a_queued_job_is_left_to_the_job(queued_only: k8s_client.ApiClient) -> None:
+    """ "the pod is owned by a job": "Should not manage the pod when the ownerReference UID matches the parent
+    job" (the other case, a UID that does not match, kueue-es does not follow: the owner's kind decides)."""
+    parent = await create(queued_only, job("parent-job", queue="user-queue"))
+    obj = pod("pod-with-matching-owner-uid", queue="user-queue")
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "parent-job", "uid": parent["metadata"]["uid"]}
+    obj["metadata"]["ownerReferences"] = [{**owner, "controller": True, "blockOwnerDeletion": True}]
+    assert not await create_pod(queued_only, obj)
