@@ -98,7 +98,7 @@ async def refused(write: Any) -> errors.ApiError:
 
 
 async def test_an_invalid_min_parallelism_is_refused(managing: k8s_client.ApiClient) -> None:
-    """ "checking the workload is not created when JobMinParallelismAnnotation is invalid"."""
+    """Kueue's case "checking the workload is not created when JobMinParallelismAnnotation is invalid"."""
     obj = job("job-with-queue-name", queue="foo")
     obj["metadata"]["annotations"] = {MIN_PARALLELISM: "a"}
     refusal = await refused(create(managing, obj))
@@ -108,14 +108,14 @@ async def test_an_invalid_min_parallelism_is_refused(managing: k8s_client.ApiCli
 
 
 async def test_a_job_without_queue_is_suspended_in_a_managed_namespace_only(managing: k8s_client.ApiClient) -> None:
-    """ "Should suspend a Job even no queue name specified" and "Should not suspend a Job with no queue name
+    """Kueue's case "Should suspend a Job even no queue name specified" and "Should not suspend a Job with no queue name
     specified in an unmanaged namespace"."""
     assert (await create(managing, job("job-without-queue-name")))["spec"]["suspend"] is True
     assert (await create(managing, job("job-without-queue-name-unmanaged", UNMANAGED)))["spec"]["suspend"] is False
 
 
 async def test_no_default_local_queue_in_an_unmanaged_namespace(managing: k8s_client.ApiClient) -> None:
-    """ "Should not inject default queue label for a Job in an unmanaged namespace"."""
+    """Kueue's case "Should not inject default queue label for a Job in an unmanaged namespace"."""
     queue = {"metadata": {"name": "default"}, "spec": {"clusterQueue": "cluster-queue"}}
     await client.create_object(managing, resources.LOCAL_QUEUES, namespace=UNMANAGED, body=queue)
     created = await create(managing, job("job-default-lq-unmanaged", UNMANAGED))
@@ -123,7 +123,7 @@ async def test_no_default_local_queue_in_an_unmanaged_namespace(managing: k8s_cl
 
 
 async def test_a_queue_name_is_not_added_while_unsuspending(managing: k8s_client.ApiClient) -> None:
-    """ "Should not update unsuspend Job successfully when adding queue name"."""
+    """Kueue's case "Should not update unsuspend Job successfully when adding queue name"."""
     created = await create(managing, job("job-without-queue-name"))
     created["metadata"]["labels"] = {QUEUE: "queue"}
     created["spec"]["suspend"] = False
@@ -134,14 +134,14 @@ async def test_a_queue_name_is_not_added_while_unsuspending(managing: k8s_client
 
 
 async def test_a_queued_job_is_suspended_and_an_unqueued_one_not(queued_only: k8s_client.ApiClient) -> None:
-    """ "should suspend a Job when created in unsuspend state" and "should not suspend a Job when no queue name
+    """Kueue's case "should suspend a Job when created in unsuspend state" and "should not suspend a Job when no queue name
     specified"."""
     assert (await create(queued_only, job("job-with-queue-name", queue="default")))["spec"]["suspend"] is True
     assert (await create(queued_only, job("job-without-queue-name")))["spec"]["suspend"] is False
 
 
 async def test_the_queue_is_not_changed_while_unsuspending(queued_only: k8s_client.ApiClient) -> None:
-    """ "should not update unsuspend Job successfully when changing queue name"."""
+    """Kueue's case "should not update unsuspend Job successfully when changing queue name"."""
     created = await create(queued_only, job("job-with-queue-name", queue="queue"))
     created["metadata"]["labels"][QUEUE] = "queue2"
     created["spec"]["suspend"] = False
@@ -152,7 +152,7 @@ async def test_the_queue_is_not_changed_while_unsuspending(queued_only: k8s_clie
 async def test_a_partially_admissible_job_is_unsuspended_with_less_parallelism(
     queued_only: k8s_client.ApiClient, parallelism: int
 ) -> None:
-    """ "should allow unsuspending a partially admissible job with its minimum parallelism" and "... with a
+    """Kueue's case "should allow unsuspending a partially admissible job with its minimum parallelism" and "... with a
     parallelism lower then minimum" (a job re-admitted after its reclaimable pods counted)."""
     obj = job("job-with-queue-name", queue="queue", parallelism=6, completions=6)
     obj["metadata"]["annotations"] = {MIN_PARALLELISM: "4"}
@@ -162,7 +162,7 @@ async def test_a_partially_admissible_job_is_unsuspended_with_less_parallelism(
 
 
 async def test_parallelism_is_restored(queued_only: k8s_client.ApiClient) -> None:
-    """ "should allow restoring parallelism": the stopping annotation removed and the parallelism set back."""
+    """Kueue's case "should allow restoring parallelism": the stopping annotation removed and the parallelism set back."""
     obj = job("job-with-queue-name", queue="queue", parallelism=3, completions=6)
     obj["metadata"]["annotations"] = {STOPPING: "true", MIN_PARALLELISM: "2"}
     created = await create(queued_only, obj)
@@ -185,7 +185,7 @@ async def default_class(api: k8s_client.ApiClient, name: str = "default", value:
 
 
 async def test_the_default_workload_priority_class_labels_a_job(queued_only: k8s_client.ApiClient) -> None:
-    """ "Should set the default WorkloadPriorityClass label when the default WPC exists", "Should not override
+    """Kueue's case "Should set the default WorkloadPriorityClass label when the default WPC exists", "Should not override
     an existing WorkloadPriorityClass label" and "Should not set the label when the default WPC does not exist":
     Kueue's Job webhook labels the Job itself (jobframework/defaults.go ApplyDefaultWorkloadPriorityClass)."""
     without = await create(queued_only, job("job-no-default-wpc", queue="test-queue"))
@@ -200,7 +200,7 @@ async def test_the_default_workload_priority_class_labels_a_job(queued_only: k8s
 
 
 async def test_no_default_workload_priority_class_label_with_the_gate_off() -> None:
-    """ "Should not set the default WorkloadPriorityClass label when the feature gate is disabled"."""
+    """Kueue's case "Should not set the default WorkloadPriorityClass label when the feature gate is disabled"."""
     async for api in serve(feature_gates={"WorkloadPriorityClassDefaulting": False}):
         await default_class(api)
         created = await create(api, job("job-without-wpc-gate-off", queue="test-queue"))
@@ -265,7 +265,7 @@ async def create_pod(api: k8s_client.ApiClient, obj: dict[str, Any]) -> bool:
 
 
 async def test_a_queued_pod_is_taken_but_not_in_kube_system(queued_only: k8s_client.ApiClient) -> None:
-    """ "with manageJobsWithoutQueueName disabled": "Should inject scheduling gate, 'managed' label and finalizer
+    """Kueue's case "with manageJobsWithoutQueueName disabled": "Should inject scheduling gate, 'managed' label and finalizer
     into created pod", "Should skip a Pod created in the forbidden 'kube-system' namespace", and without the
     queue-name label "Should not inject ..." (the same marks)."""
     assert await create_pod(queued_only, pod("pod-with-queue-name", queue="user-queue"))
@@ -274,7 +274,7 @@ async def test_a_queued_pod_is_taken_but_not_in_kube_system(queued_only: k8s_cli
 
 
 async def test_every_pod_is_taken_under_manage_jobs_without_queue_name() -> None:
-    """ "with manageJobsWithoutQueueName enabled": a pod without the queue-name label is taken, not in
+    """Kueue's case "with manageJobsWithoutQueueName enabled": a pod without the queue-name label is taken, not in
     kube-system."""
     async for api in serve(manage_jobs_without_queue_name=True):
         assert await create_pod(api, pod("pod-integration"))
@@ -282,7 +282,7 @@ async def test_every_pod_is_taken_under_manage_jobs_without_queue_name() -> None
 
 
 async def test_a_pod_of_a_queued_job_is_left_to_the_job(queued_only: k8s_client.ApiClient) -> None:
-    """ "the pod is owned by a job": "Should not manage the pod when the ownerReference UID matches the parent
+    """Kueue's case "the pod is owned by a job": "Should not manage the pod when the ownerReference UID matches the parent
     job" (the other case, a UID that does not match, kueue-es does not follow: the owner's kind decides)."""
     parent = await create(queued_only, job("parent-job", queue="user-queue"))
     obj = pod("pod-with-matching-owner-uid", queue="user-queue")
