@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from kueue_es.events import manifests, slices, tas_requests
-from kueue_es.jobframework import integrations, jobs, pods, workloads
+from kueue_es.jobframework import integrations, jobs, labels, pods, workloads
 from kueue_es.jobframework.integrations import ray, serving
 
 QUEUE_LABEL: Final = workloads.QUEUE_LABEL
@@ -1203,16 +1203,106 @@ def _templates(served: Target, obj: Mapping[str, Any]) -> Iterator[tuple[str, An
 
 
 def _topology(served: Target, obj: Mapping[str, Any]) -> list[FieldError]:
+    """Each pod set template's topology annotations as Kueue's job webhooks check them: Kueue's own rules and
+    words first (:func:`_tas_request`, :func:`_slice_size_bound`; a Job stops at the first, job_webhook.go
+    validateTopologyRequest), then what the watcher's reading of the annotations refuses besides
+    (:func:`workloads.topology_request`: the multi-layer slice constraints)."""
     ref = workloads.job_ref(obj, kind=served.kind, api_version=served.api_version)
     errors: list[FieldError] = []
     for where, template, count in _templates(served, obj):
+        template_where = where.removesuffix("metadata.annotations").removesuffix(".") or "metadata"
         try:
-            template_where = where.removesuffix("metadata.annotations").removesuffix(".") or "metadata"
             annotations = workloads.template_annotations(ref, template, where=template_where)
+        except manifests.ManifestError as err:
+            errors.append(FieldError(type="Invalid", field=err.field or where, value=OMIT, detail=err.problem))
+            continue
+        found = _tas_request(where, annotations)
+        if not found or served != JOB:
+            found += _slice_size_bound(where, annotations, count)
+        if found:
+            errors += found
+            continue
+        try:
             workloads.topology_request(ref, annotations, where=where, count=count)
         except manifests.ManifestError as err:
             errors.append(FieldError(type="Invalid", field=err.field or where, value=OMIT, detail=err.problem))
     return errors
+
+
+_TAS_MODES: Final = (
+    tas_requests.REQUIRED_ANNOTATION,
+    tas_requests.PREFERRED_ANNOTATION,
+    tas_requests.UNCONSTRAINED_ANNOTATION,
+)
+#: The spellings Go's strconv.ParseBool reads.
+_GO_BOOLS: Final = frozenset({"1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"})
+
+
+def _tas_request(where: str, annotations: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue jobframework/tas_validation.go ValidateTASPodSetRequest over one template's annotations
+    (``where``: their field path): at most one of required, preferred and unconstrained; label keys for the
+    levels; a group name that is no number, only with required or preferred, never with slices; a boolean
+    unconstrained; a slice size that is an integer of at least 1, set exactly when the slice level is."""
+
+    def key(annotation: str) -> str:
+        return f"{where}[{annotation}]"
+
+    def label_key(annotation: str) -> list[FieldError]:
+        value = str(annotations[annotation])
+        return [_invalid(key(annotation), value, problem) for problem in labels.qualified_name_problems(value)]
+
+    required, preferred = tas_requests.REQUIRED_ANNOTATION, tas_requests.PREFERRED_ANNOTATION
+    slice_level, slice_size = tas_requests.SLICE_REQUIRED_ANNOTATION, tas_requests.SLICE_SIZE_ANNOTATION
+    group = tas_requests.GROUP_NAME_ANNOTATION
+    errors: list[FieldError] = []
+    if sum(mode in annotations for mode in _TAS_MODES) > 1:
+        listed = ", ".join(json.dumps(mode) for mode in _TAS_MODES)
+        detail = f"must not contain more than one topology annotation: [{listed}]"
+        errors.append(FieldError(type="Invalid", field=where, value=OMIT, detail=detail))
+    for annotation in (required, preferred, slice_level):
+        if annotation in annotations:
+            errors += label_key(annotation)
+    if group in annotations:
+        if re.fullmatch(r"[0-9]+", str(annotations[group])):  # strconv.ParseUint
+            errors.append(_invalid(key(group), str(annotations[group]), "must not be a number"))
+        for annotation in (slice_size, slice_level):
+            if annotation in annotations:
+                detail = f"may not be set when '{annotation}' is specified"
+                errors.append(FieldError(type="Forbidden", field=key(group), detail=detail))
+        if required not in annotations and preferred not in annotations:
+            detail = f"may not be set when neither '{preferred}' nor '{required}' is specified"
+            errors.append(FieldError(type="Forbidden", field=key(group), detail=detail))
+    unconstrained = tas_requests.UNCONSTRAINED_ANNOTATION
+    if unconstrained in annotations and str(annotations[unconstrained]) not in _GO_BOOLS:
+        errors.append(_invalid(key(unconstrained), str(annotations[unconstrained]), "must be a boolean value"))
+    if slice_size in annotations:
+        size = str(annotations[slice_size])
+        if _go_atoi(size) is None:
+            errors.append(_invalid(key(slice_size), size, "must be a numeric value"))
+        elif int(size) < 1:
+            errors.append(_invalid(key(slice_size), size, "must be greater than or equal to 1"))
+    if slice_level in annotations and slice_size not in annotations:
+        detail = f"must be set when '{slice_level}' is specified"
+        errors.append(FieldError(type="Required", field=key(slice_size), detail=detail))
+    if slice_size in annotations and slice_level not in annotations:
+        detail = f"may not be set when '{slice_level}' is not specified"
+        errors.append(FieldError(type="Forbidden", field=key(slice_size), detail=detail))
+    return errors
+
+
+def _slice_size_bound(where: str, annotations: Mapping[str, Any], count: int) -> list[FieldError]:
+    """Kueue tas_validation.go ValidateSliceSizeAnnotationUpperBound: a slice size no larger than the pod set's
+    ``count`` (an unreadable one is :func:`_tas_request`'s)."""
+    annotation = tas_requests.SLICE_SIZE_ANNOTATION
+    size = str(annotations.get(annotation, ""))
+    parsed = _go_atoi(size) if annotation in annotations else None
+    if parsed is None or parsed <= count:
+        return []
+    return [_invalid(f"{where}[{annotation}]", size, f"must not be greater than pod set count {count}")]
+
+
+def _invalid(path: str, value: Any, detail: str) -> FieldError:
+    return FieldError(type="Invalid", field=path, value=value, detail=detail)
 
 
 # -- ValidateUpdate ------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from kueue_es.events import models, quantities, slices
+from kueue_es.jobframework import labels as k8s_labels
 from kueue_es.jobframework.webhooks import FieldError, GoLiteral
 from kueue_es.projections.cluster import PRIORITY_BOOST_GATE, parse_priority_boost
 
@@ -67,24 +68,6 @@ _BOOST_PATH: Final = f"metadata.annotations[{models.PRIORITY_BOOST_ANNOTATION}]"
 _IMMUTABLE: Final = "field is immutable"
 _TOTAL_ANNOTATION_SIZE: Final = 256 * 1024
 
-# apimachinery pkg/util/validation/validation.go: qualified names, label values, DNS-1123 subdomains.
-_QUALIFIED_NAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QUALIFIED_NAME_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
-    f"character (e.g. 'MyName', or 'my.name', or '123-abc', regex used for validation is '{_QUALIFIED_NAME_FMT}')"
-)
-_LABEL_VALUE_FMT: Final = f"({_QUALIFIED_NAME_FMT})?"
-_LABEL_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'MyValue', or 'my_value', or '12345', regex used for "
-    f"validation is '{_LABEL_VALUE_FMT}')"
-)
-_SUBDOMAIN_FMT: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-    f"start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    f"'{_SUBDOMAIN_FMT}')"
-)
 _HTTP_PATH_FMT: Final = r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+"
 
 
@@ -325,7 +308,8 @@ def _admission_checks(obj: Mapping[str, Any]) -> list[FieldError]:
                 key = _map(toleration).get("key")
                 if isinstance(key, str) and key:
                     errors += [
-                        _invalid(f"{where}.tolerations[{t}].key", key, problem) for problem in _qualified_name(key)
+                        _invalid(f"{where}.tolerations[{t}].key", key, problem)
+                        for problem in k8s_labels.qualified_name_problems(key)
                     ]
             errors += _annotation_keys(_map(update.get("annotations")), f"{where}.annotations")
             errors += _labels(_map(update.get("nodeSelector")), f"{where}.nodeSelector")
@@ -514,50 +498,13 @@ def _domain_prefixed_path(path: str, value: str) -> list[FieldError]:
     host, sep, rest = value.partition("/")
     if not sep or not host or not rest:
         return [_invalid(path, value, 'must be a domain-prefixed path (such as "acme.io/foo")')]
-    errors = [_invalid(path, host, problem) for problem in _subdomain(host)]
+    errors = [_invalid(path, host, problem) for problem in k8s_labels.subdomain_problems(host)]
     if not re.fullmatch(_HTTP_PATH_FMT, rest):
         errors.append(_invalid(path, rest, f"Invalid path (regex used for validation is '{_HTTP_PATH_FMT}')"))
     return errors
 
 
 # -- labels and annotations (apimachinery metav1 validation, api/validation) -----------------------------
-
-
-def _qualified_name(value: str) -> list[str]:
-    """validation.IsQualifiedName: an optional DNS-1123 subdomain prefix and ``/``, then a name of at most 63
-    alphanumerics, ``-``, ``_`` or ``.``, starting and ending alphanumeric."""
-    parts = value.split("/")
-    problems: list[str] = []
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            problems.append("prefix part must be non-empty")
-        else:
-            problems += [f"prefix part {problem}" for problem in _subdomain(prefix)]
-    else:
-        return [
-            f"a qualified name {_QUALIFIED_NAME_MSG} with an optional DNS subdomain prefix and '/' "
-            "(e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        problems.append("name part must be non-empty")
-    elif len(name) > 63:
-        problems.append("name part must be no more than 63 characters")
-    if not re.fullmatch(_QUALIFIED_NAME_FMT, name):
-        problems.append(f"name part {_QUALIFIED_NAME_MSG}")
-    return problems
-
-
-def _subdomain(value: str) -> list[str]:
-    """validation.IsDNS1123Subdomain."""
-    problems = []
-    if len(value) > 253:
-        problems.append("must be no more than 253 characters")
-    if not re.fullmatch(_SUBDOMAIN_FMT, value):
-        problems.append(_SUBDOMAIN_MSG)
-    return problems
 
 
 def _labels(labels: Mapping[str, Any], path: str) -> list[FieldError]:
@@ -579,16 +526,12 @@ def label_errors(labels: Mapping[str, Any], path: str) -> list[FieldError]:
 def label_name_errors(name: str, path: str) -> list[FieldError]:
     """metav1validation.ValidateLabelName (a label key, a taint's or toleration's key; Kueue's resource names,
     content.IsLabelKey): ``Invalid value: "@cpu": name part must consist of ...`` at ``path``, one per problem."""
-    return [_invalid(path, name, problem) for problem in _qualified_name(name)]
+    return [_invalid(path, name, problem) for problem in k8s_labels.qualified_name_problems(name)]
 
 
 def label_value_problems(value: str) -> list[str]:
-    """validation.IsValidLabelValue: at most 63 characters, empty or alphanumerics with ``-``, ``_``, ``.``
-    inside; the problems as Kubernetes words them, none for a valid value."""
-    problems = ["must be no more than 63 characters"] if len(value) > 63 else []
-    if not re.fullmatch(_LABEL_VALUE_FMT, value):
-        problems.append(_LABEL_VALUE_MSG)
-    return problems
+    """validation.IsValidLabelValue (:func:`k8s_labels.label_value_problems`): the problems as Kubernetes words them."""
+    return k8s_labels.label_value_problems(value)
 
 
 def label_selector_errors(selector: Mapping[str, Any], path: str) -> list[FieldError]:
@@ -624,7 +567,7 @@ def _annotation_keys(annotations: Mapping[str, Any], path: str) -> list[FieldErr
     values take at most 256 KiB."""
     errors: list[FieldError] = []
     for key in sorted(annotations):
-        errors += [_invalid(path, key, problem) for problem in _qualified_name(str(key).lower())]
+        errors += [_invalid(path, key, problem) for problem in k8s_labels.qualified_name_problems(str(key).lower())]
     size = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
     if size > _TOTAL_ANNOTATION_SIZE:
         errors.append(

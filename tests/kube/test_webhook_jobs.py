@@ -18,6 +18,7 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.events import models
+from kueue_es.jobframework import webhooks
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.webhook import server
 from kueue_es.sim import emulator
@@ -289,3 +290,100 @@ async def test_a_pod_of_a_queued_job_is_left_to_the_job(queued_only: k8s_client.
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "parent-job", "uid": parent["metadata"]["uid"]}
     obj["metadata"]["ownerReferences"] = [{**owner, "controller": True, "blockOwnerDeletion": True}]
     assert not await create_pod(queued_only, obj)
+
+
+# -- the other kinds' webhook tests (jobset, mpijob, pytorchjob, appwrapper, rayjob, raycluster, trainjob) ----------
+
+POD_TEMPLATE = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "pause"}]}}
+TAS_BOTH = {
+    "kueue.x-k8s.io/podset-required-topology": "cloud.com/block",
+    "kueue.x-k8s.io/podset-preferred-topology": "cloud.com/block",
+}
+
+
+def kind_object(
+    api_version: str, kind: str, spec: dict[str, Any], *, queue: str | None = "indexed_job"
+) -> dict[str, Any]:
+    metadata = {"name": kind.lower(), "namespace": MANAGED, "labels": {QUEUE: queue} if queue else {}}
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}
+
+
+def jobset(annotations: dict[str, str] | None = None, *, replicas: int = 1, parallelism: int = 1) -> dict[str, Any]:
+    template = {"metadata": {"annotations": annotations or {}}, **POD_TEMPLATE}
+    job_spec = {"parallelism": parallelism, "completions": parallelism, "template": template}
+    replicated = {"name": "leader", "replicas": replicas, "template": {"spec": job_spec}}
+    return kind_object("jobset.x-k8s.io/v1alpha2", "JobSet", {"replicatedJobs": [replicated]})
+
+
+def mpijob() -> dict[str, Any]:
+    replica = {"replicas": 1, "template": POD_TEMPLATE}
+    return kind_object("kubeflow.org/v2beta1", "MPIJob", {"mpiReplicaSpecs": {"Launcher": replica, "Worker": replica}})
+
+
+def pytorchjob(annotations: dict[str, str]) -> dict[str, Any]:
+    replica = {"replicas": 1, "template": {"metadata": {"annotations": annotations}, **POD_TEMPLATE}}
+    return kind_object("kubeflow.org/v1", "PyTorchJob", {"pytorchReplicaSpecs": {"Master": replica}})
+
+
+def appwrapper(queue: str) -> dict[str, Any]:
+    wrapped = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": POD_TEMPLATE["spec"]}
+    spec = {"suspend": False, "components": [{"template": wrapped}]}
+    return kind_object("workload.codeflare.dev/v1beta2", "AppWrapper", spec, queue=queue)
+
+
+def rayjob(**spec: Any) -> dict[str, Any]:
+    return kind_object("ray.io/v1", "RayJob", {"entrypoint": "python -c pass", **spec})
+
+
+SLICE = {
+    "kueue.x-k8s.io/podset-preferred-topology": "cloud.com/topology-block",
+    "kueue.x-k8s.io/podset-slice-required-topology": "cloud.com/topology-block",
+    "kueue.x-k8s.io/podset-slice-size": "30",
+}
+REFUSED_KINDS = [
+    # (Kueue's case, the object, a part of the 403's message)
+    ("jobset: the creation doesn't succeed if the queue name is invalid", jobset(), 'Invalid value: "indexed_job"'),
+    (
+        "jobset: shouldn't create JobSet if both podset-required-topology and podset-preferred-topology are set",
+        jobset(TAS_BOTH),
+        "must not contain more than one topology annotation",
+    ),
+    (
+        "jobset: should reject a JobSet whose pod-slice size exceeds total pod count",
+        jobset(SLICE, replicas=2, parallelism=3),
+        'Invalid value: "30": must not be greater than pod set count 6',
+    ),
+    ("mpijob: the creation doesn't succeed if the queue name is invalid", mpijob(), 'Invalid value: "indexed_job"'),
+    (
+        "pytorchjob: the creation doesn't succeed if job contain both topology annotations",
+        pytorchjob(TAS_BOTH),
+        "must not contain more than one topology annotation",
+    ),
+    (
+        "appwrapper: the creation doesn't succeed if the queue name is invalid",
+        appwrapper("indexed_job"),
+        'Invalid value: "indexed_job"',
+    ),
+]
+
+
+@pytest.mark.parametrize(("obj", "message"), [pytest.param(obj, text, id=name) for name, obj, text in REFUSED_KINDS])
+async def test_kueue_s_refusals_of_other_kinds(
+    queued_only: k8s_client.ApiClient, obj: dict[str, Any], message: str
+) -> None:
+    """Each refused 403 by its kind's validating webhook with Kueue's message: through the emulated API server
+    for a JobSet, which it serves without CRDs, by the webhook's rules (:func:`webhooks.validate_create`, what
+    the server and the emulator answer with) for the kinds that need their CRDs installed."""
+    if obj["kind"] == "JobSet":
+        ref = resources.ref_for(obj["apiVersion"], obj["kind"])
+        refusal = await refused(client.create_object(queued_only, ref, namespace=MANAGED, body=obj))
+        assert message in refusal.message, refusal.message
+        return
+    errors_ = webhooks.validate_create(obj["apiVersion"], obj["kind"], obj)
+    assert message in webhooks.message(errors_), webhooks.message(errors_)
+
+
+def test_an_appwrapper_is_created_suspended() -> None:
+    """Kueue's case "should suspend an AppWrapper when created in unsuspend state"."""
+    obj = appwrapper("queue")
+    assert webhooks.default(obj["apiVersion"], obj["kind"], obj)["spec"]["suspend"] is True
