@@ -108,6 +108,23 @@ class Invalid(ValueError):
         }
 
 
+class Denied(Invalid):
+    """An object Kueue's validating webhook of its kind refuses (``vclusterqueue.kb.io``, ...): kube-apiserver
+    answers 403 Forbidden, ``admission webhook "<webhook>" denied the request: <field errors>`` (kubectl: ``Error
+    from server (Forbidden): ...``), where a schema's refusal is 422 Invalid."""
+
+    def __init__(self, *, kind: str, group: str, name: str, causes: list[Cause]) -> None:
+        super().__init__(kind=kind, group=group, name=name, causes=causes)
+        self.webhook = f"v{kind.lower()}.kb.io"
+
+    @property
+    def message(self) -> str:
+        """controller-runtime's denial of the field errors' aggregate (``[a, b]`` when several)."""
+        reasons = [str(cause) for cause in self.causes]
+        listed = reasons[0] if len(reasons) == 1 else "[" + ", ".join(reasons) + "]"
+        return f'admission webhook "v{self.kind.lower()}.kb.io" denied the request: {listed}'
+
+
 class UnknownFields(ValueError):
     """Strict field validation refused fields the schema does not know (HTTP 400, as an API server)."""
 
@@ -141,9 +158,24 @@ def validate(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None = Non
     kinds, Jobs, Pods and JobSets are not checked. Raises LookupError when a CRD carries a
     CEL rule that has no Python twin in :data:`kueue_es.crds.RULES`.
     """
+    return _validate(manifest, old=old)[0]
+
+
+#: The kinds whose checks beyond the schema are Kueue's validating webhooks' (pkg/webhooks), so a refusal by them
+#: is 403 Forbidden (:class:`Denied`); a Workload's duplicate pod set names are its CRD's list-map key (422).
+DENYING_WEBHOOK_KINDS = frozenset({"ClusterQueue", "Cohort", "ResourceFlavor"})
+
+
+def _validate(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None) -> tuple[list[Cause], bool]:
+    """:func:`validate`'s causes, and whether they are the webhook checks' (:func:`_webhook`, run only on what
+    the schema and its rules accepted)."""
     api_version, kind = str(manifest.get("apiVersion") or ""), str(manifest.get("kind") or "")
     if api_version == f"{crds.GROUP}/{crds.VERSION}" and kind in _schemas():
         return _kueue_object(manifest, old=old)
+    return _core_object(api_version, kind, manifest), False
+
+
+def _core_object(api_version: str, kind: str, manifest: Mapping[str, Any]) -> list[Cause]:
     match api_version, kind:
         case "batch/v1", "Job":
             return _pod_template(_dig(manifest, "spec", "template"), "spec.template")
@@ -219,13 +251,16 @@ def validate_status(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | Non
 
 
 def check(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> None:
-    """Raise :class:`Invalid` when :func:`validate` finds anything."""
-    causes = validate(manifest, old=old)
+    """Raise :class:`Invalid` when :func:`validate` finds anything: :class:`Denied` when only the checks of Kueue's
+    validating webhook of a ClusterQueue, Cohort or ResourceFlavor do (they run on what the schema accepted)."""
+    causes, by_webhook = _validate(manifest, old=old)
     if causes:
         meta = manifest.get("metadata") or {}
         api_version = str(manifest.get("apiVersion") or "")
-        raise Invalid(
-            kind=str(manifest.get("kind") or ""),
+        kind = str(manifest.get("kind") or "")
+        by_webhook = by_webhook and kind in DENYING_WEBHOOK_KINDS
+        raise (Denied if by_webhook else Invalid)(
+            kind=kind,
             group=api_version.rpartition("/")[0],
             name=str(meta.get("name") or meta.get("generateName") or ""),
             causes=causes,
@@ -268,7 +303,7 @@ def _twins() -> dict[str, crds.Rule]:
     return crds.rules_by_cel()
 
 
-def _kueue_object(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None) -> list[Cause]:
+def _kueue_object(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None) -> tuple[list[Cause], bool]:
     schema = _schemas()[str(manifest["kind"])]
     body = {k: copy.deepcopy(v) for k, v in manifest.items() if k not in ("metadata", "status")}
     _default(body, schema)
@@ -284,9 +319,10 @@ def _kueue_object(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None)
         # object read it
         status = old.get("status") if old is not None else None
         causes += _object_rules(body, status, schema, old=old)
-    if not causes:  # the webhook runs only on objects the schema accepted
-        causes += _webhook(str(manifest["kind"]), body, old=old_body)
-    return causes
+    if causes:
+        return causes, False
+    # the validating webhook runs only on objects the schema accepted (kube-apiserver: schema, then admission)
+    return _webhook(str(manifest["kind"]), body, old=old_body), True
 
 
 def _object_rules(

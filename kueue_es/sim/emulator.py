@@ -1455,6 +1455,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 admitted = manifest
             else:
                 admitted = validation.admit(manifest, old=old, field_validation=call.field_validation)
+        except validation.Denied as exc:  # Kueue's validating webhook of a ClusterQueue, Cohort or ResourceFlavor
+            raise store.StoreError(status=403, reason="Forbidden", message=exc.message) from exc
         except validation.Invalid as exc:
             raise store.StoreError(status=422, reason="Invalid", message=exc.message, details=exc.details()) from exc
         except validation.UnknownFields as exc:

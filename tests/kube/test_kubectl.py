@@ -438,8 +438,8 @@ async def test_every_supported_kueue_example_applies_or_creates_without_validate
 
 async def test_examples_kueue_refuses_are_refused_naming_the_field(kubectl: Kubectl) -> None:
     """kubectl apply of an example file Kueue's webhooks refuse (``REFUSED_BY_KUEUE``: admin/minimal-cq.yaml's
-    check on a flavor the ClusterQueue has no quota in, Kueue PR #10369) fails with a 422 naming the field,
-    and nothing is stored."""
+    check on a flavor the ClusterQueue has no quota in, Kueue PR #10369) fails with the 403 of Kueue's
+    ClusterQueue webhook naming the field, and nothing is stored."""
     for relative, (field, _) in REFUSED_BY_KUEUE.items():
         code, _, err = await kubectl.run("apply", "-f", str(EXAMPLES / relative))
         assert code == 1 and field in err and "Unsupported value" in err, err

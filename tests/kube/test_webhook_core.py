@@ -4,8 +4,11 @@ Ported from Kueue test/integration/singlecluster/webhook/core/ (clusterqueue_tes
 resourceflavor_test.go, localqueue_test.go, admissioncheck_test.go): each case creates (or updates) an object
 and expects it stored, or refused with Kueue's field path and message. Kueue refuses some of these in its CRD
 schema (422 Invalid) and others in its validating webhooks (403 Forbidden, ``admission webhook
-"vclusterqueue.kb.io" denied the request: ...``); kueue-es carries the webhooks' rules as CEL rules of its CRDs
-and checks in :mod:`kueue_es.validation`, so both answer 422 here with the same field path and message body.
+"vclusterqueue.kb.io" denied the request: ...``); here :mod:`kueue_es.validation` checks both: what Kueue's CRD
+refuses is 422 here too, and what only its webhook
+refuses (a resource name that is not a label key, duplicate flavors, a ResourceFlavor's label rules, ...) 403 as
+Kueue's, with the same field paths and messages; the webhook's rules kueue-es carries as CEL rules of its CRDs
+(non-negative quantities, fair-sharing weights, limits without a cohort) are 422 here where Kueue's are 403.
 """
 
 from __future__ import annotations
@@ -67,12 +70,17 @@ def check(**spec: Any) -> dict[str, Any]:
 
 
 REF = {"apiGroup": "ref.api.group", "kind": "RefKind", "name": "ref-name"}
-STORED: list[tuple[str, str]] = []
+STORED = None
 
 
-def refused(*causes: tuple[str, str]) -> list[tuple[str, str]]:
-    """The causes Kueue's refusal names: (field path, a part of the message)."""
-    return list(causes)
+def refused(*causes: tuple[str, str]) -> tuple[int, list[tuple[str, str]]]:
+    """Refused 422 by the CRD's schema or rules, with these causes: (field path, a part of the message)."""
+    return 422, list(causes)
+
+
+def denied(*causes: tuple[str, str]) -> tuple[int, list[tuple[str, str]]]:
+    """Refused 403 by Kueue's validating webhook of the kind, its field errors these (Kueue: BeForbiddenError)."""
+    return 403, list(causes)
 
 
 CASES = [
@@ -111,7 +119,7 @@ CASES = [
     (
         "Should have qualified resource name",
         cq(group(quotas("x86", ("@cpu", "5")))),
-        refused((f"{RG0}.coveredResources[0]", f'Invalid value: "@cpu": {NAME_PART}')),
+        denied((f"{RG0}.coveredResources[0]", f'Invalid value: "@cpu": {NAME_PART}')),
     ),
     (
         "Should have valid resources quantity",
@@ -129,7 +137,7 @@ CASES = [
     (
         "Should forbid clusterQueue creation with unqualified labelSelector",
         cq(namespaceSelector={"matchLabels": {"nospecialchars^=@": "bar"}}),
-        refused(("spec.namespaceSelector.matchLabels", f'Invalid value: "nospecialchars^=@": {NAME_PART}')),
+        denied(("spec.namespaceSelector.matchLabels", f'Invalid value: "nospecialchars^=@": {NAME_PART}')),
     ),
     (
         "Should forbid to create clusterQueue with unknown clusterQueueingStrategy",
@@ -167,7 +175,7 @@ CASES = [
     (
         "Should forbid to create clusterQueue with invalid resource name",
         cq(group(quotas("default", ("@cpu",)))),
-        refused((f"{RG0}.coveredResources[0]", f'Invalid value: "@cpu": {NAME_PART}')),
+        denied((f"{RG0}.coveredResources[0]", f'Invalid value: "@cpu": {NAME_PART}')),
     ),
     ("Should allow to create clusterQueue with valid cohort", cq(cohortName="prod"), STORED),
     (
@@ -212,7 +220,7 @@ CASES = [
     (
         "Should forbid to create clusterQueue with namespaceSelector with invalid expressions",
         cq(namespaceSelector={"matchExpressions": [{"key": "key", "operator": "In"}]}),
-        refused(
+        denied(
             (
                 "spec.namespaceSelector.matchExpressions[0].values",
                 "Required value: must be specified when `operator` is 'In' or 'NotIn'",
@@ -230,7 +238,7 @@ CASES = [
     (
         "Should forbid to create clusterQueue with resources in a flavor in different order",
         cq(group(quotas("alpha", ("cpu", "0"), ("memory", "0")), quotas("beta", ("memory", "0"), ("cpu", "0")))),
-        refused(
+        denied(
             (f"{RG0}.flavors[1].resources[0].name", 'Invalid value: "memory": must match the name in coveredResources'),
             (f"{RG0}.flavors[1].resources[1].name", 'Invalid value: "cpu": must match the name in coveredResources'),
         ),
@@ -253,12 +261,12 @@ CASES = [
     (
         "Should forbid to create clusterQueue with resource in more than one resource group",
         cq(group(quotas("alpha", ("cpu", "0"), ("memory", "0"))), group(quotas("beta", ("memory", "0")))),
-        refused(("spec.resourceGroups[1].coveredResources[0]", 'Duplicate value: "memory"')),
+        denied(("spec.resourceGroups[1].coveredResources[0]", 'Duplicate value: "memory"')),
     ),
     (
         "Should forbid to create clusterQueue with flavor in more than one resource group",
         cq(group(quotas("alpha", ("cpu",)), quotas("beta", ("cpu",))), group(quotas("beta", ("memory",)))),
-        refused(("spec.resourceGroups[1].flavors[0].name", 'Duplicate value: "beta"')),
+        denied(("spec.resourceGroups[1].flavors[0].name", 'Duplicate value: "beta"')),
     ),
     (
         "Should forbid to create clusterQueue missing with invalid preemption due to reclaimWithinCohort=Never, "
@@ -330,7 +338,7 @@ CASES = [
     (
         "Cohort: Should allow valid resource name (an invalid one, refused)",
         cohort(group(quotas("x86", ("@cpu", "5")))),
-        refused((f"{RG0}.coveredResources[0]", f'Invalid value: "@cpu": {NAME_PART}')),
+        denied((f"{RG0}.coveredResources[0]", f'Invalid value: "@cpu": {NAME_PART}')),
     ),
     (
         "Cohort: Should reject too many flavors in resource group",
@@ -346,7 +354,7 @@ CASES = [
     (
         "Cohort: Should reject resource with invalid name",
         cohort(group(quotas("default", ("@cpu",)))),
-        refused((f"{RG0}.coveredResources[0]", f'Invalid value: "@cpu": {NAME_PART}')),
+        denied((f"{RG0}.coveredResources[0]", f'Invalid value: "@cpu": {NAME_PART}')),
     ),
     (
         "Cohort: Should allow extended resources with valid name",
@@ -407,7 +415,7 @@ CASES = [
     (
         "Cohort: Should reject resources in a flavor in different order",
         cohort(group(quotas("alpha", ("cpu", "0"), ("memory", "0")), quotas("beta", ("memory", "0"), ("cpu", "0")))),
-        refused(
+        denied(
             (f"{RG0}.flavors[1].resources[0].name", "must match the name in coveredResources"),
             (f"{RG0}.flavors[1].resources[1].name", "must match the name in coveredResources"),
         ),
@@ -415,7 +423,7 @@ CASES = [
     (
         "Cohort: Should reject resource in more than one resource group",
         cohort(group(quotas("alpha", ("cpu", "0"), ("memory", "0"))), group(quotas("beta", ("memory", "0")))),
-        refused(("spec.resourceGroups[1].coveredResources[0]", 'Duplicate value: "memory"')),
+        denied(("spec.resourceGroups[1].coveredResources[0]", 'Duplicate value: "memory"')),
     ),
     (
         "Cohort: Should forbid collapsed FairSharing weight",
@@ -462,7 +470,7 @@ CASES = [
     (
         "ResourceFlavor: Should fail to create with invalid label name",
         flavor(nodeLabels={"@abc": "foo"}),
-        refused(("spec.nodeLabels", f'Invalid value: "@abc": {NAME_PART}')),
+        denied(("spec.nodeLabels", f'Invalid value: "@abc": {NAME_PART}')),
     ),
     (
         "ResourceFlavor: Should fail to create with invalid tolerations",
@@ -483,17 +491,17 @@ CASES = [
     (
         "ResourceFlavor: a taint key that is not a label name",
         flavor(nodeTaints=[{"key": "@foo", "value": "bar", "effect": "NoSchedule"}]),
-        refused(("spec.nodeTaints[0].key", f'Invalid value: "@foo": {NAME_PART}')),
+        denied(("spec.nodeTaints[0].key", f'Invalid value: "@foo": {NAME_PART}')),
     ),
     (
         "ResourceFlavor: a taint value that is not a label value",
         flavor(nodeTaints=[{"key": "foo", "value": "b@r", "effect": "NoSchedule"}]),
-        refused(("spec.nodeTaints[0].value", 'Invalid value: "b@r": a valid label must be an empty string')),
+        denied(("spec.nodeTaints[0].value", 'Invalid value: "b@r": a valid label must be an empty string')),
     ),
     (
         "ResourceFlavor: two taints of one key and effect",
         flavor(nodeTaints=[{"key": "a", "effect": "NoSchedule"}, {"key": "a", "value": "x", "effect": "NoSchedule"}]),
-        refused(
+        denied(
             (
                 "spec.nodeTaints[1]",
                 'Duplicate value: v1.Taint{Key:"a", Value:"x", Effect:"NoSchedule", '
@@ -504,7 +512,7 @@ CASES = [
     (
         "ResourceFlavor: a toleration key that is not a label name",
         flavor(tolerations=[{"key": "@abc", "operator": "Equal", "value": "v", "effect": "NoSchedule"}]),
-        refused(("spec.tolerations[0].key", f'Invalid value: "@abc": {NAME_PART}')),
+        denied(("spec.tolerations[0].key", f'Invalid value: "@abc": {NAME_PART}')),
     ),
     # localqueue_test.go
     (
@@ -680,20 +688,31 @@ async def create(api: k8s_client.ApiClient, obj: dict[str, Any]) -> dict[str, An
 
 @pytest.mark.parametrize(("obj", "want"), [pytest.param(obj, want, id=name) for name, obj, want in CASES])
 async def test_kueue_s_create_cases(
-    api: k8s_client.ApiClient, obj: dict[str, Any], want: list[tuple[str, str]]
+    api: k8s_client.ApiClient, obj: dict[str, Any], want: tuple[int, list[tuple[str, str]]] | None
 ) -> None:
-    """A create is stored, or refused 422 with exactly the causes Kueue names, each field with its message."""
-    if not want:
+    """A create is stored, or refused as Kueue refuses it: 422 with exactly the causes Kueue's CRD names, or 403
+    with the field errors of its validating webhook, each field with its message, in order."""
+    if want is None:
         stored = await create(api, obj)
         assert stored["metadata"]["name"] == obj["metadata"]["name"]
         return
+    status, causes_wanted = want
     with pytest.raises(errors.ApiError) as refusal:
         await create(api, obj)
-    assert refusal.value.status == 422, refusal.value.body
+    assert refusal.value.status == status, refusal.value.body
+    if status == 403:
+        message = refusal.value.message
+        webhook = f'admission webhook "v{obj["kind"].lower()}.kb.io" denied the request: '
+        assert message.startswith(webhook), message
+        at = len(webhook)
+        for field, part in causes_wanted:  # the field errors in order, each its field then its message
+            at = message.index(f"{field}: ", at)
+            at = message.index(part, at)
+        return
     causes = refusal.value.body["details"]["causes"]
-    assert [cause["field"] for cause in causes] == [field for field, _ in want], causes
-    for cause, (_, message) in zip(causes, want, strict=True):
-        assert message in cause["message"], cause
+    assert [cause["field"] for cause in causes] == [field for field, _ in causes_wanted], causes
+    for cause, (_, part) in zip(causes, causes_wanted, strict=True):
+        assert part in cause["message"], cause
 
 
 async def test_all_defaults_of_a_cluster_queue(api: k8s_client.ApiClient) -> None:
