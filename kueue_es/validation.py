@@ -15,8 +15,8 @@ schema cannot say (Kueue pkg/webhooks: duplicate flavors and covered resources, 
 resource that is not a label key, a quota's resource name that is not its covered resource,
 a ClusterQueue's lendingLimit over its nominalQuota and its namespaceSelector as a label
 selector, a ResourceFlavor's nodeLabels, taint and toleration keys as labels and taints
-unique by key and effect). Kueue answers these 403 from its webhooks; here they are 422
-causes like the schema's. For batch/v1 Jobs, v1 Pods and
+unique by key and effect). Kueue answers these 403 from its webhooks, and :func:`check` raises
+:class:`Denied` for them (the emulated API server's 403) where the schema's are :class:`Invalid` (422). For batch/v1 Jobs, v1 Pods and
 JobSets it checks container resource requests and limits as the core API does
 (Kubernetes pkg/apis/core/validation ValidateResourceRequirements): non-negative, valid
 quantities, requests no more than limits. Kueue's job webhooks (a managed StatefulSet's update
