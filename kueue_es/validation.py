@@ -16,8 +16,8 @@ resource that is not a label key, a quota's resource name that is not its covere
 a ClusterQueue's lendingLimit over its nominalQuota and its namespaceSelector as a label
 selector, a ResourceFlavor's nodeLabels, taint and toleration keys as labels and taints
 unique by key and effect). Kueue answers these 403 from its webhooks, and :func:`check` raises
-:class:`Denied` for them (the emulated API server's 403) where the schema's are :class:`Invalid` (422). For batch/v1 Jobs, v1 Pods and
-JobSets it checks container resource requests and limits as the core API does
+:class:`Denied` for them (the emulated API server's 403) where the schema's are :class:`Invalid`
+(422). For batch/v1 Jobs, v1 Pods and JobSets it checks container resource requests and limits as the core API does
 (Kubernetes pkg/apis/core/validation ValidateResourceRequirements): non-negative, valid
 quantities, requests no more than limits. Kueue's job webhooks (a managed StatefulSet's update
 rules among them) are not the API server's: :mod:`kueue_es.jobframework.webhooks`.
