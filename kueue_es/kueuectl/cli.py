@@ -64,6 +64,11 @@ def _connection_flags(parser: argparse.ArgumentParser, *, top: bool) -> None:
 
 def _output_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", help="output format: json, yaml or name")
+    parser.add_argument(
+        "--show-managed-fields",
+        action="store_true",
+        help="If true, keep the managedFields when printing objects in JSON or YAML format.",
+    )
 
 
 def _dry_run_flag(parser: argparse.ArgumentParser) -> None:
@@ -175,8 +180,7 @@ def parser() -> argparse.ArgumentParser:
     dwl.add_argument("-y", "--yes", action="store_true", help="Automatic yes to the prompt.")
     dwl.add_argument("--all", action="store_true", help="Delete all Workloads, in the specified namespace.")
     dwl.add_argument("-A", "--all-namespaces", action="store_true", help="With --all: in every namespace.")
-    _output_flag(dwl)
-    _dry_run_flag(dwl)
+    _dry_run_flag(dwl)  # no -o: kueuectl's delete workload prints names only (delete_workload.go adds no PrintFlags)
 
     version = sub.add_parser("version", help="Prints the client version and the Kueue image, if installed")
     _connection_flags(version, top=False)

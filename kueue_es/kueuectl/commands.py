@@ -94,7 +94,9 @@ async def create(cluster: Cluster, args: argparse.Namespace, out: IO[str]) -> in
         obj = await cluster.request("POST", _path(ref, namespace=namespace), query=_dry_run_query(dry_run), body=obj)
         obj.setdefault("apiVersion", ref.api_version)
         obj.setdefault("kind", ref.kind)
-    printing.print_object(obj, args.output, out, operation="created", dry_run=dry_run)
+    printing.print_object(
+        obj, args.output, out, operation="created", dry_run=dry_run, show_managed_fields=args.show_managed_fields
+    )
     return 0
 
 
@@ -130,20 +132,33 @@ def _parse_bool(text: str) -> bool:
     raise Failure(f'invalid argument "{text}" for "--active" flag: strconv.ParseBool: parsing "{text}": invalid syntax')
 
 
+#: The pages of a LIST as read: each page's items and its ListMeta (``resourceVersion``, ``continue``).
+Pages = list[tuple[list[dict[str, Any]], dict[str, Any]]]
+
+
 async def _list_all(
     cluster: Cluster, ref: resources.ResourceRef, *, namespace: str | None, args: argparse.Namespace, label: str = ""
-) -> list[dict[str, Any]]:
+) -> Pages:
     selector = ",".join(part for part in (getattr(args, "selector", "") or "", label) if part)
-    items: list[dict[str, Any]] = []
+    pages: Pages = []
     async for page in cluster.list_pages(
         _path(ref, namespace=namespace), label_selector=selector, field_selector=getattr(args, "field_selector", "")
     ):
-        items.extend(page.get("items") or [])
-    return items
+        pages.append((list(page.get("items") or []), dict(page.get("metadata") or {})))
+    return pages
+
+
+def _keep(pages: Pages, wanted: Any) -> Pages:
+    """Each page with the items ``wanted(item)`` holds for (kueuectl filters each page it reads)."""
+    return [([item for item in items if wanted(item)], meta) for items, meta in pages]
+
+
+def _items(pages: Pages) -> list[dict[str, Any]]:
+    return [item for items, _ in pages for item in items]
 
 
 def _print_list(
-    items: list[dict[str, Any]],
+    pages: Pages,
     ref: resources.ResourceRef,
     args: argparse.Namespace,
     out: IO[str],
@@ -153,14 +168,29 @@ def _print_list(
     row: Any,
     namespace: str | None,
 ) -> int:
+    """Print the pages as kueuectl's list commands do: with ``-o``, each page's list (an empty page too:
+    ``items: []``); else one table of every item. When no page had an item, ``No resources found ...`` on
+    stderr (after the empty lists of ``-o``)."""
+    items = _items(pages)
+    if args.output:
+        for index, (page, meta) in enumerate(pages):
+            printing.print_list(
+                page,
+                ref.kind,
+                ref.api_version,
+                args.output,
+                out,
+                list_meta=meta,
+                first=index == 0,
+                show_managed_fields=getattr(args, "show_managed_fields", False),
+            )
+    elif items:
+        names = (
+            [str(i["metadata"].get("namespace", "")) for i in items] if getattr(args, "all_namespaces", False) else None
+        )
+        out.write(printing.table(headers, [row(item) for item in items], namespaces=names))
     if not items:
         _no_resources(err, namespace)
-        return 0
-    if args.output:
-        printing.print_list(items, ref.kind, ref.api_version, args.output, out)
-        return 0
-    names = [str(i["metadata"].get("namespace", "")) for i in items] if getattr(args, "all_namespaces", False) else None
-    out.write(printing.table(headers, [row(item) for item in items], namespaces=names))
     return 0
 
 
@@ -171,9 +201,9 @@ async def list_cluster_queues(cluster: Cluster, args: argparse.Namespace, out: I
     active = [_parse_bool(v) for raw in args.active or [] for v in raw.split(",")]
     if len(active) > 1:
         raise Failure("only one active flag can be provided")
-    items = await _list_all(cluster, resources.CLUSTER_QUEUES, namespace=None, args=args)
+    pages = await _list_all(cluster, resources.CLUSTER_QUEUES, namespace=None, args=args)
     if active:
-        items = [cq for cq in items if _is_true(cq, "Active") == active[0]]
+        pages = _keep(pages, lambda cq: _is_true(cq, "Active") == active[0])
     now = datetime.now(UTC)
 
     def row(cq: dict[str, Any]) -> list[Any]:
@@ -188,7 +218,7 @@ async def list_cluster_queues(cluster: Cluster, args: argparse.Namespace, out: I
         ]
 
     headers = ["Name", "Cohort", "Pending Workloads", "Admitted Workloads", "Active", "Age"]
-    return _print_list(items, resources.CLUSTER_QUEUES, args, out, err, headers=headers, row=row, namespace=None)
+    return _print_list(pages, resources.CLUSTER_QUEUES, args, out, err, headers=headers, row=row, namespace=None)
 
 
 async def list_local_queues(cluster: Cluster, args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -196,9 +226,9 @@ async def list_local_queues(cluster: Cluster, args: argparse.Namespace, out: IO[
     WORKLOADS, ADMITTED WORKLOADS, AGE (NAMESPACE first with -A)."""
     printing.check_output(args.output)
     namespace = None if args.all_namespaces else cluster.namespace
-    items = await _list_all(cluster, resources.LOCAL_QUEUES, namespace=namespace, args=args)
+    pages = await _list_all(cluster, resources.LOCAL_QUEUES, namespace=namespace, args=args)
     if args.clusterqueue:
-        items = [lq for lq in items if (lq.get("spec") or {}).get("clusterQueue") == args.clusterqueue]
+        pages = _keep(pages, lambda lq: (lq.get("spec") or {}).get("clusterQueue") == args.clusterqueue)
     now = datetime.now(UTC)
 
     def row(lq: dict[str, Any]) -> list[Any]:
@@ -212,14 +242,14 @@ async def list_local_queues(cluster: Cluster, args: argparse.Namespace, out: IO[
         ]
 
     headers = ["Name", "ClusterQueue", "Pending Workloads", "Admitted Workloads", "Age"]
-    return _print_list(items, resources.LOCAL_QUEUES, args, out, err, headers=headers, row=row, namespace=namespace)
+    return _print_list(pages, resources.LOCAL_QUEUES, args, out, err, headers=headers, row=row, namespace=namespace)
 
 
 async def list_resource_flavors(cluster: Cluster, args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     """``list resourceflavor [-l SEL] [--field-selector SEL]``: NAME, NODE LABELS (``k=v``, sorted, joined by
     ``, ``), AGE."""
     printing.check_output(args.output)
-    items = await _list_all(cluster, resources.RESOURCE_FLAVORS, namespace=None, args=args)
+    pages = await _list_all(cluster, resources.RESOURCE_FLAVORS, namespace=None, args=args)
     now = datetime.now(UTC)
 
     def row(rf: dict[str, Any]) -> list[Any]:
@@ -231,7 +261,7 @@ async def list_resource_flavors(cluster: Cluster, args: argparse.Namespace, out:
         ]
 
     return _print_list(
-        items,
+        pages,
         resources.RESOURCE_FLAVORS,
         args,
         out,
@@ -305,32 +335,33 @@ async def list_workloads(cluster: Cluster, args: argparse.Namespace, out: IO[str
             _no_resources(err, namespace)
             return 0
         owner_uid = str(target["metadata"].get("uid", ""))
-    items = await _list_all(
+    pages = await _list_all(
         cluster,
         resources.WORKLOADS,
         namespace=namespace,
         args=args,
         label=f"{JOB_UID_LABEL}={owner_uid}" if owner_uid else "",
     )
-    if owner_uid and not items:  # kueuectl: no job-uid label on the Workloads; match their owners instead
-        items = [
-            wl
-            for wl in await _list_all(cluster, resources.WORKLOADS, namespace=namespace, args=args)
-            if any(o.get("uid") == owner_uid for o in wl["metadata"].get("ownerReferences") or [])
-        ]
+    if owner_uid and not _items(pages):  # kueuectl: no job-uid label on the Workloads; match their owners instead
+        pages = _keep(
+            await _list_all(cluster, resources.WORKLOADS, namespace=namespace, args=args),
+            lambda wl: any(o.get("uid") == owner_uid for o in wl["metadata"].get("ownerReferences") or []),
+        )
 
     def admitted_to(wl: dict[str, Any]) -> str:
         return str(((wl.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
 
-    items = [
-        wl
-        for wl in items
-        if (not args.localqueue or (wl.get("spec") or {}).get("queueName") == args.localqueue)
-        and (not args.clusterqueue or admitted_to(wl) == args.clusterqueue)
-        and (not statuses or "all" in statuses or workload_status(wl).lower() in statuses)
-    ]
+    pages = _keep(
+        pages,
+        lambda wl: (
+            (not args.localqueue or (wl.get("spec") or {}).get("queueName") == args.localqueue)
+            and (not args.clusterqueue or admitted_to(wl) == args.clusterqueue)
+            and (not statuses or "all" in statuses or workload_status(wl).lower() in statuses)
+        ),
+    )
+    items = _items(pages)
     if not items or args.output:
-        return _print_list(items, resources.WORKLOADS, args, out, err, headers=[], row=None, namespace=namespace)
+        return _print_list(pages, resources.WORKLOADS, args, out, err, headers=[], row=None, namespace=namespace)
     local_queues: dict[tuple[str, str], dict[str, Any] | None] = {}
     for wl in items:
         key = (str(wl["metadata"].get("namespace", "")), str((wl.get("spec") or {}).get("queueName", "")))
@@ -400,7 +431,7 @@ async def list_workloads(cluster: Cluster, args: argparse.Namespace, out: IO[str
         "Exec Time",
         "Age",
     ]
-    return _print_list(items, resources.WORKLOADS, args, out, err, headers=headers, row=row, namespace=namespace)
+    return _print_list(pages, resources.WORKLOADS, args, out, err, headers=headers, row=row, namespace=namespace)
 
 
 async def list_pods(cluster: Cluster, args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -445,7 +476,7 @@ async def list_pods(cluster: Cluster, args: argparse.Namespace, out: IO[str], er
         if not items:
             err.write(f"No resources found in {namespace} namespace.\n" if namespace else "No resources found.\n")
             return 0
-        printing.print_list(items, "Pod", "v1", args.output, out)
+        printing.print_list(items, "Pod", "v1", args.output, out, show_managed_fields=args.show_managed_fields)
         return 0
     headers: list[str] = []
     rows: list[list[Any]] = []
@@ -522,7 +553,9 @@ async def set_spec_field(cluster: Cluster, args: argparse.Namespace, out: IO[str
         )
     after.setdefault("apiVersion", ref.api_version)
     after.setdefault("kind", ref.kind)
-    printing.print_object(after, args.output, out, operation=operation, dry_run=dry_run)
+    printing.print_object(
+        after, args.output, out, operation=operation, dry_run=dry_run, show_managed_fields=args.show_managed_fields
+    )
     return 0
 
 
@@ -537,7 +570,6 @@ async def delete_workloads(
     the garbage collector, or delete the Workload itself when it has no owner. A name not found is reported
     on stderr and skipped, as kueuectl."""
     dry_run = check_dry_run(getattr(args, "dry_run", "none"))
-    printing.check_output(args.output)
     if not args.all and not args.names:
         raise Failure("requires at least 1 arg(s), only received 0")
     if args.all and args.names:
@@ -625,7 +657,7 @@ async def delete_workloads(
                         raise
             wl.setdefault("apiVersion", KUEUE)
             wl.setdefault("kind", "Workload")
-            printing.print_object(wl, args.output, out, operation="deleted", dry_run=dry_run)
+            printing.print_object(wl, None, out, operation="deleted", dry_run=dry_run)
     return 0
 
 
