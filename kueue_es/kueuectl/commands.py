@@ -306,11 +306,14 @@ async def _for_object(
 
 
 async def _job_type(cluster: Cluster, owner: dict[str, Any]) -> str | None:
+    """The JOB TYPE of an owner: the singular name of its kind in the discovery of its apiVersion, followed by
+    ``.GROUP`` only when that discovery entry names a group (list_workload_printer.go apiResourceType reads
+    APIResource.Group, which an API server leaves empty but for a resource served from another group: a
+    batch/v1 Job is ``job``, as Kueue's docs show); cut to :data:`CRD_TYPE_MAX_LENGTH` characters and ``...``."""
     listing = await cluster.resources_of(str(owner.get("apiVersion", "")))
     for resource in (listing or {}).get("resources") or []:
         if resource.get("kind") == owner.get("kind") and resource.get("singularName"):
-            group = str(owner.get("apiVersion", "")).rpartition("/")[0]
-            text = ".".join(p for p in (str(resource["singularName"]), group) if p)
+            text = ".".join(p for p in (str(resource["singularName"]), str(resource.get("group") or "")) if p)
             return f"{text[:CRD_TYPE_MAX_LENGTH]}..." if len(text) > CRD_TYPE_MAX_LENGTH else text
     return None
 

@@ -333,10 +333,10 @@ async def test_list_workload_columns_filters_and_stop_resume_delete(
         await _job_and_workload(api, "second")
         out = await plugin.ok("list", "workload")
         assert out.splitlines()[0] == (
-            "NAME         JOB TYPE    JOB NAME   LOCALQUEUE   CLUSTERQUEUE    STATUS    POSITION IN QUEUE   EXEC TIME   AGE"
+            "NAME         JOB TYPE   JOB NAME   LOCALQUEUE   CLUSTERQUEUE    STATUS    POSITION IN QUEUE   EXEC TIME   AGE"
         )
-        assert out.splitlines()[1].startswith(
-            "job-first    job.batch   first      user-queue   cluster-queue   PENDING                                   "
+        assert out.splitlines()[1].startswith(  # JOB TYPE: no group, the discovery entry names none
+            "job-first    job        first      user-queue   cluster-queue   PENDING                                   "
         )
         assert (await plugin.ok("list", "workload", "--status", "admitted")) == ""
         only = await plugin.ok("list", "kwl", "--for", "job/second")
@@ -419,7 +419,7 @@ async def test_the_real_kubectl_runs_the_plugin(plugin: Plugin, cluster: emulato
         "EXEC TIME",
         "AGE",
     ]
-    assert row.split()[:6] == ["job-sample", "job.batch", "sample", "user-queue", "cluster-queue", "PENDING"]
+    assert row.split()[:6] == ["job-sample", "job", "sample", "user-queue", "cluster-queue", "PENDING"]
     assert ages(out)[0].endswith("s")
 
 

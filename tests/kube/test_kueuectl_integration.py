@@ -555,6 +555,37 @@ async def test_list_resource_flavors_by_field_selector_and_with_paging(
     )
 
 
+async def test_list_workload_job_type_is_the_discovery_entrys_singular_name(
+    kueuectl: Kueuectl, api: Any, ns: str
+) -> None:
+    """JOB TYPE is the owner kind's singularName and, only when its discovery entry names one, its group
+    (list_workload_printer.go apiResourceType): an API server names none for a batch/v1 Job, so ``job``."""
+    job = await client.create_object(
+        api,
+        resources.JOBS,
+        namespace=ns,
+        body={
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "sample"},
+            "spec": {
+                "suspend": True,
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "pause"}]}},
+            },
+        },
+    )
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "sample",
+        "uid": job["metadata"]["uid"],
+        "controller": True,
+    }
+    await _create(api, resources.WORKLOADS, workload("job-sample", ns, queue="lq1", owner=owner), ns)
+    out = await kueuectl.ok("list", "workload", "-n", ns)
+    assert out.splitlines()[1].split()[:3] == ["job-sample", "job", "sample"]
+
+
 # -- stop_test.go, resume_test.go ----------------------------------------------------------------------------------------
 
 
