@@ -40,6 +40,7 @@ from tests.e2e import (
     kueue_e2e_job,
     kueue_e2e_jobset,
     kueue_e2e_kubeflow,
+    kueue_e2e_kueuectl,
     kueue_e2e_lws,
     kueue_e2e_metrics,
     kueue_e2e_pod,
@@ -95,6 +96,7 @@ async def test_kueue_baseline_e2e_cases_on_the_demo(tmp_path: Path) -> None:
         *kueue_e2e_cohort.STEPS,
         *kueue_e2e_metrics.STEPS,
         *kueue_e2e_visibility.STEPS,
+        *kueue_e2e_kueuectl.STEPS,
     ]
     async with demo_system(tmp_path / "demo", config=KUEUE_E2E_CONFIG) as e2e:
         await run_steps(e2e, steps)
