@@ -209,9 +209,10 @@ def _reads_back_as_other_type(text: str) -> bool:
     if text in _GO_BOOLS:
         return True
     tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
-    if tag not in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:value"):
+    # PyYAML's "=" (value) and "!", "&", "*" (yaml) tags are strings to go-yaml v2
+    if tag not in ("tag:yaml.org,2002:str", "tag:yaml.org,2002:value", "tag:yaml.org,2002:yaml"):
         return True
-    if text[:1] in "0123456789+-." and text.strip() == text:  # Go's ParseFloat takes 1e3, which PyYAML does not
+    if text and text[0] in "0123456789+-." and text.strip() == text:  # Go's ParseFloat takes 1e3, which PyYAML does not
         try:
             float(text.replace("_", ""))
         except ValueError:

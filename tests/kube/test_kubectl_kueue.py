@@ -199,6 +199,50 @@ def test_table_lays_out_as_kueuectls_tabwriter() -> None:
     assert cq.splitlines()[1] == "cq1             0                   0                    true     1s"
 
 
+def test_yaml_and_json_are_written_as_kubectls_go_printers_write_them() -> None:
+    """sigs.k8s.io/yaml (go-yaml v2): strings that would read back as another type double-quoted (its YAML 1.1
+    booleans y/n, Go's floats like 1e3, timestamps, ""), several lines as a literal block, keys in its order
+    (digit runs as numbers, other characters before letters). Go's json.MarshalIndent: four spaces, non-ASCII as
+    is, <, > and & escaped."""
+    obj = {
+        "b10": "y",
+        "b9": "1e3",
+        "a_": "2026-01-02T03:04:05Z",
+        "aZ": "",
+        "a": "line one\nline two\n",
+        "c": ["None", "true", "*", "é"],
+    }
+    assert printing.to_yaml(obj) == (
+        "a: |\n  line one\n  line two\n"
+        'a_: "2026-01-02T03:04:05Z"\n'
+        'aZ: ""\n'
+        'b9: "1e3"\n'
+        'b10: "y"\n'
+        "c:\n- None\n- \"true\"\n- '*'\n- é\n"
+    )
+    assert printing.to_json({"k": "<a&b>", "e": "é", "n": {}}) == (
+        '{\n    "k": "\\u003ca\\u0026b\\u003e",\n    "e": "é",\n    "n": {}\n}\n'
+    )
+
+
+def test_typed_objects_drop_managed_fields_and_fill_kueues_zero_fields() -> None:
+    """What kueuectl's typed clientset holds: TypeMeta then ObjectMeta in Go's order, managedFields only when
+    asked, a LocalQueue's status counters (int32, not omitempty) as 0."""
+    stored = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"uid": "u", "name": "lq", "managedFields": [{"manager": "m"}], "namespace": "ns"},
+        "spec": {"clusterQueue": "cq"},
+        "status": {"pendingWorkloads": 2},
+    }
+    shown = printing.typed(stored)
+    assert list(shown) == ["kind", "apiVersion", "metadata", "spec", "status"]
+    assert list(shown["metadata"]) == ["name", "namespace", "uid"]
+    assert shown["status"] == {"pendingWorkloads": 2, "reservingWorkloads": 0, "admittedWorkloads": 0}
+    assert printing.typed(stored, show_managed_fields=True)["metadata"]["managedFields"] == [{"manager": "m"}]
+    assert "managedFields" in stored["metadata"]  # not changed in place
+
+
 def test_log_commands_are_forwarded_to_kueue_es_with_the_same_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     """explain, what-if, diff, status and list --at run `kueue-es` with the same words; the rest do not."""
     seen: list[list[str]] = []
