@@ -29,7 +29,8 @@ import yaml
 from kueue_es.kueuectl.connect import Failure
 from kueue_es.sim.tables import human_duration  # apimachinery's duration.HumanDuration, as the emulator prints ages
 
-OUTPUT_FORMATS = ("json", "name", "yaml")
+#: The ``-o`` formats printed here, in the order cli-runtime's PrintFlags lists its own (JSON/YAML, then name).
+OUTPUT_FORMATS = ("json", "yaml", "name")
 MIN_WIDTH = 6
 PADDING = 3
 
@@ -95,9 +96,10 @@ def table(
 
 
 def check_output(output: str | None) -> None:
-    """Refuse an ``-o`` kubectl kueue cannot print, with kubectl's message (exit 1)."""
+    """Refuse an ``-o`` kubectl kueue cannot print, with cli-runtime's message (NoCompatiblePrinterError: the
+    formats joined by a bare comma; exit 1)."""
     if output and output not in OUTPUT_FORMATS:
-        allowed = ", ".join(OUTPUT_FORMATS)
+        allowed = ",".join(OUTPUT_FORMATS)
         raise Failure(
             f'unable to match a printer suitable for the output format "{output}", allowed formats are: {allowed}'
         )

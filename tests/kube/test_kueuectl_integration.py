@@ -675,3 +675,14 @@ def test_pass_through_commands_run_kubectl_with_the_same_arguments(
             continue
         assert cli.main(argv) == 0
     assert calls == [argv for argv in commands if not (argv[0] == "delete" and kind in ("workload", "kwl"))]
+
+
+async def test_an_output_format_it_cannot_print_is_refused_as_cli_runtime_words_it(kueuectl: Kueuectl) -> None:
+    """cli-runtime's NoCompatiblePrinterError: the formats joined by a bare comma (here the three kubectl kueue
+    prints; kueuectl lists its template formats too), exit 1, nothing created."""
+    code, out, err = await kueuectl.run("create", "rf", "rf-xml", "-o", "xml")
+    assert (code, out) == (1, "")
+    assert (
+        err
+        == 'Error: unable to match a printer suitable for the output format "xml", allowed formats are: json,yaml,name\n'
+    )
