@@ -596,6 +596,13 @@ def job_component(kind: str) -> str:
     return f"{framework}-kueue-controller" if framework else REPORTING_COMPONENT
 
 
+def micro_time(ms: int) -> str:
+    """Milliseconds since the epoch as a ``metav1.MicroTime`` (``2026-01-01T00:00:00.000000Z``), the precision of
+    an Event's ``eventTime`` and ``series.lastObservedTime``."""
+    seconds = manifests.format_time_ms(ms - ms % 1000)[:-1]
+    return f"{seconds}.{ms % 1000:03d}000Z"
+
+
 def event_object(item: KubeEvent, *, name: str, uid: str = "") -> dict[str, object]:
     """``item`` as a core v1 Event about its Workload, or its job (what ``kubectl describe``
     lists): ``name`` is the Event's name, ``uid`` the Workload object's (left out when unknown). The source is
@@ -624,6 +631,7 @@ def event_object(item: KubeEvent, *, name: str, uid: str = "") -> dict[str, obje
         "reason": item.reason,
         "message": item.message,
         "action": item.action or item.reason,
+        "eventTime": micro_time(item.at_ms),  # Kueue's recorder's (events.k8s.io); kubectl describe ages from it
         "count": 1,
         "firstTimestamp": at,
         "lastTimestamp": at,

@@ -175,6 +175,11 @@ class StoredObjects:
         stored = self.objects.get(("Workload", namespace, name)) or {}
         return objects.meta(stored).get("uid", "")
 
+    def resource_version(self, namespace: str, name: str) -> str:
+        """The resourceVersion of Workload ``namespace/name`` as last written or read ("" if we have not seen it)."""
+        stored = self.objects.get(("Workload", namespace, name)) or {}
+        return str(objects.meta(stored).get("resourceVersion") or "")
+
     async def delete_workload(self, namespace: str, name: str) -> None:
         """The Job is gone, or its Workload was deleted by hand and its job stopped: so is the Workload object,
         Kueue's finalizer taken off first (Kueue's workload.Delete, FinalizeOrphanedWorkload). A real cluster's

@@ -7,12 +7,16 @@ UpdatedAdmissionCheck). Which Events a decision makes is pure
 (:mod:`kueue_es.services.dispatcher.kube_events`); this module writes them, for the
 workloads whose Workload object the dispatcher writes, after each batch.
 
-Best effort, as Kueue's event recorder: a failed write is logged and dropped. A
-Warning (a pending reason) is written when it differs from the workload's last one,
-not for every re-evaluation (Kueue's recorder folds repeats into a series). An
-Event's name comes from the decision's sequence, so a redelivered decision writes
-nothing new (AlreadyExists). Events have their own write budget, as Kueue's event
-broadcaster has its own client.
+Best effort, as Kueue's event recorder: a failed write is logged and dropped. The
+Events of decisions about a Workload fold as Kueue's recorder folds them
+(:mod:`~kueue_es.services.dispatcher.event_series`): an Event isomorphic to one
+written before (same type, reason, action, recorder and Workload object at the same
+resourceVersion, whatever its message) makes that one a series (count 2, its first
+message kept), later ones are counted and their count written when the series ends
+or is refreshed. The cache is this dispatcher's memory, as Kueue's is its recorder's:
+a restart starts over. An Event's name comes from the decision's sequence, so a
+redelivered decision writes nothing new (AlreadyExists). Events have their own write
+budget, as Kueue's event broadcaster has its own client.
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 import structlog
 
 from kueue_es.events import codec, types
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.services.dispatcher import core, kube_events, status
+from kueue_es.services.dispatcher import core, event_series, kube_events, status
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
 from kueue_es.services.dispatcher.object_sync import API_ERRORS, StoredObjects
 from kueue_es.services.kube import errors as kube_errors
@@ -53,7 +58,10 @@ class Recording:
     def __init__(self, *, api: KubeApi, limiter: WriteLimiter, view: core.DispatchState, stored: StoredObjects) -> None:
         self.api, self.limiter, self.view, self.stored = api, limiter, view, stored
         self.written = 0
-        self._last_warning: dict[str, tuple[str, str]] = {}  # workload -> its last pending Event
+        self._series = event_series.SeriesCache()  # Kueue's recorder's cache of the Events it wrote
+        # workload -> its Workload object's resourceVersion before the batch's writes: Kueue records a
+        # decision's Events on the object it decided on, before its own status patch
+        self._versions: dict[str, str] = {}
         # a batch's job Events, written after it: (the Event, the end of its object's name)
         self._job_events: list[tuple[kube_events.KubeEvent, str]] = []
         self._rejections_seen = 0  # the fold's rejection mark (ClusterState.rejections_changed) last looked at
@@ -61,8 +69,7 @@ class Recording:
     def workload_created(self, key: str, item: kube_events.KubeEvent | None, uid: str) -> None:
         """The Workload object of ``key`` was created (``uid``; ``item`` its job's CreatedWorkload Event, if any):
         a new object, whose first pending Event is news even if the one it replaces had the same (a job's
-        Workload deleted by hand is made anew under the same name)."""
-        self._last_warning.pop(key, None)
+        Workload deleted by hand is made anew under the same name: its UID differs)."""
         if item is not None:
             self.add_job_event(0, item, created_uid=uid)
 
@@ -126,6 +133,15 @@ class Recording:
             if job_event is not None:
                 self.add_job_event(seq, job_event)
 
+    def before_writes(self, keys: Sequence[str]) -> None:
+        """The batch about the workloads ``keys`` (``namespace/name``) is about to write them: note their
+        Workload objects' resourceVersions, those Kueue's scheduler would have decided on."""
+        self._versions = {}
+        for key in keys:
+            namespace, _, name = key.partition("/")
+            if version := self.stored.resource_version(namespace, name):
+                self._versions[key] = version
+
     def discard_job_events(self) -> None:
         """Forget the job Events collected so far (nothing is written before the fold caught up)."""
         self._job_events = []
@@ -147,13 +163,69 @@ class Recording:
                 wl = state.workloads.get(key)
                 if wl is None or not (status.is_job_workload(wl) or wl.workload.owner is None):
                     continue  # a workload of a kind the dispatcher writes nothing for (an unknown owner's)
-                if item.type == "Warning":
-                    if self._last_warning.get(key) == (item.reason, item.message):
-                        continue
-                    self._last_warning[key] = (item.reason, item.message)
-                elif item.reason == "QuotaReserved":
-                    self._last_warning.pop(key, None)  # pending again later is news again
-                await self._write(item, name=f"{item.workload.name}.{seq:x}.{index}")
+                await self._record(item, name=f"{item.workload.name}.{seq:x}.{index}", seq=seq)
+        if decisions:
+            await self.expire(max(decision_ms(d) for _, d in decisions))
+
+    async def expire(self, now_ms: int) -> None:
+        """Run the recorder's series timers up to ``now_ms`` (the latest decision's time: the windows follow the
+        decisions, so a replayed log folds its Events the same way): write the counts of the series refreshed
+        or finished (:meth:`~kueue_es.services.dispatcher.event_series.SeriesCache.expire`)."""
+        for write in self._series.expire(now_ms):
+            await self._write_series(write)
+
+    async def _record(self, item: kube_events.KubeEvent, *, name: str, seq: int) -> None:
+        """Write ``item``, a decision's Event, as Kueue's recorder would: created, folded into the series of an
+        isomorphic one, or only counted. One about an object whose resourceVersion is unknown is written as
+        it is (every write Kueue makes changes it, so no two such Events would be isomorphic)."""
+        version = self._versions.get(item.workload.key) or self.stored.resource_version(
+            item.workload.namespace, item.workload.name
+        )
+        body = self._body(item, name=name)
+        if item.job is not None or not version:
+            await self._create(item, body)
+            return
+        involved = body["involvedObject"]
+        regarding = event_series.Reference(
+            api_version=str(involved.get("apiVersion", "")),
+            kind=str(involved.get("kind", "")),
+            namespace=str(involved.get("namespace", "")),
+            name=str(involved.get("name", "")),
+            uid=str(involved.get("uid", "")),
+            resource_version=version,
+        )
+        key = event_series.IsomorphicKey(
+            type=item.type,
+            action=str(body["action"]),
+            reason=item.reason,
+            reporting_controller=str(body["reportingComponent"]),
+            reporting_instance=str(body["reportingInstance"]),
+            regarding=regarding,
+        )
+        namespace = item.workload.namespace
+        match self._series.observe(key, namespace=namespace, name=name, body=body, at_ms=item.at_ms, seq=seq):
+            case event_series.Create():
+                await self._create(item, body)
+            case event_series.WriteSeries() as write:
+                await self._write_series(write)
+
+    async def _write_series(self, write: event_series.WriteSeries) -> None:
+        """Patch a series' count onto its Event; create it with the series when it is gone (client-go
+        recordEvent)."""
+        series = {"count": write.count, "lastObservedTime": kube_events.micro_time(write.last_observed_ms)}
+        await self.limiter.acquire()
+        try:
+            await self.api.patch_object(
+                resources.EVENTS, namespace=write.namespace, name=write.name, patch={"series": series}
+            )
+        except kube_errors.NotFoundError:
+            body = {**write.body, "series": series}
+            body["metadata"] = {k: v for k, v in body["metadata"].items() if k != "resourceVersion"}
+            await self._post(body, about=f"{write.namespace}/{write.name}")
+        except API_ERRORS as err:
+            log.warning("event_write_failed", event=f"{write.namespace}/{write.name}", error=str(err))
+        else:
+            self.written += 1
 
     async def rejections(self) -> None:
         """A Warning Event on each object the watcher refused to read (the fold's ObjectRejected facts, as
@@ -202,19 +274,29 @@ class Recording:
         await self._write(item, name=name, uid=uid)
 
     async def _write(self, item: kube_events.KubeEvent, *, name: str, uid: str = "") -> None:
-        namespace = item.workload.namespace
+        await self._create(item, self._body(item, name=name, uid=uid))
+
+    def _body(self, item: kube_events.KubeEvent, *, name: str, uid: str = "") -> dict[str, Any]:
+        """``item`` as the Event object ``name`` to write (:func:`~kueue_es.services.dispatcher.kube_events.
+        event_object`), about the Workload object's UID when ``uid`` is not given."""
         if item.job is None and not uid:  # about the Workload object: the UID the server gave it
-            uid = self.stored.workload_uid(namespace, item.workload.name)
+            uid = self.stored.workload_uid(item.workload.namespace, item.workload.name)
         body = kube_events.event_object(item, name=name, uid=uid)
         # the workloads it names by their Workload object UIDs, as Kueue does
         body["message"] = kube_events.truncate(status.with_object_uid(item.message, self.stored.object_uid))
+        return body
+
+    async def _create(self, item: kube_events.KubeEvent, body: dict[str, Any]) -> None:
+        await self._post(body, about=f"{item.workload.key} {item.reason}")
+
+    async def _post(self, body: dict[str, Any], *, about: str) -> None:
         await self.limiter.acquire()
         try:
-            await self.api.create_object(resources.EVENTS, namespace=namespace, body=body)
+            await self.api.create_object(resources.EVENTS, namespace=body["metadata"]["namespace"], body=body)
         except kube_errors.ConflictError:
             pass  # written before: a redelivered decision
         except API_ERRORS as err:
-            log.warning("event_write_failed", workload=item.workload.key, reason=item.reason, error=str(err))
+            log.warning("event_write_failed", event=about, error=str(err))
         else:
             self.written += 1
 

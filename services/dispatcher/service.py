@@ -574,7 +574,9 @@ class Dispatcher:
             done.append(Settlement(consumer=consumer, delivery=delivery))
         if orphans:
             decoded = [(d, event) for d, event in decoded if d.message.seq not in self.orphaned_seqs]
-        await self.sync_workloads([workload_key(event) for _, event in decoded])
+        keys = [workload_key(event) for _, event in decoded]
+        self.recording.before_writes(keys)  # the objects Kueue would have decided on, for its Events' keys
+        await self.sync_workloads(keys)
         try:
             for delivery, event in decoded:
                 await self._execute(consumer, delivery, event, done=done)
