@@ -374,9 +374,15 @@ def _event_printer() -> tuple[list[dict[str, Any]], _Row]:
     ]
 
     def row(event: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        # kube-apiserver's printEvent: a series (events.k8s.io's repeats) gives the count and the last time
         involved = event.get("involvedObject", {})
-        last = event.get("lastTimestamp") or event.get("eventTime") or _created(event)
         first = event.get("firstTimestamp") or event.get("eventTime") or _created(event)
+        last = event.get("lastTimestamp") or first
+        count = int(event.get("count") or 1)
+        series = event.get("series")
+        if isinstance(series, dict):
+            last = series.get("lastObservedTime") or last
+            count = int(series.get("count") or count)
         source = event.get("source", {}).get("component") or event.get("reportingComponent") or ""
         return [
             age(last, now),
@@ -387,7 +393,7 @@ def _event_printer() -> tuple[list[dict[str, Any]], _Row]:
             source,
             str(event.get("message", "")).strip(),
             age(first, now),
-            int(event.get("count") or 1),
+            count,
             _name(event),
         ]
 

@@ -346,3 +346,27 @@ async def test_a_watch_asked_as_table_streams_one_row_tables(cluster: emulator.C
     assert [e["type"] for e in events] == ["ADDED"] * 4
     assert all(e["object"]["kind"] == "Table" and len(e["object"]["rows"]) == 1 for e in events)
     assert events[0]["object"]["rows"][0]["cells"][:2] == ["default", "Active"]
+
+
+def test_an_event_series_shows_its_count_and_last_observation() -> None:
+    """kube-apiserver's printEvent (pkg/printers/internalversion): an Event folded into a series by an
+    events.k8s.io recorder, as Kueue's are, shows the series' count and lastObservedTime, its first time from
+    eventTime when it has no firstTimestamp; a singleton of the new API (no count) counts 1."""
+    series = {
+        "metadata": {"name": "wl.1", "namespace": "default"},
+        "involvedObject": {"kind": "Workload", "name": "wl"},
+        "type": "Normal",
+        "reason": "PreemptedWorkload",
+        "message": "Preempted workload default/a",
+        "eventTime": "2026-01-01T11:50:00.000000Z",
+        "series": {"count": 8, "lastObservedTime": "2026-01-01T11:58:00.000000Z"},
+        "reportingComponent": "kueue-admission",
+    }
+    singleton = {**series, "metadata": {"name": "wl.2", "namespace": "default"}}
+    del singleton["series"]
+    rows = [row["cells"] for row in tables.table(resources.EVENTS, [series, singleton], now=NOW)["rows"]]
+    # Last Seen, Type, Reason, Object, Subobject, Source, Message, First Seen, Count, Name
+    assert [(r[0], r[5], r[6], r[7], r[8]) for r in rows] == [
+        ("2m", "kueue-admission", "Preempted workload default/a", "10m", 8),
+        ("10m", "kueue-admission", "Preempted workload default/a", "10m", 1),
+    ]
