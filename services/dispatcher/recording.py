@@ -21,9 +21,10 @@ budget, as Kueue's event broadcaster has its own client.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -226,6 +227,16 @@ class Recording:
             log.warning("event_write_failed", event=f"{write.namespace}/{write.name}", error=str(err))
         else:
             self.written += 1
+
+    async def run(self, *, ready: Callable[[], bool], clock: Callable[[], int], every: float = 60.0) -> None:
+        """Run the series timers on ``clock`` (ms since the epoch) every ``every`` seconds, while ``ready``
+        (cancel to stop): the final count of a series no later decision follows is written, as Kueue's
+        recorder's timers write it. The runner's own clock, as Kueue's recorder's; the decisions' times drive
+        them in between (:meth:`record`)."""
+        while True:
+            await asyncio.sleep(every)
+            if ready():
+                await self.expire(clock())
 
     async def rejections(self) -> None:
         """A Warning Event on each object the watcher refused to read (the fold's ObjectRejected facts, as

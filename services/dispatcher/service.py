@@ -636,6 +636,7 @@ class Dispatcher:
             self.queues.run(ready=self._ready),
             self.suspension.run(ready=self._ready),
             self.retention.run(ready=self._ready),
+            self.recording.run(ready=self._ready, clock=wall_clock_ms),
         )
 
     # -- the Job writes of decisions -----------------------------------------------------------

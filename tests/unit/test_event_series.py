@@ -207,3 +207,32 @@ def test_a_warning_about_an_unchanged_workload_folds_into_the_first_whatever_its
         asyncio.run(recording.record([(seq, decision)]))
     pendings = [e for e in api.events.values() if e["reason"] == "Pending"]
     assert [(e["message"], "series" in e) for e in pendings] == [(pending.message, False), (changed.message, False)]
+
+
+def test_the_runner_finishes_a_series_no_later_decision_follows() -> None:
+    """The dispatcher's own clock runs the recorder's timers (Recording.run): a series unobserved for 6 minutes
+    gets its final count written though no decision comes after it."""
+    api, _, recording, ref = _pending_workload_recording()
+    warnings = [_warning(ref, "SecondPassFailed", f"only {n} out of 4 pod(s)", 1_000 * n) for n in range(3)]
+    for seq, decision in enumerate(warnings, start=100):
+        recording.before_writes([ref.key])
+        asyncio.run(recording.record([(seq, decision)]))
+    [event] = api.events.values()
+    assert event["series"]["count"] == 2  # the third only counted
+
+    async def finish() -> None:
+        task = asyncio.create_task(
+            recording.run(ready=lambda: True, clock=lambda: 2_001 + event_series.FINISH_MS, every=0)
+        )
+        for _ in range(100):  # a few turns of the loop: the timer's sleep(0) and the patch
+            await asyncio.sleep(0)
+            if next(iter(api.events.values()))["series"]["count"] == 3:
+                break
+        task.cancel()
+
+    asyncio.run(finish())
+    [event] = api.events.values()
+    assert (event["series"], event["message"]) == (
+        {"count": 3, "lastObservedTime": "1970-01-01T00:00:02.000000Z"},
+        warnings[0].message,
+    )
