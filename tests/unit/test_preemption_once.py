@@ -3,7 +3,9 @@
 Eight 500m workloads fill a 4-CPU ClusterQueue; a 4-CPU workload of higher priority preempts all eight, and once it
 finishes and they are back, a second one preempts them again. Kueue's test checks the eight are evicted each
 time and that the preemptions are issued once (its Events collapse into one series); here the log shows one
-EvictionRequested per victim per preemptor, each naming that preemptor.
+EvictionRequested per victim per preemptor, each naming that preemptor. The dispatcher folds the eight
+PreemptedWorkload Events on each preemptor into one series, as Kueue's recorder does
+(tests/unit/test_event_series.py).
 """
 
 from __future__ import annotations
