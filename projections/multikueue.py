@@ -82,7 +82,8 @@ def is_multikueue(check: models.AdmissionCheck | None) -> bool:
 
 def config_of(mk: MultiKueueState, check: models.AdmissionCheck) -> tuple[models.MultiKueueConfig | None, str]:
     """The MultiKueueConfig ``check``'s parameters name, or None and why not, as Kueue's ConfigHelper
-    words it (pkg/util/admissioncheck ConfigFromRef)."""
+    words it (pkg/util/admissioncheck ConfigFromRef). A missing config is named by its Kind, as the
+    manager's cached client words a NotFound (test/integration/multikueue/setup_test.go)."""
     ref = check.spec.parameters
     if ref is None:
         return None, "missing parameters reference"
@@ -95,7 +96,7 @@ def config_of(mk: MultiKueueState, check: models.AdmissionCheck) -> tuple[models
         return None, f'wrong kind "{ref.kind}", expecting "{kind}": bad parameters reference'
     config = mk.configs.get(ref.name)
     if config is None:
-        return None, f'multikueueconfigs.kueue.x-k8s.io "{ref.name}" not found'
+        return None, f'MultiKueueConfig.kueue.x-k8s.io "{ref.name}" not found'
     return config, ""
 
 

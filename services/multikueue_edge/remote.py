@@ -14,15 +14,20 @@ tests hold them and the service stay a thin runner:
   ``kueue.x-k8s.io/prebuilt-workload-name`` and the origin) so the worker's Kueue adopts the Workload;
 - :func:`mirrored_job_status`: the remote job's status as the manager's job takes it (batch Job:
   only while the manager's job runs, both are suspended, or the remote one finished);
-- :func:`kubeconfig_source`: where a MultiKueueCluster's kubeconfig is (a Secret key or a path).
+- :func:`kubeconfig_source`: where a MultiKueueCluster's kubeconfig is (a Secret key or a path);
+- :func:`insecure_kubeconfig`, :func:`path_problem`, :func:`cluster_source_problem`: Kueue's checks on
+  it before connecting, each a :class:`KubeconfigProblem` with the cluster's ``Active=False`` reason.
 """
 
 from __future__ import annotations
 
 import copy
+import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 """The label on every remote object, whose value is the manager's ``multiKueue.origin``."""
@@ -203,3 +208,129 @@ def reconnect_delay_seconds(failures: int) -> float:
     """Seconds to wait before the next connection attempt after ``failures`` failed ones (>= 1):
     5 s·2^(n−1), at most 7 doublings (Kueue multikueuecluster.go retryAfter)."""
     return 5.0 * 2 ** (min(max(failures, 1), 7) - 1)
+
+
+# -- loading a worker's kubeconfig (Kueue multikueuecluster.go loadClientConfig) -------------------
+
+BAD_KUBECONFIG = "BadKubeConfig"
+"""Reason of a MultiKueueCluster whose kubeconfig cannot be read (Secret, key or file missing)."""
+INSECURE_KUBECONFIG = "InsecureKubeConfig"
+"""Reason of a MultiKueueCluster whose kubeconfig does not parse or asks for what Kueue forbids."""
+CLUSTER_PROFILE_DISABLED = "MultiKueueClusterProfileFeatureDisabled"
+"""Reason of a MultiKueueCluster naming a ClusterProfile while the MultiKueueClusterProfile gate is off."""
+BAD_CLUSTER_PROFILE = "BadClusterProfile"
+"""Reason of a MultiKueueCluster naming a ClusterProfile (the gate on): kueue-es cannot read them."""
+PATH_VALIDATION_GATE = "MultiKueueKubeConfigPathValidation"
+"""The feature gate (Beta, on by default since Kueue 0.20) that keeps Path kubeconfigs under :data:`KUBECONFIG_DIR`."""
+CLUSTER_PROFILE_GATE = "MultiKueueClusterProfile"
+"""The feature gate (Alpha, off by default) of ``spec.clusterSource.clusterProfileRef``."""
+KUBECONFIG_DIR = "/etc/multikueue/kubeconfigs"
+"""Where Path kubeconfigs must be while :data:`PATH_VALIDATION_GATE` is on (defaultKubeConfigPathPrefix)."""
+PATH_NOT_ALLOWED = "kubeconfig path is not under the allowed prefix"
+
+
+class KubeconfigProblem(Exception):
+    """Why a MultiKueueCluster has no client: ``reason`` is its ``Active=False`` reason and the message
+    follows Kueue's ``load client config failed: <error>`` (multikueuecluster.go Reconcile)."""
+
+    def __init__(self, reason: str, error: str) -> None:
+        super().__init__(f"load client config failed: {error}")
+        self.reason = reason
+
+
+def cluster_source_problem(cluster: Mapping[str, Any], *, gates: Mapping[str, bool]) -> KubeconfigProblem | None:
+    """The problem of a raw MultiKueueCluster naming ``spec.clusterSource.clusterProfileRef`` (None for a
+    kubeConfig source): Kueue's :data:`CLUSTER_PROFILE_DISABLED` while the gate is off, else
+    :data:`BAD_CLUSTER_PROFILE` since kueue-es reads no ClusterProfile (multikueuecluster.go loadClientConfig)."""
+    source = (cluster.get("spec") or {}).get("clusterSource") or {}
+    if not source.get("clusterProfileRef") or source.get("kubeConfig"):
+        return None
+    if not gates.get(CLUSTER_PROFILE_GATE, False):
+        return KubeconfigProblem(CLUSTER_PROFILE_DISABLED, "MultiKueueClusterProfile feature gate is disabled")
+    return KubeconfigProblem(BAD_CLUSTER_PROFILE, "clusterProfileRef sources are not supported by kueue-es")
+
+
+def path_problem(raw: str, *, resolved: str | None, prefix: str | None) -> str | None:
+    """Why a Path kubeconfig ``raw`` may not be read while :data:`PATH_VALIDATION_GATE` is on, or None.
+
+    ``resolved`` and ``prefix`` are ``raw`` and :data:`KUBECONFIG_DIR` with their symlinks resolved
+    (None when that failed: the file or the directory does not exist). Kueue multikueuecluster.go
+    validateKubeConfigPath: absolute, no ``..`` component, inside the prefix directory.
+    """
+    if not raw:
+        return "kubeconfig path must not be empty"
+    if ".." in raw.split("/"):
+        return f'{PATH_NOT_ALLOWED}: path contains ".."'
+    if not raw.startswith("/"):
+        return f"{PATH_NOT_ALLOWED}: path must be absolute"
+    if prefix is None:
+        return f'{PATH_NOT_ALLOWED}: "{raw}" is not under "{KUBECONFIG_DIR}"'
+    if resolved is None:
+        return f"cannot resolve kubeconfig path symlinks: lstat {raw}: no such file or directory"
+    if not (resolved + "/").startswith(prefix.rstrip("/") + "/"):
+        return f'{PATH_NOT_ALLOWED}: "{resolved}" is not under "{prefix}"'
+    return None
+
+
+def _named_entries(config: Mapping[str, Any], section: str, field: str) -> list[tuple[str, Mapping[str, Any]]]:
+    out = []
+    for entry in config.get(section) or []:
+        if isinstance(entry, Mapping):
+            body = entry.get(field)
+            out.append((str(entry.get("name") or ""), body if isinstance(body, Mapping) else {}))
+    return out
+
+
+def _trusted_server(server: str) -> bool:
+    """Whether ``server``'s host is an IP address or a DNS-1123 subdomain (Kueue isValidHostname)."""
+    try:
+        host = urlsplit(server.lower()).hostname or ""
+    except ValueError:
+        return False
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    label = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+    return len(host) <= 253 and re.fullmatch(rf"{label}(\.{label})*", host) is not None
+
+
+def insecure_kubeconfig(config: Mapping[str, Any]) -> str | None:
+    """Why a parsed kubeconfig is not safe for a MultiKueueCluster, or None (Kueue multikueuecluster.go
+    validateKubeconfig and validateRestConfig): no user with ``tokenFile``; no cluster with
+    ``insecure-skip-tls-verify`` or a ``certificate-authority`` file, each with a ``server``; the current
+    context's server an IP or DNS name and its user without basic auth, ``exec`` or ``auth-provider``."""
+    users = _named_entries(config, "users", "user")
+    clusters = _named_entries(config, "clusters", "cluster")
+    if any(user.get("tokenFile") for _, user in users):
+        return "tokenFile is not allowed"
+    for name, cluster in clusters:
+        if cluster.get("insecure-skip-tls-verify"):
+            return f"insecure TLS verification is not allowed for cluster {name}"
+        if cluster.get("certificate-authority"):
+            return (
+                f"certificate-authority file paths are not allowed, use certificate-authority-data for cluster {name}"
+            )
+        if not cluster.get("server"):
+            return f"server URL is required for cluster {name}"
+    contexts = dict(_named_entries(config, "contexts", "context"))
+    current = str(config.get("current-context") or "")
+    if current not in contexts:
+        return (
+            f'invalid configuration: context "{current}" does not exist'
+            if current
+            else ("invalid configuration: no configuration has been provided")
+        )
+    context = contexts[current]
+    cluster = dict(clusters).get(str(context.get("cluster") or ""), {})
+    user = dict(users).get(str(context.get("user") or ""), {})
+    if not _trusted_server(str(cluster.get("server") or "")):
+        return "untrusted server endpoint"
+    if user.get("username") or user.get("password"):
+        return "basic auth is not allowed"
+    if user.get("exec"):
+        return "exec plugins are not allowed"
+    if user.get("auth-provider"):
+        return "auth providers are not allowed"
+    return None

@@ -61,7 +61,6 @@ TICK_S = 0.5
 PROBE_S = 2.0
 ACTIVE_REASON = "Active"
 INACTIVE_REASON = "ClientConnectionFailed"
-BAD_CONFIG_REASON = "BadConfig"
 
 
 def _retry() -> Any:
@@ -77,6 +76,28 @@ def _retry() -> Any:
         stop=tenacity.stop_after_attempt(4),
         reraise=True,
     )
+
+
+def _read_kubeconfig_file(path: str, validate: bool) -> str:
+    """The text of a Path kubeconfig; with ``validate`` (the MultiKueueKubeConfigPathValidation gate) only
+    under /etc/multikueue/kubeconfigs, symlinks resolved. Raises :class:`remote.KubeconfigProblem`
+    (``BadKubeConfig``) worded as Kueue's Go errors (multikueuecluster.go getKubeConfigFromPath)."""
+    if validate:
+
+        def real(p: str) -> str | None:
+            try:
+                return str(pathlib.Path(p).resolve(strict=True))
+            except (OSError, RuntimeError):
+                return None
+
+        problem = remote.path_problem(path, resolved=real(path), prefix=real(remote.KUBECONFIG_DIR))
+        if problem is not None:
+            raise remote.KubeconfigProblem(remote.BAD_KUBECONFIG, problem)
+    try:
+        return pathlib.Path(path).read_text()
+    except OSError as err:
+        why = (err.strerror or type(err).__name__).lower()
+        raise remote.KubeconfigProblem(remote.BAD_KUBECONFIG, f"open {path}: {why}") from err
 
 
 def connection_failure(err: BaseException) -> str:
@@ -323,20 +344,45 @@ class Edge:
     # -- one worker ------------------------------------------------------------------------
 
     async def _kubeconfig(self, worker: Worker) -> dict[str, Any]:
-        source = remote.kubeconfig_source({"metadata": {"name": worker.name}, "spec": worker.spec})
+        """The worker's kubeconfig, read and checked as Kueue's loadClientConfig does (multikueuecluster.go);
+        raises :class:`remote.KubeconfigProblem` with the cluster's ``Active=False`` reason."""
+        cluster = {"metadata": {"name": worker.name}, "spec": worker.spec}
+        gates = self.state.configuration.feature_gates
+        problem = remote.cluster_source_problem(cluster, gates=gates)
+        if problem is not None:
+            raise problem
+        try:
+            source = remote.kubeconfig_source(cluster)
+        except remote.RemoteCopyError as err:
+            raise remote.KubeconfigProblem(remote.BAD_KUBECONFIG, str(err)) from err
         if source.path:
-            text = await asyncio.to_thread(pathlib.Path(source.location).read_text)
+            text = await asyncio.to_thread(
+                _read_kubeconfig_file, source.location, gates.get(remote.PATH_VALIDATION_GATE, True)
+            )
         else:
-            secret = await client.get_object(self.api, SECRETS, namespace=self.namespace, name=source.location)
+            try:
+                secret = await client.get_object(self.api, SECRETS, namespace=self.namespace, name=source.location)
+            except errors.NotFoundError as err:
+                raise remote.KubeconfigProblem(remote.BAD_KUBECONFIG, f'Secret "{source.location}" not found') from err
             data = (secret.get("data") or {}).get(remote.KUBECONFIG_KEY)
             if not data:
-                raise remote.RemoteCopyError(
-                    f"Secret {self.namespace}/{source.location} has no key {remote.KUBECONFIG_KEY!r}"
+                raise remote.KubeconfigProblem(
+                    remote.BAD_KUBECONFIG, f'key "{remote.KUBECONFIG_KEY}" not found in secret "{source.location}"'
                 )
-            text = base64.b64decode(data).decode()
-        config = yaml.safe_load(text)
+            text = base64.b64decode(data).decode(errors="replace")
+        try:
+            config = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise remote.KubeconfigProblem(
+                remote.INSECURE_KUBECONFIG, f"failed to parse kubeconfig(apiconfig): {err}"
+            ) from err
         if not isinstance(config, dict):
-            raise remote.RemoteCopyError(f"MultiKueueCluster {worker.name}: the kubeconfig is not a YAML mapping")
+            raise remote.KubeconfigProblem(
+                remote.INSECURE_KUBECONFIG, "failed to parse kubeconfig(apiconfig): not a YAML mapping"
+            )
+        insecure = remote.insecure_kubeconfig(config)
+        if insecure is not None:
+            raise remote.KubeconfigProblem(remote.INSECURE_KUBECONFIG, insecure)
         return config
 
     async def _keep_connected(self, worker: Worker) -> None:
@@ -364,9 +410,14 @@ class Edge:
                         )
             except asyncio.CancelledError:
                 raise
-            except (remote.RemoteCopyError, errors.NotFoundError, ValueError, k8s_config.ConfigException) as err:
-                worker.failures += 1
-                await self._set_active(worker, False, BAD_CONFIG_REASON, str(err))
+            except remote.KubeconfigProblem as err:
+                # read again soon, not after a growing backoff: Kueue reconnects as soon as the
+                # Secret (or file) is fixed, and reading it costs the worker nothing
+                worker.failures = 0
+                await self._set_active(worker, False, err.reason, str(err))
+            except (ValueError, k8s_config.ConfigException) as err:
+                worker.failures = 0
+                await self._set_active(worker, False, remote.INSECURE_KUBECONFIG, f"load client config failed: {err}")
             except Exception as err:  # unreachable: never fatal
                 worker.failures += 1
                 await self._set_active(worker, False, INACTIVE_REASON, connection_failure(err))
@@ -431,8 +482,9 @@ class Edge:
 
     async def _set_active(self, worker: Worker, active: bool, reason: str, message: str) -> None:
         worker.active = active
-        if worker.reported is not None and worker.reported[:2] == (active, reason):
-            return  # the same state again (a retry's message differs: not a new fact)
+        same = worker.reported is not None and worker.reported[:2] == (active, reason)
+        if same and (reason == INACTIVE_REASON or worker.reported == (active, reason, message)):
+            return  # the same state again (a retry's connection error differs: not a new fact)
         worker.reported = (active, reason, message)
         log.info("worker_connectivity", cluster=worker.name, active=active, reason=reason, message=message)
         await self._publish_fact(

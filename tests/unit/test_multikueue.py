@@ -177,7 +177,7 @@ def test_admission_check_active_follows_its_workers() -> None:
     assert multikueue.check_condition(state.multikueue, check) == (
         False,
         "BadConfig",
-        'Cannot load the AdmissionChecks parameters: multikueueconfigs.kueue.x-k8s.io "mk-config" not found',
+        'Cannot load the AdmissionChecks parameters: MultiKueueConfig.kueue.x-k8s.io "mk-config" not found',
     )
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 
 import msgspec
 import pytest
 
-from kueue_es.events import codec, types
+from kueue_es.events import codec, models, types
 from kueue_es.jobframework import jobs, webhooks
 from kueue_es.services.multikueue_edge import core, remote
 from kueue_es.services.multikueue_edge.service import remote_observation
@@ -438,3 +439,152 @@ async def test_the_remote_job_is_left_to_the_workers_kueue_to_start(monkeypatch:
     assert what == "create" and body["spec"]["suspend"] is True  # type: ignore[index]
     assert body["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL] == "wl"  # type: ignore[index]
     assert await bus.last_seq() == 1  # its DispatchApplied
+
+
+# -- the kubeconfig checks of Kueue's setup_test.go (test/integration/multikueue) -------------------
+
+
+def _kubeconfig(*, cluster: dict | None = None, user: dict | None = None) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "default-cluster", "cluster": {"server": "https://127.0.0.1:6443", **(cluster or {})}}],
+        "users": [{"name": "u", "user": user or {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "default-cluster", "user": "u"}}],
+        "current-context": "c",
+    }
+
+
+@pytest.mark.parametrize(
+    ("cluster", "user", "problem"),
+    [
+        (None, None, None),
+        ({"server": "https://worker1.example.com"}, None, None),
+        (
+            {"certificate-authority": "/some/random/path"},
+            None,
+            "certificate-authority file paths are not allowed, use certificate-authority-data"
+            " for cluster default-cluster",
+        ),
+        (None, {"tokenFile": "/var/run/token"}, "tokenFile is not allowed"),
+        (
+            {"insecure-skip-tls-verify": True},
+            None,
+            "insecure TLS verification is not allowed for cluster default-cluster",
+        ),
+        ({"server": ""}, None, "server URL is required for cluster default-cluster"),
+        ({"server": "https://bad_host:6443"}, None, "untrusted server endpoint"),
+        (None, {"username": "a", "password": "b"}, "basic auth is not allowed"),
+        (None, {"exec": {"command": "x"}}, "exec plugins are not allowed"),
+        (None, {"auth-provider": {"name": "oidc"}}, "auth providers are not allowed"),
+    ],
+)
+def test_an_insecure_kubeconfig_is_refused_as_kueue_does(cluster, user, problem) -> None:
+    """Kueue multikueuecluster.go validateKubeconfig: kueue-es connected with any kubeconfig."""
+    assert remote.insecure_kubeconfig(_kubeconfig(cluster=cluster, user=user)) == problem
+
+
+def test_the_demos_kubeconfig_is_secure(tmp_path) -> None:
+    import yaml
+
+    from kueue_es.services.kube import client
+
+    client.write_kubeconfig(tmp_path / "k", server="http://127.0.0.1:4321/")
+    assert remote.insecure_kubeconfig(yaml.safe_load((tmp_path / "k").read_text())) is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "resolved", "problem"),
+    [
+        ("/etc/multikueue/kubeconfigs/w1", "/etc/multikueue/kubeconfigs/w1", None),
+        ("/tmp/w1", "/tmp/w1", 'kubeconfig path is not under the allowed prefix: "/tmp/w1" is not under'),
+        ("relative/path/file", None, "kubeconfig path is not under the allowed prefix: path must be absolute"),
+        ("/etc/multikueue/kubeconfigs/../../etc/passwd", None, 'allowed prefix: path contains ".."'),
+        ("/etc/multikueue/kubeconfigs/link", "/etc/passwd", "kubeconfig path is not under the allowed prefix"),
+    ],
+)
+def test_a_path_kubeconfig_stays_under_the_allowed_prefix(raw, resolved, problem) -> None:
+    """Kueue multikueuecluster.go validateKubeConfigPath (MultiKueueKubeConfigPathValidation, on by default)."""
+    out = remote.path_problem(raw, resolved=resolved, prefix="/etc/multikueue/kubeconfigs")
+    assert out is None if problem is None else (out is not None and problem in out)
+
+
+def test_a_cluster_profile_source_names_its_gate() -> None:
+    cluster = {"metadata": {"name": "w"}, "spec": {"clusterSource": {"clusterProfileRef": {"name": "p"}}}}
+    off = remote.cluster_source_problem(cluster, gates={})
+    assert off is not None and (off.reason, str(off)) == (
+        "MultiKueueClusterProfileFeatureDisabled",
+        "load client config failed: MultiKueueClusterProfile feature gate is disabled",
+    )
+    on = remote.cluster_source_problem(cluster, gates={"MultiKueueClusterProfile": True})
+    assert on is not None and on.reason == "BadClusterProfile"
+    assert (
+        remote.cluster_source_problem({"spec": {"clusterSource": {"kubeConfig": {"location": "s"}}}}, gates={}) is None
+    )
+
+
+async def _first_status(edge, worker) -> tuple[bool, str, str]:
+    """The first Active condition ``_keep_connected`` sets on ``worker`` (then stops it)."""
+    seen: list[tuple[bool, str, str]] = []
+
+    async def record(_worker, active, reason, message) -> None:
+        seen.append((active, reason, message))
+        raise asyncio.CancelledError
+
+    edge._set_active = record
+    with pytest.raises(asyncio.CancelledError):
+        await edge._keep_connected(worker)
+    return seen[0]
+
+
+async def test_a_missing_secret_or_file_is_a_bad_kubeconfig(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """setup_test.go: Active=False BadKubeConfig "load client config failed: Secret ... not found" (or the
+    file's open error); kueue-es said BadConfig with the API server's 404 message."""
+    from kueue_es.events.bus.memory import MemoryBus
+    from kueue_es.services.kube import client, errors
+    from kueue_es.services.multikueue_edge import service
+
+    async def missing(*_args: object, **_kwargs: object) -> dict:
+        raise errors.NotFoundError(status=404, reason="NotFound", message='secrets "testing-secret" not found')
+
+    monkeypatch.setattr(client, "get_object", missing)
+    edge = service.Edge(bus=MemoryBus(), api=object(), namespace="kueue-es")  # type: ignore[arg-type]
+    secret = service.Worker(name="w", spec={"clusterSource": {"kubeConfig": {"location": "testing-secret"}}})
+    assert await _first_status(edge, secret) == (
+        False,
+        "BadKubeConfig",
+        'load client config failed: Secret "testing-secret" not found',
+    )
+    path = str(tmp_path / "testing.kubeconfig")
+    edge.state.configuration = models.Configuration(feature_gates={"MultiKueueKubeConfigPathValidation": False})
+    file = service.Worker(name="w", spec={"clusterSource": {"kubeConfig": {"location": path, "locationType": "Path"}}})
+    assert await _first_status(edge, file) == (
+        False,
+        "BadKubeConfig",
+        f"load client config failed: open {path}: no such file or directory",
+    )
+
+
+async def test_an_insecure_secret_is_an_insecure_kubeconfig(monkeypatch: pytest.MonkeyPatch) -> None:
+    import base64
+
+    import yaml
+
+    from kueue_es.events.bus.memory import MemoryBus
+    from kueue_es.services.kube import client
+    from kueue_es.services.multikueue_edge import service
+
+    text = yaml.safe_dump(_kubeconfig(cluster={"certificate-authority": "/some/random/path"}))
+
+    async def secret(*_args: object, **_kwargs: object) -> dict:
+        return {"data": {"kubeconfig": base64.b64encode(text.encode()).decode()}}
+
+    monkeypatch.setattr(client, "get_object", secret)
+    edge = service.Edge(bus=MemoryBus(), api=object(), namespace="kueue-es")  # type: ignore[arg-type]
+    worker = service.Worker(name="w", spec={"clusterSource": {"kubeConfig": {"location": "testing-secret"}}})
+    assert await _first_status(edge, worker) == (
+        False,
+        "InsecureKubeConfig",
+        "load client config failed: certificate-authority file paths are not allowed, use"
+        " certificate-authority-data for cluster default-cluster",
+    )
