@@ -27,12 +27,22 @@ class JobRef:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Priority:
+    """A Workload's ``spec.priorityClassRef`` name (a WorkloadPriorityClass) and ``spec.priority``."""
+
+    class_name: str
+    value: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class LocalWorkload:
     """One manager workload with a MultiKueue check, as the edge's fold of the log sees it.
 
     ``live``: it holds quota and is neither finished, evicted nor deleted (so its copies stay);
     ``nominated`` / ``nominated_seq``: the workers of the latest WorkersNominated and its log
-    sequence; ``chosen`` / ``chosen_seq``: the winner of the latest RemoteAdmissionChosen ("" none).
+    sequence; ``chosen`` / ``chosen_seq``: the winner of the latest RemoteAdmissionChosen ("" none);
+    ``priority``: its WorkloadPriorityClass and ``spec.priority`` now (None: no WorkloadPriorityClass,
+    nothing to keep in line on the workers).
     """
 
     ref: types.WorkloadRef
@@ -42,6 +52,7 @@ class LocalWorkload:
     chosen: str = ""
     chosen_seq: int = 0
     job: JobRef | None = None
+    priority: Priority | None = None
 
     @property
     def key(self) -> str:
@@ -87,18 +98,32 @@ class DeleteRemote:
     action: str = "delete-remote-workload"
 
 
-Action = CreateWorkload | CreateJob | DeleteRemote
+@dataclass(frozen=True, kw_only=True)
+class UpdatePriority:
+    """Give the remote copy of ``workload`` on ``cluster`` the manager's WorkloadPriorityClass and priority
+    (Kueue workload.go reconcileGroup step 5: a copy whose priority alone changed is updated, not deleted)."""
+
+    cluster: str
+    workload: types.WorkloadRef
+    priority: Priority
+    decision_seq: int
+    action: str = "update-remote-workload-priority"
+
+
+Action = CreateWorkload | CreateJob | DeleteRemote | UpdatePriority
 
 
 @dataclass(frozen=True, kw_only=True)
 class RemoteCopy:
-    """One remote Workload of this origin as a worker's watch shows it (``uid``: the worker's)."""
+    """One remote Workload of this origin as a worker's watch shows it (``uid``: the worker's; ``priority``:
+    its class and ``spec.priority``, class name "" without one, None for a Pod PriorityClass)."""
 
     namespace: str
     name: str
     uid: str = ""
     admitted: bool = False
     has_job: bool = False
+    priority: Priority | None = None
 
     @property
     def key(self) -> str:
@@ -134,12 +159,15 @@ def plan(
       the copy is admitted), every other copy goes (``lost-race``);
     - a live workload without a winner: a copy on every nominated connected worker, none elsewhere
       (``not-nominated``);
-    - a workload that is not live: every copy goes (``local-done``).
+    - a workload that is not live: every copy goes (``local-done``);
+    - a copy that stays, of a workload with a WorkloadPriorityClass, whose class or priority differs from
+      the manager's: updated to the manager's (``UpdatePriority``; Kueue's PriorityChanged).
     """
     up = set(connected)
     known_keys = set(known) | set(locals_)
     deletes: list[Action] = []
     creates: list[Action] = []
+    updates: list[Action] = []
     for cluster in sorted(up):
         copies = remote.get(cluster) or {}
         for key in sorted(copies):
@@ -156,6 +184,12 @@ def plan(
                 deletes.append(_delete(local, cluster, "lost-race", local.chosen_seq))
             elif not local.chosen and cluster not in local.nominated:
                 deletes.append(_delete(local, cluster, "not-nominated", local.nominated_seq))
+            elif _priority_changed(local.priority, copy.priority):
+                assert local.priority is not None
+                seq = local.chosen_seq if local.chosen else local.nominated_seq
+                updates.append(
+                    UpdatePriority(cluster=cluster, workload=local.ref, priority=local.priority, decision_seq=seq)
+                )
     for key in sorted(locals_):
         local = locals_[key]
         if not local.live:
@@ -170,7 +204,15 @@ def plan(
         for cluster in local.nominated:
             if cluster in up and key not in (remote.get(cluster) or {}):
                 creates.append(CreateWorkload(cluster=cluster, workload=local.ref, decision_seq=local.nominated_seq))
-    return deletes + creates
+    return deletes + updates + creates
+
+
+def _priority_changed(local: Priority | None, copy: Priority | None) -> bool:
+    """Whether a copy's priority is behind the manager's (Kueue pkg/workload PriorityChanged): only for a
+    WorkloadPriorityClass (a Pod priority class is not updated), on a new class name or a new value."""
+    if local is None or copy is None:
+        return False
+    return bool(local.class_name and local.class_name != copy.class_name) or local.value != copy.value
 
 
 def _delete(local: LocalWorkload, cluster: str, why: str, seq: int) -> DeleteRemote:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from kueue_es.services.multikueue_edge.core import Priority
+
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 """The label on every remote object, whose value is the manager's ``multiKueue.origin``."""
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
@@ -180,6 +182,27 @@ class KubeconfigSource:
 
     location: str
     path: bool
+
+
+def copy_priority(workload: Mapping[str, Any]) -> Priority | None:
+    """A raw remote Workload's priority as :func:`core.plan` compares it: its ``spec.priorityClassRef`` name
+    ("" without one) and ``spec.priority``; None when the class is a Pod PriorityClass (Kueue does not
+    update those: pkg/workload PriorityChanged)."""
+    spec = workload.get("spec") or {}
+    ref = spec.get("priorityClassRef") or {}
+    if ref and ref.get("kind", "WorkloadPriorityClass") != "WorkloadPriorityClass":
+        return None
+    value = spec.get("priority")
+    return Priority(class_name=str(ref.get("name") or ""), value=value if isinstance(value, int) else None)
+
+
+def priority_patch(priority: Priority) -> dict[str, Any]:
+    """The ``spec`` merge patch giving a remote copy the manager's WorkloadPriorityClass and priority
+    (Kueue workload.go reconcileGroup step 5 sets both fields)."""
+    return {
+        "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": priority.class_name},
+        "priority": priority.value,
+    }
 
 
 def kubeconfig_source(cluster: Mapping[str, Any]) -> KubeconfigSource:

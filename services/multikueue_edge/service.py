@@ -267,6 +267,7 @@ class Edge:
                 chosen=d.chosen,
                 chosen_seq=d.chosen_seq,
                 job=_job(wl),
+                priority=_local_priority(wl),
             )
         # workloads whose decisions were reset but whose copies may remain: not live
         for worker in self.workers.values():
@@ -470,6 +471,7 @@ class Edge:
                 uid=str(meta.get("uid") or ""),
                 admitted=fact.admitted,
                 has_job=key in worker.jobs,
+                priority=remote.copy_priority(obj),
             )
         previous = worker.observed.get(key)
         if (previous is not None and _same(previous, fact)) or (previous is None and deleted):
@@ -588,6 +590,11 @@ class Edge:
                 with contextlib.suppress(errors.ConflictError):  # created before: the worker has it
                     await _retry()(client.create_object)(api, job_ref, namespace=ref.namespace, body=body)
                 worker.jobs.add(ref.key)  # the worker's Kueue adopts its admitted copy and starts it
+            elif isinstance(action, core.UpdatePriority):
+                patch = {"spec": remote.priority_patch(action.priority)}
+                await _retry()(client.patch_object)(
+                    api, resources.WORKLOADS, namespace=ref.namespace, name=ref.name, patch=patch
+                )
             else:
                 if action.job is not None:
                     job_ref = resources.ref_for(action.job.api_version, action.job.kind)
@@ -636,8 +643,8 @@ class Edge:
 
     async def _publish_result(self, action: core.Action, result: types.Event) -> None:
         msg_id = f"disp:{action.cluster}:{_action_name(action)}:{action.workload.key}:{action.decision_seq}"
-        if action.decision_seq == 0:
-            msg_id += f":{self.clock()}"
+        if action.decision_seq == 0 or isinstance(action, core.UpdatePriority):
+            msg_id += f":{self.clock()}"  # not one per decision: GC, and each priority change the manager makes
         message = subjects.message(
             result, subject=subjects.dispatch_subject(action.workload, action.cluster), msg_id=msg_id
         )
@@ -753,6 +760,15 @@ def _live(wl: WorkloadState | None) -> bool:
         and not wl.deleted_seq
         and wl.eviction is None
     )
+
+
+def _local_priority(wl: WorkloadState | None) -> core.Priority | None:
+    """The manager workload's WorkloadPriorityClass and priority, None without one (Kueue
+    IsWorkloadPriorityClass: only those are kept in line on the workers)."""
+    ref = wl.workload.spec.priority_class_ref if wl is not None else None
+    if wl is None or ref is None or ref.kind != "WorkloadPriorityClass":
+        return None
+    return core.Priority(class_name=ref.name, value=wl.workload.spec.priority)
 
 
 def _job(wl: WorkloadState | None) -> core.JobRef | None:

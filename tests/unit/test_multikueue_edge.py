@@ -588,3 +588,80 @@ async def test_an_insecure_secret_is_an_insecure_kubeconfig(monkeypatch: pytest.
         "load client config failed: certificate-authority file paths are not allowed, use"
         " certificate-authority-data for cluster default-cluster",
     )
+
+
+# -- scheduler/scheduler_test.go "should update the workload's priority class on the worker ..." -----------
+
+
+def test_plan_gives_a_kept_copy_the_managers_new_priority_class():
+    """Kueue workload.go reconcileGroup step 5: a copy whose priority alone is behind is updated, not deleted;
+    the edge left it with the old class and value."""
+    low = core.Priority(class_name="low", value=10)
+    high = core.Priority(class_name="high", value=1000)
+    local = _local(chosen="w1", chosen_seq=12, priority=low)
+    won = core.RemoteCopy(namespace="default", name="wl", admitted=True, has_job=True, priority=high)
+    actions = core.plan({"default/wl": local}, {"w1": {"default/wl": won}}, connected={"w1"})
+    assert actions == [core.UpdatePriority(cluster="w1", workload=REF, priority=low, decision_seq=12)]
+    same = core.RemoteCopy(namespace="default", name="wl", admitted=True, has_job=True, priority=low)
+    assert core.plan({"default/wl": local}, {"w1": {"default/wl": same}}, connected={"w1"}) == []
+    # no WorkloadPriorityClass on the manager, or a Pod PriorityClass on the copy: nothing to keep in line
+    assert (
+        core.plan({"default/wl": _local(chosen="w1", chosen_seq=12)}, {"w1": {"default/wl": won}}, connected={"w1"})
+        == []
+    )
+    pod_class = core.RemoteCopy(namespace="default", name="wl", admitted=True, has_job=True, priority=None)
+    assert core.plan({"default/wl": local}, {"w1": {"default/wl": pod_class}}, connected={"w1"}) == []
+    # a nominated copy too, and a copy on the way out is deleted, not updated
+    nominated = _local(nominated=("w1", "w2"), nominated_seq=5, priority=low)
+    pending = core.RemoteCopy(namespace="default", name="wl", priority=high)
+    assert core.plan(
+        {"default/wl": nominated},
+        {"w1": {"default/wl": pending}, "w3": {"default/wl": pending}},
+        connected={"w1", "w2", "w3"},
+    ) == [
+        core.DeleteRemote(cluster="w3", workload=REF, why="not-nominated", decision_seq=5, job=JOB),
+        core.UpdatePriority(cluster="w1", workload=REF, priority=low, decision_seq=5),
+        core.CreateWorkload(cluster="w2", workload=REF, decision_seq=5),
+    ]
+
+
+def test_a_copys_priority_is_read_and_patched_as_kueue_sets_it():
+    wpc = {
+        "spec": {
+            "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"},
+            "priority": 1000,
+        }
+    }
+    assert remote.copy_priority(wpc) == core.Priority(class_name="high", value=1000)
+    assert remote.copy_priority({"spec": {}}) == core.Priority(class_name="", value=None)
+    pod = {"spec": {"priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "p"}}}
+    assert remote.copy_priority(pod) is None
+    assert remote.priority_patch(core.Priority(class_name="low", value=10)) == {
+        "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "low"},
+        "priority": 10,
+    }
+
+
+async def test_the_edge_patches_the_copys_priority_and_logs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kueue_es.events.bus.memory import MemoryBus
+    from kueue_es.services.kube import client
+    from kueue_es.services.multikueue_edge import service
+
+    patches: list[tuple[str, dict]] = []
+
+    async def patch_object(_api, _ref, *, namespace, name, patch, **_kw) -> dict:
+        patches.append((f"{namespace}/{name}", patch))
+        return {}
+
+    monkeypatch.setattr(client, "patch_object", patch_object)
+    bus = MemoryBus()
+    edge = service.Edge(bus=bus, api=object(), namespace="kueue-es")  # type: ignore[arg-type]
+    edge.workers["w1"] = service.Worker(name="w1", spec={}, api=object())  # type: ignore[arg-type]
+    low = core.Priority(class_name="low", value=10)
+    await edge._write(core.UpdatePriority(cluster="w1", workload=REF, priority=low, decision_seq=12))
+    assert patches == [("default/wl", {"spec": remote.priority_patch(low)})]
+    assert await bus.last_seq() == 1
+    async for message in bus.read(subjects=("kq.>",), start_seq=1):
+        event = codec.decode(message.data)
+        break
+    assert isinstance(event, types.DispatchApplied) and event.action == "update-remote-workload-priority"
