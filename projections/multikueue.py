@@ -26,9 +26,15 @@ Pure: no I/O, no clock.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import msgspec
 
 from kueue_es.events import models, types
+
+if TYPE_CHECKING:  # the cluster fold holds this state: no import at run time
+    from kueue_es.projections.cluster import WorkloadState
 
 CONFIG_GROUP_KIND = ("kueue.x-k8s.io", "MultiKueueConfig")
 
@@ -140,6 +146,12 @@ def refresh_checks(mk: MultiKueueState, admission_checks: dict[str, models.Admis
             changed = True
         admission_checks[name] = now
     return changed
+
+
+def has_multikueue_check(wl: WorkloadState, admission_checks: Mapping[str, models.AdmissionCheck]) -> bool:
+    """Whether one of ``wl``'s admission check states (``status.admissionChecks``) is a MultiKueue check's
+    (Kueue admissioncheck.go GetMultiKueueAdmissionCheck: its states filtered by controller name)."""
+    return any(is_multikueue(admission_checks.get(name)) for name in wl.checks)
 
 
 def multikueue_check_of(

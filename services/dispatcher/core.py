@@ -42,6 +42,7 @@ from kueue_es.jobframework.annotations import (
 )
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GROUP_WORKLOAD_ANNOTATION
 from kueue_es.jobframework.workloads import QUEUE_LABEL
+from kueue_es.projections import multikueue
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
 from kueue_es.scheduling.queues import required_checks
 from kueue_es.scheduling.tas import replacement
@@ -1100,6 +1101,11 @@ def start_of(view: DispatchState, current: WorkloadState, ref: types.WorkloadRef
             pod_sets=infos,
         )
     if owner.kind == "Pod":
+        if multikueue.has_multikueue_check(current, state.admission_checks):
+            # Pods are Kueue's one ComposableJob: with a MultiKueue check they run on the worker only, the
+            # manager's stay gated (reconciler.go startJob, admissioncheck.go ShouldSkipLocalExecution); a
+            # Job or another integration is started here, its managedBy keeping its controller off it
+            return None
         group = _group_of(current)
         return StartPods(
             workload=ref,

@@ -463,3 +463,19 @@ def test_explain_tells_a_remote_write_from_a_local_start(tmp_path: Path, capsys:
     assert "create-remote-job on worker-b/default/w1" in out
     assert "delete-remote-workload:lost-race on worker-b/default/w1" in out
     assert "unsuspended" not in out
+
+
+def test_the_managers_pods_stay_gated_when_a_worker_runs_them() -> None:
+    """pod_test.go "Should create a pod on worker if admitted": Kueue skips the local start of a Pod (its one
+    ComposableJob) whose workload has a MultiKueue check (reconciler.go startJob, ShouldSkipLocalExecution).
+    The dispatcher ungated the manager's Pod, so it ran on the manager as well as on the worker."""
+    from kueue_es.services.dispatcher import core as dispatcher
+
+    state = run("pod-admitted-on-a-worker").state
+    wl = state.workloads["default/pod-p1-abcde"]
+    assert wl.admitted and multikueue.has_multikueue_check(wl, state.admission_checks)
+    assert dispatcher.start_of(dispatcher.DispatchState(cluster=state), wl) is None
+    # a Job of the same queue is started on the manager: its managedBy keeps the Job controller off it
+    job = run("evicted-on-worker-retries").state
+    started = dispatcher.start_of(dispatcher.DispatchState(cluster=job), job.workloads["default/w1"])
+    assert isinstance(started, dispatcher.StartJob)
