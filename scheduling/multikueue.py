@@ -41,6 +41,10 @@ INCREMENTAL_ROUND_MS = 5 * 60 * 1000
 incrementalDispatcherRoundTimeout)."""
 DEFAULT_WORKER_LOST_TIMEOUT_MS = 15 * 60 * 1000
 NO_MORE_WORKERS = "no more workers to nominate"
+EVICTED_ON_WORKER = "Workload evicted on worker cluster: "
+"""How a Retry for a copy evicted on its worker begins (workload.go reconcileGroup)."""
+OUT_OF_SYNC_ON_WORKER = "is out of sync with its user job, resetting for re-dispatch"
+"""What a Retry for a copy finished ``OutOfSync`` on its worker says (workload.go reconcileGroup)."""
 
 #: The job kinds with a MultiKueue adapter, as ``(API group, kind)`` (Kueue pkg/controller/jobs/*
 #: *_multikueue_adapter.go); a workload of another owner kind has its check Rejected.
@@ -235,14 +239,9 @@ def _while_ready(
         return types.MultiKueueCheckRetry(workload=wl.ref, check=check, message=message, at_ms=now_ms)
 
     if copy is not None and copy.evicted:
-        return retry(
-            f'Workload evicted on worker cluster: "{cluster}", resetting for re-admission. Previously: "Ready"'
-        )
+        return retry(f'{EVICTED_ON_WORKER}"{cluster}", resetting for re-admission. Previously: "Ready"')
     if copy is not None and copy.finished and copy.finish_reason == "OutOfSync":
-        return retry(
-            f'Remote workload on worker cluster "{cluster}" is out of sync with its user job, resetting for '
-            're-dispatch, Previously: "Ready"'
-        )
+        return retry(f'Remote workload on worker cluster "{cluster}" {OUT_OF_SYNC_ON_WORKER}, Previously: "Ready"')
     if copy is not None and (copy.admitted or copy.finished):
         return None
     if not cluster:

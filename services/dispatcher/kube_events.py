@@ -15,6 +15,9 @@ Which decision gives which Event (type, reason: message), as Kueue words them:
   ClusterQueue is missing or inactive (Kueue's workload controller sets only the condition); reason
   ``SecondPassFailed`` for a failed second pass of a workload holding quota (Kueue: the same Event,
   no condition);
+- RemoteAdmissionChosen: Normal ``MultiKueue``: "The workload was admitted on "W"", and MultiKueueCheckRetry
+  for a copy evicted on its worker (Normal) or finished OutOfSync (Warning), with the Retry's message
+  (multikueue/workload.go reconcileGroup, syncAdmittingRemoteState);
 - EvictionRequested: Normal ``EvictedDueTo<reason>`` and the eviction message (evict.go
   reportEvictedWorkload; ``DeactivatedDueTo<cause>`` reasons give
   ``EvictedDueToDeactivatedDueTo<cause>``); for a preemption also Normal ``Preempted`` on the
@@ -35,6 +38,7 @@ from typing import Any
 from kueue_es.events import job_owners, manifests, models, slices, types
 from kueue_es.jobframework import integrations, pods, prebuilt, workloads
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_boost, priority_of
+from kueue_es.scheduling import multikueue
 from kueue_es.services.dispatcher import status
 from kueue_es.services.kube import resources
 
@@ -74,6 +78,16 @@ def for_decision(
     priorities. ``reserved``: ``event`` is a WorkloadAdmitted that also reserved the quota (one
     message for both, issue 18), so its QuotaReserved Event comes first, as Kueue records both."""
     match event:
+        case types.RemoteAdmissionChosen(workload=ref, message=message, at_ms=at):
+            return [_multikueue(ref, "Normal", message, at)]
+        case types.MultiKueueCheckRetry(workload=ref, message=message, at_ms=at):
+            # only a copy evicted on its worker (Normal) or out of sync with its job (Warning) is told: a lost or
+            # vanished admitting worker resets the check without an Event (workload.go reconcileGroup)
+            if message.startswith(multikueue.EVICTED_ON_WORKER):
+                return [_multikueue(ref, "Normal", message, at)]
+            if multikueue.OUT_OF_SYNC_ON_WORKER in message:
+                return [_multikueue(ref, "Warning", message, at)]
+            return []
         case types.QuotaReserved(workload=ref, cluster_queue=cq, at_ms=at):
             queued = _queued_ms(state, ref, record)
             wait = max(0, at - queued) / 1000 if queued else 0.0
@@ -132,6 +146,18 @@ def for_decision(
                     )
                 ]
     return []
+
+
+def _multikueue(ref: types.WorkloadRef, kind: str, message: str, at_ms: int) -> KubeEvent:
+    """Kueue's MultiKueue workload reconciler's Event (reason ``MultiKueue``, its workload-controller recorder)."""
+    return KubeEvent(
+        workload=ref,
+        type=kind,
+        reason="MultiKueue",
+        message=truncate(message),
+        at_ms=at_ms,
+        component=WORKLOAD_CONTROLLER_COMPONENT,
+    )
 
 
 _CORE_JOBS = {"Job": "batch/v1", "Pod": "v1"}

@@ -465,3 +465,30 @@ def test_a_job_nested_too_deep_in_kueues_words() -> None:
     )
     assert item.job == ("batch/v1", "Job", "") and item.workload.name == "j"
     assert kube_events.event_object(item, name="e")["action"] == "JobNestingTooDeep"
+
+
+def test_multikueue_admission_and_worker_resets_are_told_as_kueue_tells_them() -> None:
+    """test/integration/multikueue/jobs_test.go: an Event ``MultiKueue`` Normal "The workload was admitted on
+    "worker1"" on the admission, Warning for a copy out of sync with its job; none was recorded."""
+    from kueue_es.projections.cluster import ClusterState
+    from kueue_es.scheduling import multikueue
+
+    ref = types.WorkloadRef(namespace="default", name="wl")
+    state = ClusterState()
+
+    def told(event: types.Event) -> list[tuple[str, str, str, str]]:
+        return [(e.type, e.reason, e.message, e.component) for e in kube_events.for_decision(state, event)]
+
+    admitted_on = 'The workload was admitted on "worker1"'
+    chosen = types.RemoteAdmissionChosen(workload=ref, check="mk", cluster="worker1", message=admitted_on, at_ms=1)
+    assert told(chosen) == [("Normal", "MultiKueue", admitted_on, "kueue-workload-controller")]
+    evicted = f'{multikueue.EVICTED_ON_WORKER}"worker1", resetting for re-admission. Previously: "Ready"'
+    out_of_sync = f'Remote workload on worker cluster "worker1" {multikueue.OUT_OF_SYNC_ON_WORKER}, Previously: "Ready"'
+    assert told(types.MultiKueueCheckRetry(workload=ref, check="mk", message=evicted, at_ms=2)) == [
+        ("Normal", "MultiKueue", evicted, "kueue-workload-controller")
+    ]
+    assert told(types.MultiKueueCheckRetry(workload=ref, check="mk", message=out_of_sync, at_ms=3)) == [
+        ("Warning", "MultiKueue", out_of_sync, "kueue-workload-controller")
+    ]
+    lost = 'Admitting remote lost, Previously: "Ready"'
+    assert told(types.MultiKueueCheckRetry(workload=ref, check="mk", message=lost, at_ms=4)) == []
