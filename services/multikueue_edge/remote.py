@@ -184,6 +184,13 @@ class KubeconfigSource:
     path: bool
 
 
+def owned_by_origin(obj: Mapping[str, Any], origin: str) -> bool:
+    """Whether a worker's object is this manager's: its ``kueue.x-k8s.io/multikueue-origin`` label is
+    ``origin`` (Kueue jobframework/utils.go ValidateRemoteObjectOwnership)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return bool(origin) and labels.get(ORIGIN_LABEL) == origin
+
+
 def copy_priority(workload: Mapping[str, Any]) -> Priority | None:
     """A raw remote Workload's priority as :func:`core.plan` compares it: its ``spec.priorityClassRef`` name
     ("" without one) and ``spec.priority``; None when the class is a Pod PriorityClass (Kueue does not

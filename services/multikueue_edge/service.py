@@ -597,11 +597,7 @@ class Edge:
                 )
             else:
                 if action.job is not None:
-                    job_ref = resources.ref_for(action.job.api_version, action.job.kind)
-                    with contextlib.suppress(errors.NotFoundError):
-                        await _retry()(client.delete_object)(
-                            api, job_ref, namespace=ref.namespace, name=action.job.name
-                        )
+                    await self._delete_job_if_owned(api, ref.namespace, action.job)
                 else:
                     await self._delete_owned_jobs(api, ref)
                 worker.jobs.discard(ref.key)
@@ -630,6 +626,21 @@ class Edge:
             log.warning("remote_write_failed", action=_action_name(action), target=target, error=str(err))
             return  # tried again at the next tick
         await self._publish_result(action, result)
+
+    async def _delete_job_if_owned(self, api: k8s_client.ApiClient, namespace: str, job: core.JobRef) -> None:
+        """Delete the worker's job named as the manager's only when it carries this origin's label: a job of
+        the same name the worker had of its own is not MultiKueue's (Kueue jobframework/utils.go
+        DeleteRemoteObjectIfOwned, issue 11849)."""
+        job_ref = resources.ref_for(job.api_version, job.kind)
+        try:
+            found = await _retry()(client.get_object)(api, job_ref, namespace=namespace, name=job.name)
+        except errors.NotFoundError:
+            return
+        if not remote.owned_by_origin(found, self.origin):
+            log.info("remote_job_not_ours", job=f"{namespace}/{job.name}", kind=job.kind)
+            return
+        with contextlib.suppress(errors.NotFoundError):
+            await _retry()(client.delete_object)(api, job_ref, namespace=namespace, name=job.name)
 
     async def _delete_owned_jobs(self, api: k8s_client.ApiClient, ref: types.WorkloadRef) -> None:
         """GC: delete the remote Jobs and JobSets that name ``ref`` as their prebuilt Workload."""

@@ -665,3 +665,35 @@ async def test_the_edge_patches_the_copys_priority_and_logs_it(monkeypatch: pyte
         event = codec.decode(message.data)
         break
     assert isinstance(event, types.DispatchApplied) and event.action == "update-remote-workload-priority"
+
+
+# -- cluster_role_sharing_test.go "Should not delete a pre-existing worker-local Job with the same NamespacedName" --
+
+
+async def test_a_workers_own_job_of_the_same_name_is_not_deleted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue jobframework/utils.go DeleteRemoteObjectIfOwned (issue 11849): the edge deleted the worker's Job named
+    as the manager's when the copy lost the race, though that Job was the worker's own (no origin label)."""
+    from kueue_es.events.bus.memory import MemoryBus
+    from kueue_es.services.kube import client
+    from kueue_es.services.multikueue_edge import service
+
+    jobs = {
+        "w1": {"metadata": {"name": "sample", "namespace": "default", "labels": {}}},
+        "w2": {"metadata": {"name": "sample", "namespace": "default", "labels": {remote.ORIGIN_LABEL: "multikueue"}}},
+    }
+    deleted: list[tuple[str, str]] = []
+
+    async def get_object(api, ref, *, namespace, name, **_kw) -> dict:
+        return jobs[api]
+
+    async def delete_object(api, ref, *, namespace, name, **_kw) -> None:
+        deleted.append((api, ref.kind))
+
+    monkeypatch.setattr(client, "get_object", get_object)
+    monkeypatch.setattr(client, "delete_object", delete_object)
+    edge = service.Edge(bus=MemoryBus(), api=object(), namespace="kueue-es")  # type: ignore[arg-type]
+    for name in ("w1", "w2"):
+        edge.workers[name] = service.Worker(name=name, spec={}, api=name)  # type: ignore[arg-type]
+        await edge._write(core.DeleteRemote(cluster=name, workload=REF, why="lost-race", decision_seq=3, job=JOB))
+    assert deleted == [("w1", "Workload"), ("w2", "Job"), ("w2", "Workload")]
+    assert remote.owned_by_origin(jobs["w2"], "multikueue") and not remote.owned_by_origin(jobs["w2"], "other")
