@@ -311,7 +311,16 @@ def job_pod_templates(api_version: str, kind: str, job: Mapping[str, Any]) -> di
     ``spec.podSets[].template`` (jobframework ConstructWorkload: each pod set's template is the job's): a
     batch/v1 Job's ``main`` without the Job controller's labels (:func:`kueue_es.jobframework.jobs.
     workload_template`), an integration's pod sets (its ``workload_template`` when Kueue builds one).
+    A single Pod's ``main`` is its spec (pod_controller.go constructPodSet: ``Template.Spec`` is the Pod's, no
+    metadata): the worker of a MultiKueue copy compares the Pod it runs with it.
     Empty for any other kind. Raises ManifestError (a job its integration cannot read) or KeyError."""
+    if (api_version, kind) == ("v1", "Pod"):
+        spec = job["spec"]
+        if not isinstance(spec, Mapping):
+            raise workloads.job_ref(job, kind=kind, api_version=api_version).error(
+                field="spec", problem="must be a mapping"
+            )
+        return {"main": {"spec": copy.deepcopy(dict(spec))}}
     if (api_version, kind) == ("batch/v1", "Job"):
         template = job["spec"]["template"]
         if not isinstance(template, Mapping):

@@ -687,8 +687,15 @@ class WorkloadSync:
             return kept
         owner = wl.workload.owner
         found: dict[str, Any] = {}
+        single_pod = (
+            owner is not None
+            and (owner.api_version, owner.kind) == ("v1", "Pod")
+            and not pod_integration.is_group_workload(wl.workload)
+        )
         has_templates = owner is not None and (
-            (owner.api_version, owner.kind) == ("batch/v1", "Job") or integrations.by_kind(owner.kind) is not None
+            (owner.api_version, owner.kind) == ("batch/v1", "Job")
+            or integrations.by_kind(owner.kind) is not None
+            or single_pod  # its spec (a MultiKueue worker compares the Pod it runs with it)
         )
         if owner is not None and has_templates:
             try:

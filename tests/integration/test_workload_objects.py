@@ -1406,6 +1406,31 @@ async def test_the_configured_labels_and_annotations_are_copied_to_the_workload_
     assert made["metadata"].get("annotations") == {"job-annotation": "annotation-value"}
 
 
+async def test_a_single_pods_workload_object_carries_the_pods_spec(api, bus: MemoryBus) -> None:
+    """Kueue pod_controller.go constructPodSet: a single Pod's pod set template is the Pod's spec. The Workload
+    object showed a container ``main`` with the requests alone, so a MultiKueue worker (multikueue/pod_test.go)
+    found the Pod it runs out of sync with its copy of that Workload and the manager dispatched it again forever."""
+    async with _kueue(api, bus, watch=("Pod",)):
+        await set_up(api, cpu=3)
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "lone", "namespace": "default", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+            },
+        }
+        await kube.apply_manifest(api, pod)
+        ref = await _pending_or_admitted(bus, "lone")
+        obj = await eventually(api, resources.WORKLOADS, namespace="default", name=ref.name, check=bool)
+        stored = await kube.get_object(api, resources.PODS, namespace="default", name="lone")
+    [pod_set] = obj["spec"]["podSets"]
+    assert pod_set["name"] == "main"
+    assert pod_set["template"]["spec"]["containers"] == stored["spec"]["containers"]
+    assert pod_set["template"]["spec"]["containers"][0]["image"] == "busybox"
+
+
 async def _pending_or_admitted(bus: MemoryBus, job_name: str) -> types.WorkloadRef:
     """The workload of Job ``job_name`` once the log has observed it."""
     async with asyncio.timeout(10):
