@@ -43,6 +43,7 @@ from kueue_es.events.manifests import load_documents
 from kueue_es.replay import replay_bus, summary
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
+from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import CREDS_DIR, MULTIKUEUE_EDGE, SERVICES, Supervisor
@@ -106,12 +107,12 @@ def worker_manifests(setup: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def manager_configuration(*, worker_lost_timeout: str, gc_interval: str) -> str:
     """The manager's Configuration file: Kueue's defaults with a short ``workerLostTimeout`` and ``gcInterval``,
-    and the integrations MultiKueue has adapters for here (Job, JobSet)."""
+    and the integrations MultiKueue has adapters for here (Job, JobSet, Pod)."""
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "multiKueue": {"workerLostTimeout": worker_lost_timeout, "gcInterval": gc_interval},
-        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset"]},  # MultiKueue's adapters
+        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "pod"]},  # MultiKueue's adapters
     }
     return yaml.safe_dump(config, sort_keys=False)
 
@@ -248,7 +249,9 @@ class Cluster:
         self.api = await kube.make_api_client(server=direct)
         self.stack.push_async_callback(self.api.close)
         kubelet = asyncio.create_task(SimulatedKubelet(self.api, default_duration_seconds=duration).run())
-        self.stack.push_async_callback(cancel_and_wait, [kubelet])
+        # the scheduler stand-in binds and runs plain Pods (a Pod MultiKueue runs on a worker), as in `kueue-es demo`
+        controllers = asyncio.create_task(SimulatedControllers(self.api).run())
+        self.stack.push_async_callback(cancel_and_wait, [kubelet, controllers])
 
     async def stop(self) -> None:
         """Stop this cluster's kueue-es, kubelet and gate: the manager cannot reach it any more."""

@@ -11,11 +11,15 @@ here, on the API servers and on the manager's log:
   Workload it adopts; finished here by writing its status, as the JobSet controller would);
 - a worker that becomes unreachable is marked inactive, its workload is dispatched again to the other
   worker after ``workerLostTimeout``, and once it is back its stale copy is removed;
-- an orphan (a Workload of this origin the manager does not know) is collected by the GC.
+- an orphan (a Workload of this origin the manager does not know) is collected by the GC;
+- a MultiKueueCluster whose Secret is missing is Active=False ``BadKubeConfig`` (setup_test.go);
+- the admission on a worker is a ``MultiKueue`` Event on the manager's Workload (jobs_test.go);
+- a plain Pod runs on a worker only: the manager's stays gated and takes the remote one's status (pod_test.go).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 from typing import Any
@@ -126,6 +130,52 @@ def _jobset(name: str) -> dict[str, Any]:
     }
 
 
+def _pod(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {"kueue.x-k8s.io/queue-name": "user-queue"},
+            "annotations": {"kueue-es.dev/sim-duration-seconds": "1"},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+        },
+    }
+
+
+async def _a_pod_runs_on_a_worker(manager: Cluster, workers: list[Cluster]) -> None:
+    """A plain Pod through MultiKueue (pod_test.go): copied to the winner, which runs it; the manager's Pod stays
+    gated (Kueue skips a ComposableJob's local start) and takes the remote one's status."""
+    await kube.create_object(manager.api, resources.PODS, namespace="default", body=_pod("lone"))
+    lone = await _manager_workload_of(manager, "lone")
+    [winner] = await eventually(lambda: _chosen(manager, f"default/{lone}"), what="the Pod's worker")
+    remote_pod = await eventually(
+        lambda: _get({w.name: w for w in workers}[winner], resources.PODS, "lone"), what="the remote Pod"
+    )
+    assert remote_pod["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL] == lone
+    local_pod = await eventually(
+        lambda: _get(manager, resources.PODS, "lone"),
+        lambda p: (p.get("status") or {}).get("phase") == "Succeeded",
+        what="the manager's Pod Succeeded (mirrored)",
+        timeout=60,
+    )
+    assert {"name": "kueue.x-k8s.io/admission"} in local_pod["spec"]["schedulingGates"]
+
+
+async def _events_about(cluster: Cluster, workload: str) -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the Events about Workload ``workload`` on ``cluster``."""
+    items, _ = await kube.list_objects(cluster.api, resources.EVENTS, namespace="default")
+    return [
+        (e.get("type", ""), e.get("reason", ""), e.get("note") or e.get("message") or "")
+        for e in items
+        if (e.get("regarding") or e.get("involvedObject") or {}).get("name") == workload
+    ]
+
+
 async def _chosen(manager: Cluster, key: str) -> list[str]:
     return [
         e.cluster
@@ -176,6 +226,23 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
                 what=f"{worker.name} Active",
             )
         await eventually(lambda: _workloads(w2), lambda wls: "orphan" not in wls, what="the orphan collected")
+        # a cluster whose kubeconfig Secret does not exist: Kueue's reason and message (setup_test.go)
+        broken = {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "MultiKueueCluster",
+            "metadata": {"name": "broken"},
+            "spec": {"clusterSource": {"kubeConfig": {"location": "no-such-secret"}}},
+        }
+        await kube.create_object(manager.api, resources.MULTIKUEUE_CLUSTERS, body=broken)
+        await eventually(
+            lambda: kube.get_object(manager.api, resources.MULTIKUEUE_CLUSTERS, name="broken"),
+            lambda c: any(
+                (x["status"], x["reason"], x["message"])
+                == ("False", "BadKubeConfig", 'load client config failed: Secret "no-such-secret" not found')
+                for x in (c.get("status") or {}).get("conditions") or []
+            ),
+            what="the broken cluster BadKubeConfig",
+        )
 
         # a Job: the webhook makes it MultiKueue's, it runs on a worker, its finish comes back
         created = await kube.create_object(
@@ -200,6 +267,11 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
             timeout=90,
         )
         assert local_job["status"]["succeeded"] == 3
+        await eventually(
+            lambda: _events_about(manager, first),
+            lambda found: ("Normal", "MultiKueue", f'The workload was admitted on "{winner}"') in found,
+            what="the MultiKueue Event",
+        )
         events = [e for _, e in await _log(manager)]
         assert any(isinstance(e, types.WorkloadFinished) and e.workload.name == first for e in events)
         # finished: no copy left on either worker, and the job on the winner gone
@@ -210,6 +282,8 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
         ]
         assert any(s.startswith(f"kq.disp.{winner}.wl.") and e.action == "create-remote-job" for s, e in applied)
 
+        # a plain Pod, beside the JobSet (pod_test.go): run by a worker only, the manager's stays gated
+        pod_step = asyncio.create_task(_a_pod_runs_on_a_worker(manager, workers))
         # a JobSet, dispatched the same way; finished by its (absent) controller's status on the worker
         await kube.create_object(manager.api, resources.JOBSETS, namespace="default", body=_jobset("js"))
         js = await _manager_workload_of(manager, "js")
@@ -243,6 +317,8 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
             what="the manager's JobSet Completed (mirrored)",
             timeout=60,
         )
+
+        await pod_step  # ran beside the JobSet's
 
         # a worker lost while it runs a Job: dispatched again to the other one after workerLostTimeout
         await kube.create_object(manager.api, resources.JOBS, namespace="default", body=_job("long", seconds=30))
