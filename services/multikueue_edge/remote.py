@@ -163,9 +163,12 @@ def mirrored_job_status(local: Mapping[str, Any], remote: Mapping[str, Any]) -> 
 
     A batch/v1 Job copies the remote status only while the manager's Job is unsuspended, when both
     are suspended, or once the remote Job finished (Kueue job_multikueue_adapter.go SyncJob); any
-    other kind (JobSet) copies it whenever it differs. None also when the statuses are already equal.
+    other kind (JobSet, Pod) copies it whenever it differs, a gated Pod keeping its own ``PodScheduled``
+    until the worker's is True (:func:`_pod_status`). None also when the statuses are already equal.
     """
     remote_status = dict(remote.get("status") or {})
+    if local.get("kind") == "Pod":
+        remote_status = _pod_status(local, remote_status)
     if remote_status == dict(local.get("status") or {}):
         return None
     if local.get("kind") == "Job":
@@ -173,6 +176,34 @@ def mirrored_job_status(local: Mapping[str, Any], remote: Mapping[str, Any]) -> 
         if not copies:
             return None
     return remote_status
+
+
+def _pod_status(local: Mapping[str, Any], remote_status: dict[str, Any]) -> dict[str, Any]:
+    """The remote Pod's status as the manager's gated Pod takes it: while the worker has not scheduled its Pod,
+    the manager's keeps its own ``PodScheduled`` (False, ``SchedulingGated``), so that a cluster autoscaler on
+    the manager does not take it for an unschedulable Pod (Kueue pod_multikueue_adapter.go
+    syncLocalPodWithRemote)."""
+    gated = any(
+        isinstance(g, Mapping) and g.get("name") == "kueue.x-k8s.io/admission"
+        for g in (local.get("spec") or {}).get("schedulingGates") or []
+    )
+
+    def scheduled(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        return next(
+            (c for c in status.get("conditions") or [] if isinstance(c, Mapping) and c.get("type") == "PodScheduled"),
+            None,
+        )
+
+    own = scheduled(local.get("status") or {})
+    theirs = scheduled(remote_status)
+    if not gated or own is None or (theirs is not None and theirs.get("status") == "True"):
+        return remote_status
+    conditions = list(remote_status.get("conditions") or [])
+    if theirs is None:
+        conditions.append(dict(own))
+    else:
+        conditions = [dict(own) if c is theirs else c for c in conditions]
+    return {**remote_status, "conditions": conditions}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -697,3 +697,21 @@ async def test_a_workers_own_job_of_the_same_name_is_not_deleted(monkeypatch: py
         await edge._write(core.DeleteRemote(cluster=name, workload=REF, why="lost-race", decision_seq=3, job=JOB))
     assert deleted == [("w1", "Workload"), ("w2", "Job"), ("w2", "Workload")]
     assert remote.owned_by_origin(jobs["w2"], "multikueue") and not remote.owned_by_origin(jobs["w2"], "other")
+
+
+def test_a_gated_manager_pod_keeps_its_scheduling_gated_condition_until_the_worker_schedules() -> None:
+    """pod_multikueue_adapter.go syncLocalPodWithRemote: the worker's PodScheduled=False Unschedulable is not
+    copied onto the manager's gated Pod (an autoscaler there would scale up for it); the edge copied it."""
+    gated_cond = {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}
+    local = {
+        "kind": "Pod",
+        "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]},
+        "status": {"phase": "Pending", "conditions": [gated_cond]},
+    }
+    unschedulable = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    waiting = {"kind": "Pod", "status": {"phase": "Pending", "qosClass": "Burstable", "conditions": [unschedulable]}}
+    out = remote.mirrored_job_status(local, waiting)
+    assert out == {"phase": "Pending", "qosClass": "Burstable", "conditions": [gated_cond]}
+    assert remote.mirrored_job_status(local, {"kind": "Pod", "status": {"phase": "Pending"}}) is None
+    running = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    assert remote.mirrored_job_status(local, {"kind": "Pod", "status": running}) == running
