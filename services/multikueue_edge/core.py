@@ -210,8 +210,8 @@ def plan(
 def _priority_changed(local: Priority | None, copy: Priority | None) -> bool:
     """Whether a copy's priority is behind the manager's (Kueue pkg/workload PriorityChanged): only for a
     WorkloadPriorityClass (a Pod priority class is not updated), on a new class name or a new value."""
-    if local is None or copy is None:
-        return False
+    if local is None or copy is None or local.value is None:
+        return False  # a class without a priority: no update the worker would take
     return bool(local.class_name and local.class_name != copy.class_name) or local.value != copy.value
 
 

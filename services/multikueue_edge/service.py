@@ -45,7 +45,7 @@ from kubernetes_asyncio import config as k8s_config
 from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.base import Bus, LogMessage
 from kueue_es.projections import afs, batches
-from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 from kueue_es.services import runtime
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.multikueue_edge import core, remote
@@ -267,7 +267,7 @@ class Edge:
                 chosen=d.chosen,
                 chosen_seq=d.chosen_seq,
                 job=_job(wl),
-                priority=_local_priority(wl),
+                priority=_local_priority(wl, self.state),
             )
         # workloads whose decisions were reset but whose copies may remain: not live
         for worker in self.workers.values():
@@ -773,13 +773,15 @@ def _live(wl: WorkloadState | None) -> bool:
     )
 
 
-def _local_priority(wl: WorkloadState | None) -> core.Priority | None:
+def _local_priority(wl: WorkloadState | None, state: ClusterState) -> core.Priority | None:
     """The manager workload's WorkloadPriorityClass and priority, None without one (Kueue
-    IsWorkloadPriorityClass: only those are kept in line on the workers)."""
+    IsWorkloadPriorityClass: only those are kept in line on the workers). The priority is the one its
+    Workload object has (:func:`~kueue_es.projections.cluster.priority_of`: a job's workload takes its class's
+    value; the log's ``spec.priority`` is unset for it, and the worker refuses a class without a priority)."""
     ref = wl.workload.spec.priority_class_ref if wl is not None else None
     if wl is None or ref is None or ref.kind != "WorkloadPriorityClass":
         return None
-    return core.Priority(class_name=ref.name, value=wl.workload.spec.priority)
+    return core.Priority(class_name=ref.name, value=priority_of(wl.workload, state))
 
 
 def _job(wl: WorkloadState | None) -> core.JobRef | None:

@@ -715,3 +715,32 @@ def test_a_gated_manager_pod_keeps_its_scheduling_gated_condition_until_the_work
     assert remote.mirrored_job_status(local, {"kind": "Pod", "status": {"phase": "Pending"}}) is None
     running = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}
     assert remote.mirrored_job_status(local, {"kind": "Pod", "status": running}) == running
+
+
+def test_a_jobs_workload_priority_is_its_classs_value() -> None:
+    """Found on the live system: a job's workload has no ``spec.priority`` on the log (its class's value is its
+    priority), so the edge patched the copy with a class and a null priority, which the worker refused (422
+    "priority should not be nil when priorityClassRef is set") at every tick."""
+    from kueue_es.projections.cluster import ClusterState, WorkloadState
+    from kueue_es.services.multikueue_edge.service import _local_priority
+
+    state = ClusterState()
+    state.priority_classes["low"] = models.WorkloadPriorityClass(metadata=models.ObjectMeta(name="low"), value=10)
+    workload = models.Workload(
+        metadata=models.ObjectMeta(name="wl", namespace="default"),
+        spec=models.WorkloadSpec(
+            queue_name="lq",
+            priority_class_ref=models.PriorityClassRef(name="low"),
+            pod_sets=[models.PodSet(name="main", count=1, requests={"cpu": 1000})],
+        ),
+    )
+    assert _local_priority(WorkloadState(workload=workload, observed_seq=1), state) == core.Priority(
+        class_name="low", value=10
+    )
+    # no value at all: nothing is written
+    unknown = core.Priority(class_name="gone", value=None)
+    copy = core.RemoteCopy(
+        namespace="default", name="wl", admitted=True, has_job=True, priority=core.Priority(class_name="x", value=1)
+    )
+    local = _local(chosen="w1", chosen_seq=3, priority=unknown)
+    assert core.plan({"default/wl": local}, {"w1": {"default/wl": copy}}, connected={"w1"}) == []
