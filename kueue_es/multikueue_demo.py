@@ -43,7 +43,6 @@ from kueue_es.events.manifests import load_documents
 from kueue_es.replay import replay_bus, summary
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, configure_logging
-from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import CREDS_DIR, MULTIKUEUE_EDGE, SERVICES, Supervisor
@@ -249,9 +248,7 @@ class Cluster:
         self.api = await kube.make_api_client(server=direct)
         self.stack.push_async_callback(self.api.close)
         kubelet = asyncio.create_task(SimulatedKubelet(self.api, default_duration_seconds=duration).run())
-        # the scheduler stand-in binds and runs plain Pods (a Pod MultiKueue runs on a worker), as in `kueue-es demo`
-        controllers = asyncio.create_task(SimulatedControllers(self.api).run())
-        self.stack.push_async_callback(cancel_and_wait, [kubelet, controllers])
+        self.stack.push_async_callback(cancel_and_wait, [kubelet])
 
     async def stop(self) -> None:
         """Stop this cluster's kueue-es, kubelet and gate: the manager cannot reach it any more."""

@@ -14,7 +14,8 @@ here, on the API servers and on the manager's log:
 - an orphan (a Workload of this origin the manager does not know) is collected by the GC;
 - a MultiKueueCluster whose Secret is missing is Active=False ``BadKubeConfig`` (setup_test.go);
 - the admission on a worker is a ``MultiKueue`` Event on the manager's Workload (jobs_test.go);
-- a plain Pod runs on a worker only: the manager's stays gated and takes the remote one's status (pod_test.go).
+- a plain Pod runs on a worker only: the manager's stays gated and takes the remote one's status (pod_test.go);
+- a running Job's priority class changed on the manager reaches its copy on the worker (scheduler_test.go).
 """
 
 from __future__ import annotations
@@ -130,6 +131,18 @@ def _jobset(name: str) -> dict[str, Any]:
     }
 
 
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+def _priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
 def _pod(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -153,10 +166,23 @@ async def _a_pod_runs_on_a_worker(manager: Cluster, workers: list[Cluster]) -> N
     await kube.create_object(manager.api, resources.PODS, namespace="default", body=_pod("lone"))
     lone = await _manager_workload_of(manager, "lone")
     [winner] = await eventually(lambda: _chosen(manager, f"default/{lone}"), what="the Pod's worker")
-    remote_pod = await eventually(
-        lambda: _get({w.name: w for w in workers}[winner], resources.PODS, "lone"), what="the remote Pod"
-    )
+    cluster = {w.name: w for w in workers}[winner]
+    remote_pod = await eventually(lambda: _get(cluster, resources.PODS, "lone"), what="the remote Pod")
     assert remote_pod["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL] == lone
+    # the worker's kueue-es starts it (ungates it); it is finished by its (absent) kubelet's status
+    await eventually(
+        lambda: _get(cluster, resources.PODS, "lone"),
+        lambda p: {"name": "kueue.x-k8s.io/admission"} not in ((p or {}).get("spec") or {}).get("schedulingGates", []),
+        what="the remote Pod ungated by its worker",
+    )
+    await kube.patch_object(
+        cluster.api,
+        resources.PODS,
+        namespace="default",
+        name="lone",
+        subresource="status",
+        patch={"status": {"phase": "Succeeded"}},
+    )
     local_pod = await eventually(
         lambda: _get(manager, resources.PODS, "lone"),
         lambda p: (p.get("status") or {}).get("phase") == "Succeeded",
@@ -320,8 +346,14 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
 
         await pod_step  # ran beside the JobSet's
 
-        # a worker lost while it runs a Job: dispatched again to the other one after workerLostTimeout
-        await kube.create_object(manager.api, resources.JOBS, namespace="default", body=_job("long", seconds=30))
+        # a worker lost while it runs a Job: dispatched again to the other one after workerLostTimeout;
+        # first its priority class is changed on the manager, and its copy gets it (scheduler_test.go)
+        for cluster in (manager, *workers):
+            for name, value in (("high", 1000), ("low", 10)):
+                await kube.apply_manifest(cluster.api, _priority_class(name, value))
+        long_job = _job("long", seconds=30)
+        long_job["metadata"].setdefault("labels", {})[PRIORITY_CLASS_LABEL] = "high"
+        await kube.create_object(manager.api, resources.JOBS, namespace="default", body=long_job)
         long = await _manager_workload_of(manager, "long")
         [long_winner] = await eventually(lambda: _chosen(manager, f"default/{long}"), what="the long Job's worker")
         lost = {w.name: w for w in workers}[long_winner]
@@ -329,6 +361,22 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
         await eventually(
             lambda: _get(lost, resources.JOBS, "long"),
             what="the long Job on its worker",
+        )
+        await kube.patch_object(
+            manager.api,
+            resources.JOBS,
+            namespace="default",
+            name="long",
+            patch={"metadata": {"labels": {PRIORITY_CLASS_LABEL: "low"}}},
+        )
+        await eventually(
+            lambda: _get(lost, resources.WORKLOADS, long),
+            lambda wl: (
+                wl is not None
+                and (wl["spec"].get("priorityClassRef") or {}).get("name") == "low"
+                and wl["spec"].get("priority") == 10
+            ),
+            what="the copy's new priority class",
         )
         await lost.pause()
         await eventually(
