@@ -289,7 +289,7 @@ def test_tas_annotations_are_validated_with_the_template_field_path() -> None:
     }
     errors = webhooks.validate_create("batch/v1", "Job", bad)
     assert [str(error) for error in errors] == [  # Kueue tas_validation.go ValidateTASPodSetRequest
-        'spec.template.metadata.annotations: Invalid value: must not contain more than one topology annotation: '
+        "spec.template.metadata.annotations: Invalid value: must not contain more than one topology annotation: "
         '["kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology", '
         '"kueue.x-k8s.io/podset-unconstrained-topology"]'
     ]
