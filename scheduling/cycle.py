@@ -86,6 +86,7 @@ def run(
     jobless_deactivation_evicts: bool = True,
     multikueue_placed_topology: bool = True,
     kueue_misconfigured: bool = True,
+    unqueued_releases: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -221,7 +222,12 @@ def run(
     ElasticJobsViaWorkloadSlices on, a head whose ``kueue.x-k8s.io/workload-slice-replacement-for``
     annotation names a slice replaces it whether or not it also carries ``elastic-job: "true"``, as
     Kueue's scheduler reads the annotation alone (workloadslicing.go ReplacementForKey); 35 and earlier
-    scheduled such a Workload made by hand as a workload of its own (:func:`slices.replaced_slice`)."""
+    scheduled such a Workload made by hand as a workload of its own (:func:`slices.replaced_slice`).
+
+    ``unqueued_releases`` (admitter logic 42; False: 41 and earlier, for replay): a reservation not yet admitted
+    (its checks not all Ready) whose LocalQueue is gone, or whose ClusterQueue is terminating or gone, is
+    given back (:func:`_unqueued_reservations`), as Kueue's workload controller does; 41 and earlier kept it,
+    so a deleted ClusterQueue stayed Terminating until the workload finished."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -245,7 +251,10 @@ def run(
             wl.reservation.cluster_queue, quota.reservation_usage(wl.held or wl.reservation), sign=-1
         )
     touched: set[str] = set()  # workloads already decided on in this cycle's first phases
-    for decision in _drain_stopped_queues(state, now_ms=now_ms):
+    drained: list[types.Decision] = [*_unqueued_reservations(state, now_ms=now_ms)] if unqueued_releases else []
+    drained_keys = {_workload_key(d) for d in drained}
+    drained += [d for d in _drain_stopped_queues(state, now_ms=now_ms) if _workload_key(d) not in drained_keys]
+    for decision in drained:
         decisions.append(decision)
         touched.add(_workload_key(decision))
         if isinstance(decision, types.QuotaReleased):
@@ -579,6 +588,58 @@ class _PodsReadyGate:
     def admitted(self) -> None:
         """An entry was admitted in this cycle."""
         self.closed = self.enabled
+
+
+UNQUEUED_REASONS = ("LocalQueueMissing", "ClusterQueueTerminating")
+"""The QuotaReleased reasons of :func:`_unqueued_reservations`: the workload's LocalQueue is gone, its
+ClusterQueue terminating or gone (the dispatcher writes Kueue's "<kind> <name> is terminating or missing")."""
+
+
+def _unqueued_reservations(state: ClusterState, *, now_ms: int) -> list[types.QuotaReleased]:
+    """The reservations to give back because the workload's queue is going (admitter logic 42).
+
+    Kueue's workload controller (pkg/controller/core/workload_controller.go reconcileOnLocalQueueActiveState,
+    reconcileOnClusterQueueActiveState) unsets the quota reservation of a workload that holds quota but is not
+    admitted when its LocalQueue is terminating or missing, or its ClusterQueue is: nothing would admit it
+    there, and the reservation would keep the ClusterQueue's resource-in-use finalizer on. An admitted workload
+    keeps its quota (the ClusterQueue stays Terminating until it ends). The LocalQueue is checked first, as
+    Kueue does. Returns QuotaReleased decisions (reason one of :data:`UNQUEUED_REASONS`) in workload order.
+
+    The workloads are found once per change of the queue objects (``state.objects_version``): a workload is
+    never reserved into a ClusterQueue that is terminating or through a LocalQueue that is gone, so only a
+    change of those objects makes new ones.
+    """
+    kept = state.caches.get("admitter.unqueued")
+    if kept is not None and kept[0] == state.objects_version:
+        found: list[tuple[str, str]] = kept[1]
+    else:
+        found = []
+        for cq_name in sorted(state.reserved):
+            cq = state.cluster_queues.get(cq_name)
+            cq_going = cq is None or cq.terminating
+            for key in sorted(state.reserved[cq_name]):
+                held = state.workloads[key]
+                lq_key = (held.workload.metadata.namespace, held.workload.spec.queue_name)
+                if lq_key not in state.local_queues:
+                    found.append((key, "LocalQueueMissing"))
+                elif cq_going:
+                    found.append((key, "ClusterQueueTerminating"))
+        state.caches["admitter.unqueued"] = (state.objects_version, found)
+    out: list[types.QuotaReleased] = []
+    for key, reason in found:
+        wl = state.workloads.get(key)
+        if wl is None or wl.reservation is None or wl.admitted or wl.gone or wl.eviction is not None:
+            continue
+        if key in state.releasable:
+            continue
+        cq_name = wl.reservation.cluster_queue
+        cause_seq = max(state.requeue_triggers.get(f"cq:{cq_name}", 0), state.requeue_triggers.get("*", 0))
+        out.append(
+            types.QuotaReleased(
+                workload=wl.ref, cluster_queue=cq_name, reason=reason, cause_seq=cause_seq, at_ms=now_ms
+            )
+        )
+    return out
 
 
 def _drain_stopped_queues(state: ClusterState, *, now_ms: int) -> list[types.Decision]:

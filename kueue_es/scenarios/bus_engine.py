@@ -36,7 +36,7 @@ from kueue_es.scenarios.core_engine import (
     multikueue_fact,
     status_fact,
 )
-from kueue_es.scenarios.engines import RunError
+from kueue_es.scenarios.engines import RunError, deletion_fact
 from kueue_es.scenarios.outcome import Outcome, build_outcome
 from kueue_es.scenarios.specs import (
     AdmittedWorkload,
@@ -196,9 +196,8 @@ class _BusRun:
                 await self._publish(types.WorkloadFinished(workload=await self._ref(key)))
             case DeleteEvent(modelled=True):
                 uid = (await self._ref(event.key)).uid if event.kind == "Workload" else ""
-                await self._publish(
-                    types.ObjectDeleted(kind=event.kind, namespace=event.namespace, name=event.name, uid=uid)
-                )
+                state, _ = await self._fold_all()
+                await self._publish(deletion_fact(event, state, uid=uid, at_ms=wall_clock_ms()))
             case DeleteEvent(refreshed=refreshed) if refreshed:
                 for fact in refreshed:
                     await self._publish(fact)

@@ -51,7 +51,7 @@ from kueue_es.events import codec, manifests, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.partitions import LEGACY, UNROUTED
-from kueue_es.scenarios.engines import RunError
+from kueue_es.scenarios.engines import RunError, deletion_fact
 from kueue_es.scenarios.outcome import Outcome, build_outcome
 from kueue_es.scenarios.specs import (
     ApplyEvent,
@@ -227,9 +227,7 @@ class _Runner:
                 self.publish_fact(types.WorkloadFinished(workload=self._ref(key), at_ms=self.now_ms()))
             case DeleteEvent(modelled=True):
                 uid = self._ref(event.key).uid if event.kind == "Workload" else ""
-                self.publish_fact(
-                    types.ObjectDeleted(kind=event.kind, namespace=event.namespace, name=event.name, uid=uid)
-                )
+                self.publish_fact(deletion_fact(event, self.run.state, uid=uid, at_ms=self.now_ms()))
             case DeleteEvent(refreshed=refreshed) if refreshed:
                 for fact in refreshed:
                     self.publish_fact(fact)

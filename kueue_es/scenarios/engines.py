@@ -20,8 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+import msgspec
+
+from kueue_es.events import manifests, models, types
+from kueue_es.projections.cluster import ClusterState
 from kueue_es.scenarios.outcome import Outcome
-from kueue_es.scenarios.specs import ENGINE_NAMES, Scenario
+from kueue_es.scenarios.specs import ENGINE_NAMES, DeleteEvent, Scenario
 
 
 class Engine(Protocol):
@@ -36,6 +40,21 @@ class Engine(Protocol):
     def close(self) -> None:
         """Release what the engine kept between runs (servers, temp dirs)."""
         ...
+
+
+def deletion_fact(event: DeleteEvent, state: ClusterState, *, uid: str, at_ms: int) -> types.Fact:
+    """The fact the watcher logs for ``event`` (a modelled kind) on a cluster as ``state`` folds it.
+
+    A ClusterQueue some workload still reserves quota in is held by Kueue's resource-in-use finalizer: the
+    watcher reports it marked for deletion (:data:`~kueue_es.events.models.TERMINATING_ANNOTATION`, at
+    ``at_ms``), not gone. Anything else is an ObjectDeleted (``uid``: the Workload's, "" for other kinds).
+    """
+    cq = state.cluster_queues.get(event.name) if event.kind == "ClusterQueue" else None
+    if cq is not None and state.reserved.get(event.name):
+        annotations = {**cq.metadata.annotations, models.TERMINATING_ANNOTATION: manifests.format_time_ms(at_ms)}
+        held = msgspec.structs.replace(cq, metadata=msgspec.structs.replace(cq.metadata, annotations=annotations))
+        return types.ClusterQueueObserved(cluster_queue=held)
+    return types.ObjectDeleted(kind=event.kind, namespace=event.namespace, name=event.name, uid=uid)
 
 
 class EngineUnavailable(Exception):

@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 41
+LOGIC_VERSION = 42
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -60,8 +60,12 @@ EARLIER_LOGIC_VERSIONS = (
     38,
     39,
     40,
+    41,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 40 and earlier wrote the
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 41 and earlier kept the
+reservation of a workload not yet admitted whose LocalQueue was gone or whose ClusterQueue was terminating or gone
+(42 gives it back, as Kueue's workload controller does, so a deleted ClusterQueue holding only such reservations
+goes at once). 40 and earlier wrote the
 Misconfigured message of a workload failing Kueue's admissibility checks as its first such pod set's, after ``pod
 set <name>: `` (41 writes Kueue's: ``resources validation failed: ...`` or ``resources didn't satisfy LimitRange
 constraints: ...``, every pod set's field errors aggregated, as pkg/workload/resources.go
@@ -194,6 +198,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         jobless_deactivation_evicts=True,
         multikueue_placed_topology=True,
         kueue_misconfigured=True,
+        unqueued_releases=True,
     )
 
 
@@ -232,6 +237,7 @@ def _decide(
     jobless_deactivation_evicts: bool,
     multikueue_placed_topology: bool,
     kueue_misconfigured: bool,
+    unqueued_releases: bool,
 ) -> list[types.Output]:
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
@@ -283,6 +289,7 @@ def _decide(
             jobless_deactivation_evicts=jobless_deactivation_evicts,
             multikueue_placed_topology=multikueue_placed_topology,
             kueue_misconfigured=kueue_misconfigured,
+            unqueued_releases=unqueued_releases,
         )
     finally:
         tree.rollback()
@@ -299,6 +306,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 41 kept a reservation not yet admitted whose LocalQueue was gone or ClusterQueue terminating.
     Versions 9 to 40 wrote a misconfigured workload's message as its first pod set's, after ``pod set <name>: ``.
     Versions 9 to 38 released a jobless Workload deactivated by hand at once, with no eviction.
     Versions 9 to 37 applied resource transformations in whole amounts.
@@ -365,6 +373,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     jobless_deactivation_evicts = version >= 39
     multikueue_placed_topology = version >= 40
     kueue_misconfigured = version >= 41
+    unqueued_releases = version >= 42
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -403,6 +412,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             jobless_deactivation_evicts=jobless_deactivation_evicts,
             multikueue_placed_topology=multikueue_placed_topology,
             kueue_misconfigured=kueue_misconfigured,
+            unqueued_releases=unqueued_releases,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

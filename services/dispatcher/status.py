@@ -863,6 +863,16 @@ def _release(
         reason = "Suspended" if granular else "Inadmissible"
         _unreserve(record, reason, f"{what} {name} is stopped", at_ms=event.at_ms, granular=granular)
         return
+    if before.eviction is None and event.reason in ("LocalQueueMissing", "ClusterQueueTerminating"):
+        # A reservation not admitted yet, given back as its queue is going (admitter logic 42; Kueue's
+        # workload_controller.go reconcileOnLocalQueueActiveState / reconcileOnClusterQueueActiveState).
+        if event.reason == "LocalQueueMissing":
+            what, name = "LocalQueue", wl.workload.spec.queue_name
+        else:
+            what, name = "ClusterQueue", event.cluster_queue
+        reason = "Misconfigured" if granular else "Inadmissible"
+        _unreserve(record, reason, f"{what} {name} is terminating or missing", at_ms=event.at_ms, granular=granular)
+        return
     evicted = record.conditions.get("Evicted")
     if evicted is not None and evicted.status:
         reason, message = evicted.reason, evicted.message

@@ -125,3 +125,65 @@ async def test_a_terminating_cluster_queue_keeps_its_borrowed_usage_in_its_cohor
     assert [a.workload for a in while_terminating] == [borrowing.workload]
     assert waiting.workload.name.startswith("job-later-") and waiting.reason == "WaitingForQuota"
     assert admitted[1].workload == waiting.workload and admitted[1].cluster_queue == "cq-b"
+
+
+ACTIVE = {
+    "type": "Active",
+    "status": "True",
+    "reason": "ByTest",
+    "message": "by test",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+"""The Active condition Kueue's SetAdmissionCheckActive writes for the check's controller."""
+
+
+def _checked(queue: dict) -> dict:
+    """``queue`` with admission check ``check`` (example.com/check, made Active by the test)."""
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "check"}]}
+    return queue
+
+
+async def test_a_cluster_queue_whose_workloads_only_reserve_goes_at_once(api, bus: MemoryBus) -> None:
+    """Kueue's clusterqueue_controller_test.go "Should delete the cluster without waiting for reserving only
+    workloads to finish": a workload holding quota but not admitted (its check Pending) loses its reservation
+    once the ClusterQueue is terminating (workload_controller.go reconcileOnClusterQueueActiveState), so the
+    finalizer comes off and the ClusterQueue goes. Before admitter logic 42 the reservation stayed and the
+    ClusterQueue stayed Terminating until the Job ended."""
+    async with _kueue(api, bus, watch=("AdmissionCheck",)):
+        await kube.apply_manifest(api, flavor("default-flavor"))
+        await kube.apply_manifest(
+            api,
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "AdmissionCheck",
+                "metadata": {"name": "check"},
+                "spec": {"controllerName": "example.com/check"},
+            },
+        )
+        await kube.patch_object(
+            api,
+            resources.ADMISSION_CHECKS,
+            name="check",
+            patch={"status": {"conditions": [ACTIVE]}},
+            subresource="status",
+        )
+        await kube.apply_manifest(api, _checked(cluster_queue("cluster-queue", cpu=3)))
+        await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+        await kube.apply_manifest(api, job("reserving", parallelism=1))
+        [reserved] = await wait_for(bus, types.QuotaReserved)
+        await eventually(api, resources.CLUSTER_QUEUES, name="cluster-queue", check=has_kueue_finalizer)
+        await kube.delete_object(api, resources.CLUSTER_QUEUES, name="cluster-queue")
+        await gone(api, resources.CLUSTER_QUEUES, name="cluster-queue")
+        [released] = await wait_for(bus, types.QuotaReleased)
+        workload = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=reserved.workload.name,
+            check=lambda o: conditions(o).get("QuotaReserved", {}).get("status") == "False",
+        )
+
+    # the QuotaReserved message is the release's, then the pending one of a workload whose ClusterQueue is
+    # inactive or missing (tests/integration/test_kueue_status.py has the release's)
+    assert (released.workload, released.reason) == (reserved.workload, "ClusterQueueTerminating")
+    assert "admission" not in workload.get("status", {})

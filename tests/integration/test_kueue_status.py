@@ -284,6 +284,30 @@ def test_stop_policies() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        ("ClusterQueueTerminating", "ClusterQueue cluster-queue is terminating or missing"),
+        ("LocalQueueMissing", "LocalQueue user-queue is terminating or missing"),
+    ],
+)
+@pytest.mark.parametrize("gate", [True, False])
+def test_a_reservation_given_back_as_its_queue_goes(reason: str, message: str, gate: bool) -> None:
+    """Admitter logic 42: a reservation not admitted yet is given back when its LocalQueue is gone or its
+    ClusterQueue terminating; Kueue's workload controller writes QuotaReserved=False "<kind> <name> is
+    terminating or missing", reason Misconfigured (Inadmissible with UnadmittedWorkloadsObservability off)
+    (workload_controller.go reconcileOnLocalQueueActiveState, reconcileOnClusterQueueActiveState)."""
+    config = types.ConfigurationObserved(
+        configuration=models.Configuration(feature_gates={"UnadmittedWorkloadsObservability": gate})
+    )
+    log, ref = queues_log(config)
+    log.add(reserved(ref, 10), released(ref, reason, 30))
+    conditions = {c["type"]: c for c in log.status(ref)["conditions"]}
+    expected_reason = "Misconfigured" if gate else "Inadmissible"
+    assert conditions["QuotaReserved"] == cond("QuotaReserved", False, expected_reason, message, 30)
+    assert "Evicted" not in conditions and "Requeued" not in conditions
+
+
 @pytest.mark.parametrize("kind", ["ClusterQueue", "LocalQueue"])
 def test_a_drained_workload_is_requeued_restarted_once_its_queue_runs_again(kind: str) -> None:
     """workload_controller.go: a workload drained by HoldAndDrain (Requeued=False ``<kind>Stopped``) gets
