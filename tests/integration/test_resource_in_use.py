@@ -139,3 +139,31 @@ async def test_a_topology_deleted_while_a_flavor_names_it_stays_until_the_flavor
         await gone(api, resources.TOPOLOGIES, name="default")
 
     assert terminating["metadata"]["finalizers"] == [FINALIZER]
+
+
+@pytest.mark.parametrize("kind", ["ResourceFlavor", "AdmissionCheck"])
+async def test_a_flavor_or_check_deleted_while_named_goes_once_its_cluster_queue_is_deleted(
+    api, bus: MemoryBus, kind: str
+) -> None:
+    """Kueue's resourceflavor_controller_test.go and admissioncheck_controller_test.go "Should delete the
+    resourceFlavor|admissionCheck when the corresponding clusterQueue is deleted": held by its finalizer while
+    the ClusterQueue names it, a change of the ClusterQueue's cohort leaves it held, and it goes once the
+    (empty) ClusterQueue is deleted."""
+    ref = resources.RESOURCE_FLAVORS if kind == "ResourceFlavor" else resources.ADMISSION_CHECKS
+    name = "default-flavor" if kind == "ResourceFlavor" else "check"
+    async with _kueue(api, bus, watch=("AdmissionCheck",)):
+        await kube.apply_manifest(api, flavor("default-flavor"))
+        await kube.apply_manifest(api, _admission_check("check"))
+        await kube.apply_manifest(api, _with_check(cluster_queue("cluster-queue", cpu=3), "check"))
+        await _held_then_deleted(api, ref, name)
+        in_cohort = _with_check(cluster_queue("cluster-queue", cpu=3), "check")
+        in_cohort["spec"]["cohortName"] = "foo-cohort"
+        await kube.apply_manifest(api, in_cohort)
+        await wait_for(bus, types.ClusterQueueObserved, cluster_queue__spec__cohort_name="foo-cohort")
+        still = await _still_there(api, ref, name, bus)
+        await eventually(api, resources.CLUSTER_QUEUES, name="cluster-queue", check=has_kueue_finalizer)
+        await kube.delete_object(api, resources.CLUSTER_QUEUES, name="cluster-queue")
+        await gone(api, resources.CLUSTER_QUEUES, name="cluster-queue")
+        await gone(api, ref, name=name)
+
+    assert still["metadata"]["finalizers"] == [FINALIZER] and still["metadata"].get("deletionTimestamp")
