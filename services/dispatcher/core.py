@@ -745,7 +745,10 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
         queues = _queues_of_object_event(state, event) + _held_of_object_event(state, event)
         node = _node_of_event(event)
         node_before = state.topology.nodes.get(node) if node is not None else None
+        checks_before = _checks_spec(state, event)
         apply(state, event, seq=seq)
+        if isinstance(event, types.ClusterQueueObserved) and checks_before != _checks_spec(state, event):
+            _resync_checks_of(view, event, seq=seq)
         queues += _queues_of_object_event(state, event) + _held_of_object_event(state, event)
         view.dirty_queues.update(dict.fromkeys(queues))
         if node is not None:
@@ -825,6 +828,34 @@ def _fold_lean(view: DispatchState, event: types.Event, *, seq: int) -> Dispatch
         assert wl.reservation is not None
         view.started[admitted] = pod_set_infos(state, wl, view.records.get(admitted))
     return view
+
+
+def _checks_spec(state: ClusterState, event: types.Event) -> tuple[Any, ...] | None:
+    """What of the ClusterQueue a ClusterQueueObserved names decides its workloads' admission checks (its
+    checks strategy and flavors), as ``state`` has it; None for any other event."""
+    if not isinstance(event, types.ClusterQueueObserved):
+        return None
+    cq = state.cluster_queues.get(event.cluster_queue.metadata.name)
+    if cq is None:
+        return ()
+    return (cq.spec.admission_checks_strategy, cq.spec.resource_groups)
+
+
+def _resync_checks_of(view: DispatchState, event: types.ClusterQueueObserved, *, seq: int) -> None:
+    """The ClusterQueue of ``event`` changed its checks or flavors: the ``status.admissionChecks`` of its
+    workloads not admitted yet (pending through one of its LocalQueues, or holding quota in it) follow
+    (:func:`status.resync_checks`), as Kueue's workload controller requeues a ClusterQueue's workloads on its
+    change (workload_controller.go clusterQueueHandler)."""
+    state = view.cluster
+    name = event.cluster_queue.metadata.name
+    for wl_key, wl in state.workloads.items():
+        if wl.reservation is not None:
+            mine = wl.reservation.cluster_queue == name
+        else:
+            lq = state.local_queues.get((wl.workload.metadata.namespace, wl.workload.spec.queue_name))
+            mine = lq is not None and lq.spec.cluster_queue == name
+        if mine and status.resync_checks(view.records, state, wl_key):
+            view.dirty_workloads[wl_key] = seq
 
 
 def _priority_class_of(event: types.Event) -> list[str]:

@@ -29,8 +29,9 @@ Where this differs from Kueue, on purpose:
   one), except Preempted, which Kueue writes without it.
 * No finalizer (quota is accounted on the log, not held by the object), no
   ``resourceRequests``. ``status.admissionChecks`` follows the checks the
-  ClusterQueue requires when the workload reserves quota (and the check states
-  reported on the log); a ClusterQueue edit alone does not rewrite it.
+  ClusterQueue requires of it, pending or holding quota (and the check states
+  reported on the log), rewritten when that ClusterQueue changes until it is
+  admitted (:func:`resync_checks`).
 * DeactivationTarget is not shown: Kueue sets it and removes it again once the
   workload is evicted for it; the log carries the end state (WorkloadDeactivated
   and the eviction), so the status goes straight to ``spec.active: false`` and
@@ -494,6 +495,27 @@ def refresh_unhealthy_nodes(records: dict[str, WorkloadRecord], state: ClusterSt
     if nodes == record.unhealthy_nodes:
         return False
     record.unhealthy_nodes = nodes
+    return True
+
+
+def resync_checks(records: dict[str, WorkloadRecord], state: ClusterState, key: str) -> bool:
+    """After a change of its ClusterQueue: make the ``status.admissionChecks`` of workload ``key``'s record the
+    checks that ClusterQueue now requires of it (those of its assigned flavors once it holds quota, else those
+    that apply to every flavor of the ClusterQueue), keeping the entries of checks still required, as Kueue's
+    workload controller does on every reconcile of a workload it is asked to look at when a ClusterQueue changes
+    (workload_controller.go syncAdmissionCheckConditions, AdmissionChecksForWorkload). Returns whether the
+    record changed. An admitted, finished or deleted workload, or one without a record, is left alone.
+
+    A check added gets ``Pending`` at the record's latest transition time: the log carries no time for a
+    ClusterQueue edit, and the status must come from the log alone (Kueue stamps its reconcile's clock)."""
+    record, wl = records.get(key), state.workloads.get(key)
+    if record is None or wl is None or wl.admitted or wl.gone:
+        return False
+    required = _required_checks(state, wl.reservation) if wl.reservation is not None else _pending_checks(state, wl)
+    if list(record.checks) == sorted(required):
+        return False
+    times = [c.since_ms for c in record.conditions.values()] + [c.since_ms for c in record.checks.values()]
+    _sync_checks(record, required, at_ms=max(times, default=wl.workload.metadata.creation_timestamp_ms))
     return True
 
 

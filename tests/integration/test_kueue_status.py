@@ -495,13 +495,14 @@ def check(ref: types.WorkloadRef, state: str, seconds: int, **fields: Any) -> ty
 
 
 def test_admission_check_entries_follow_the_checks_and_reset_on_eviction() -> None:
-    """status.admissionChecks: added Pending at reservation; the controller's Retry with requeueAfterSeconds kept;
+    """status.admissionChecks: added Pending when the ClusterQueue asks for it of the pending workload (kept at its
+    reservation); the controller's Retry with requeueAfterSeconds kept;
     the AdmissionCheck eviction resets it to Pending with Kueue's message and retryCount 1; requeueState holds
     requeueAt, Requeued=False (AdmissionCheck) until the next reservation, then True BackoffFinished."""
     log, ref = checked_log()
     log.add(reserved(ref, 10))
     assert log.status(ref)["admissionChecks"] == [
-        {"name": "prov", "state": "Pending", "lastTransitionTime": ts(10), "message": ""}
+        {"name": "prov", "state": "Pending", "lastTransitionTime": ts(0), "message": ""}
     ]
     log.add(check(ref, "Retry", 12, message="try later", requeue_after_seconds=30))
     evicted = types.EvictionRequested(
@@ -534,6 +535,39 @@ def test_admission_check_entries_follow_the_checks_and_reset_on_eviction() -> No
         "Requeued", True, "BackoffFinished", "The workload backoff was finished", 42
     )
     assert out["requeueState"] == {"count": 0}
+
+
+def _strategy(*rules: dict[str, Any]) -> types.ClusterQueueObserved:
+    """ClusterQueue cluster-queue (flavors default-flavor and spot) with the admission checks ``rules``."""
+    queue = cluster_queue("cluster-queue")
+    queue["spec"]["resourceGroups"][0]["flavors"].append(
+        {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": "1"}, {"name": "memory", "nominalQuota": "1"}]}
+    )
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": list(rules)}
+    fact = convert.kueue_fact(queue)
+    assert isinstance(fact, types.ClusterQueueObserved)
+    return fact
+
+
+def test_admission_check_entries_follow_a_cluster_queue_edit() -> None:
+    """Kueue's workload_controller_test.go "the workload should have checks updated when changed on the cluster
+    queue": a pending workload lists the checks that apply to every flavor of its ClusterQueue (check1, check2;
+    check3 is on spot only); the ClusterQueue's checks become check2 and check3: the list follows, check2's
+    entry (Retry, its message and time) kept. Before, a ClusterQueue edit left the list as it was."""
+    log, ref = queues_log()
+    log.add(_strategy({"name": "check1"}, {"name": "check2"}, {"name": "check3", "onFlavors": ["spot"]}))
+    assert [c["name"] for c in log.status(ref)["admissionChecks"]] == ["check1", "check2"]
+    log.add(
+        types.AdmissionCheckStateChanged(workload=ref, check="check1", state="Ready", message="passed", at_ms=at(5)),
+        types.AdmissionCheckStateChanged(workload=ref, check="check2", state="Retry", message="rejected", at_ms=at(6)),
+    )
+    check2 = log.status(ref)["admissionChecks"][1]
+    seq = log.add(_strategy({"name": "check2"}, {"name": "check3"}))
+    out = log.status(ref)["admissionChecks"]
+    assert [c["name"] for c in out] == ["check2", "check3"]
+    assert out[0] == check2 == {"name": "check2", "state": "Retry", "lastTransitionTime": ts(6), "message": "rejected"}
+    assert out[1]["state"] == "Pending"
+    assert log.view.dirty_workloads.get(ref.key) == seq  # written again
 
 
 def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
