@@ -129,6 +129,34 @@ def for_decision(
             if reason == "Preempted" and event.preemptor is not None:
                 out += _preemption(state, event)
             return out
+        case types.WorkloadDeactivated(workload=ref, reason="AdmissionCheck", message=message, at_ms=at):
+            # a Rejected check deactivates the workload: Kueue's workload controller warns so as it sets the
+            # DeactivationTarget (workload_controller.go reconcileCheckBasedEviction), whether or not the
+            # workload holds quota, before any eviction
+            return [
+                KubeEvent(
+                    workload=ref,
+                    type="Warning",
+                    reason="AdmissionCheckRejected",
+                    message=truncate(f"Deactivated due to {message}"),
+                    at_ms=at,
+                    component=WORKLOAD_CONTROLLER_COMPONENT,
+                )
+            ]
+        case types.WorkloadDeactivated(workload=ref, reason="MaximumExecutionTimeExceeded", at_ms=at):
+            # workload_controller.go reconcileMaxExecutionTime warns as it sets the DeactivationTarget
+            wl = state.workloads.get(ref.key)
+            limit = wl.workload.spec.maximum_execution_time_seconds if wl is not None else None
+            return [
+                KubeEvent(
+                    workload=ref,
+                    type="Warning",
+                    reason="MaximumExecutionTimeExceeded",
+                    message=f"The maximum execution time ({limit or 0}s) exceeded",
+                    at_ms=at,
+                    component=WORKLOAD_CONTROLLER_COMPONENT,
+                )
+            ]
         case types.QuotaReleased(workload=ref, reason="Deactivated", at_ms=at):
             # spec.active set false by hand: the release is its eviction (evict.go: EvictedDueToDeactivated);
             # after an eviction of Kueue's own (DeactivatedDueTo<cause>) that eviction had its Event already

@@ -84,6 +84,44 @@ def test_other_evictions_name_their_reason_and_a_long_message_is_cut_as_kueue_cu
     assert _events(log, deactivated)[0][2] == "EvictedDueToDeactivatedDueToAdmissionCheck"
 
 
+def test_a_rejected_check_warns_admission_check_rejected() -> None:
+    """Kueue's workload_controller_test.go "should finish an unadmitted workload with failure when a check is
+    rejected" and "should evict then finish ... an admitted workload": deactivated for a Rejected check, the
+    Workload gets the workload controller's Warning AdmissionCheckRejected "Deactivated due to <the checks'
+    message>" (reconcileCheckBasedEviction). Before, kueue-es recorded none."""
+    log, ref = queues_log()
+    message = 'AdmissionCheck in Rejected state: "check1" (check rejected)'
+    deactivated = types.WorkloadDeactivated(workload=ref, reason="AdmissionCheck", message=message, at_ms=at(5))
+    assert _events(log, deactivated) == [
+        (
+            ref.name,
+            "Warning",
+            "AdmissionCheckRejected",
+            'Deactivated due to AdmissionCheck in Rejected state: "check1" (check rejected)',
+        )
+    ]
+    [item] = kube_events.for_decision(log.view.cluster, deactivated, log.view.records.get(ref.key))
+    assert kube_events.event_object(item, name="n", uid="u")["source"]["component"] == "kueue-workload-controller"
+    other = types.WorkloadDeactivated(workload=ref, reason="RequeuingLimitExceeded", message="m", at_ms=at(6))
+    assert _events(log, other) == []
+
+
+def test_a_workload_past_its_maximum_execution_time_warns_so() -> None:
+    """Kueue's workload_controller_test.go "should deactivate the workload when the time expires": the workload
+    controller's Warning MaximumExecutionTimeExceeded "The maximum execution time (<n>s) exceeded" as it deactivates
+    the workload (reconcileMaxExecutionTime). Before, kueue-es recorded none."""
+    log, ref = queues_log()
+    wl = log.view.cluster.workloads[ref.key]
+    spec = msgspec.structs.replace(wl.workload.spec, maximum_execution_time_seconds=1)
+    log.add(types.WorkloadObserved(workload=msgspec.structs.replace(wl.workload, spec=spec)))
+    deactivated = types.WorkloadDeactivated(
+        workload=ref, reason="MaximumExecutionTimeExceeded", message="exceeding the maximum execution time", at_ms=at(9)
+    )
+    assert _events(log, deactivated) == [
+        (ref.name, "Warning", "MaximumExecutionTimeExceeded", "The maximum execution time (1s) exceeded")
+    ]
+
+
 def test_the_workload_controllers_events_name_it_as_their_source() -> None:
     """Kueue records on a Workload from two recorders: the scheduler's ``kueue-admission`` (QuotaReserved, an
     admission in the same step, a preemption) and the workload controller's ``kueue-workload-controller`` (an
