@@ -219,9 +219,12 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
                 inadmissible = not admitting[target] or (parked_at is not None and parked_at[0] >= trigger)
                 shapes[target][int(inadmissible)].add(scheduling_shape(state, wl))
             for pod_set in wl.workload.spec.pod_sets:
+                # the pods its job reported reclaimable are not asked for (Kueue sums Info.TotalRequests, the
+                # counts after reclaim: pending_workloads.go addPendingResources, podSetsCountsAfterReclaim)
+                count = pod_set.count - min(wl.reclaimable.get(pod_set.name, 0), pod_set.count)
                 for resource, per_pod in pod_set.requests.items():
                     if per_pod:
-                        pending = amount(resource, per_pod * pod_set.count)
+                        pending = amount(resource, per_pod * count)
                         out.add("kueue_cluster_queue_resource_pending", (target, resource), pending)
     if hashing:  # Kueue reportPendingSchedulingHashes: unique hashes, an inactive ClusterQueue's all inadmissible
         for cq_name, (active_shapes, parked_shapes) in shapes.items():

@@ -21,7 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from kueue_es import checkpoints
 from kueue_es.events import codec, models, types
 from kueue_es.events.bus.base import LogMessage
-from kueue_es.projections.cluster import ClusterState, WorkloadState
+from kueue_es.jobframework import jobs
+from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
 from kueue_es.projections.kueue_metrics import FAMILIES
 from kueue_es.scenarios.core_engine import CoreRun, run_scenario
 from kueue_es.scenarios.loading import load_scenario, parse_scenario
@@ -31,7 +32,7 @@ from kueue_es.services.kueue_metrics import KueueCollector, families
 from kueue_es.services.runtime import fold_message
 from kueue_es.services.watcher import convert
 from tests.builders import reservations
-from tests.integration.harness import cluster_queue, flavor, local_queue
+from tests.integration.harness import cluster_queue, flavor, job, local_queue
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SCENARIOS = Path(__file__).parent.parent / "scenarios"
@@ -872,3 +873,31 @@ def test_a_blocked_strict_fifo_queue_counts_its_waiting_workloads_active() -> No
             )
         )
     assert got == [(1, 0, 1), (2, 0, 2), (1, 0, 1), (0, 0, 0)]
+
+
+def test_resource_pending_leaves_out_the_reclaimable_pods_of_a_pending_workload() -> None:
+    """Kueue's clusterqueue_controller_test.go "Should update pending resource metric when a pending workload's
+    effective resources change": 3 pods x 2 CPU pending count 6 CPU; one pod reported reclaimable, the workload
+    asks for 4, and kueue_cluster_queue_resource_pending follows (pending_workloads.go sums Info.TotalRequests,
+    the counts after reclaim). Before, the metric kept the pod sets' full counts."""
+    state = ClusterState()
+    manifest = job("sample", queue="user-queue", parallelism=3, cpu="2")
+    manifest["metadata"] |= {"uid": "uid-sample", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    observed = jobs.job_facts(manifest)
+    assert isinstance(observed, types.WorkloadObserved)
+    facts: list[types.Event] = [
+        convert.kueue_fact(cluster_queue("cq", flavor_name="missing", cpu=9)),  # no such flavor: it stays pending
+        convert.kueue_fact(local_queue("user-queue", "cq")),
+        observed,
+    ]
+    for seq, fact in enumerate(facts, start=1):
+        apply(state, fact, seq=seq)
+    labels = {"cluster_queue": "cq", "resource": "cpu"}
+    assert _value(_samples(state), "kueue_cluster_queue_resource_pending", **labels) == 6.0
+    [pod_set] = observed.workload.spec.pod_sets
+    ref = types.WorkloadRef(namespace="default", name=observed.workload.metadata.name, uid="uid-sample")
+    reclaimed = types.WorkloadReclaimablePods(
+        workload=ref, reclaimable_pods=[types.ReclaimablePod(name=pod_set.name, count=1)], at_ms=1
+    )
+    apply(state, reclaimed, seq=len(facts) + 1)
+    assert _value(_samples(state), "kueue_cluster_queue_resource_pending", **labels) == 4.0
