@@ -943,16 +943,14 @@ def ready_pod_set_updates(record: WorkloadRecord | None) -> list[tuple[str, mode
 
 
 def _required_checks(state: ClusterState, reservation: types.QuotaReserved) -> list[str]:
-    """The admission checks the reservation's ClusterQueue requires on its assigned flavors (SEMANTICS §9.5)."""
+    """The admission checks the reservation's ClusterQueue requires on its assigned flavors (SEMANTICS §9.5), as
+    the admitter reads them (:func:`lifecycle.required_checks`): a check without ``onFlavors`` stands for every
+    flavor of the ClusterQueue, so a reservation assigning no flavor (a workload asking for nothing) requires
+    none (pkg/workload/workload.go admissionChecksForAdmission)."""
     cq = state.cluster_queues.get(reservation.cluster_queue)
     if cq is None or cq.spec.admission_checks_strategy is None:
         return []
-    flavors = {f for a in reservation.pod_set_assignments for f in a.flavors.values()}
-    return [
-        rule.name
-        for rule in cq.spec.admission_checks_strategy.admission_checks
-        if not rule.on_flavors or flavors & set(rule.on_flavors)
-    ]
+    return lifecycle.required_checks(cq, lifecycle.assigned_flavors(reservation))
 
 
 def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:

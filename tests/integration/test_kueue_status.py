@@ -570,6 +570,24 @@ def test_admission_check_entries_follow_a_cluster_queue_edit() -> None:
     assert log.view.dirty_workloads.get(ref.key) == seq  # written again
 
 
+def test_a_reservation_assigning_no_flavor_requires_no_check() -> None:
+    """A workload asking for nothing reserves no flavor: Kueue's admissionChecksForAdmission intersects each check's
+    flavors (all of the ClusterQueue's when it names none) with the admission's, so none is required, and the
+    admitter admits it at once. Its status then lists no check entry; before, the dispatcher kept the ClusterQueue's
+    checks Pending beside Admitted=True."""
+    log, ref = queues_log()
+    log.add(_strategy({"name": "check1"}, {"name": "check3", "onFlavors": ["spot"]}))
+    assert [c["name"] for c in log.status(ref)["admissionChecks"]] == ["check1"]
+    nothing = types.PodSetAssignment(name="main", flavors={}, resource_usage={}, count=2)
+    reserved_nothing = types.QuotaReserved(
+        workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[nothing], at_ms=at(10)
+    )
+    log.add(types.admitted(reserved_nothing, at_ms=at(10)))
+    out = log.status(ref)
+    assert "admissionChecks" not in out
+    assert {c["type"]: c for c in out["conditions"]}["Admitted"]["status"] == "True"
+
+
 def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
     """WorkloadDeactivated with the eviction of the same batch: spec.active false to be written once (until the
     watcher sees it; the applied object never carries the field, which is its user's), Evicted
