@@ -187,3 +187,49 @@ async def test_a_cluster_queue_whose_workloads_only_reserve_goes_at_once(api, bu
     # inactive or missing (tests/integration/test_kueue_status.py has the release's)
     assert (released.workload, released.reason) == (reserved.workload, "ClusterQueueTerminating")
     assert "admission" not in workload.get("status", {})
+
+
+async def test_a_cluster_queue_deleted_by_force_leaves_its_local_queue_without_one(api, bus: MemoryBus) -> None:
+    """Kueue's localqueue_controller_test.go "Should update status when ClusterQueue are forcefully deleted": a
+    ClusterQueue deleted while a Job runs in it, its finalizer taken off by hand, is gone; its LocalQueue turns
+    Active=False ``ClusterQueueDoesNotExist`` "Can't submit new workloads to clusterQueue" with no counts and no
+    flavor usage left in its status. Same as Kueue."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await _started(api, bus, "runs", parallelism=2)
+        await eventually(
+            api,
+            resources.LOCAL_QUEUES,
+            namespace="default",
+            name="user-queue",
+            check=lambda o: (o.get("status") or {}).get("admittedWorkloads") == 1,
+        )
+        await eventually(api, resources.CLUSTER_QUEUES, name="cluster-queue", check=has_kueue_finalizer)
+        await kube.delete_object(api, resources.CLUSTER_QUEUES, name="cluster-queue")
+        await eventually(
+            api,
+            resources.CLUSTER_QUEUES,
+            name="cluster-queue",
+            check=lambda o: bool(o["metadata"].get("deletionTimestamp")),
+        )
+        await kube.patch_object(
+            api, resources.CLUSTER_QUEUES, name="cluster-queue", patch={"metadata": {"finalizers": None}}
+        )
+        await gone(api, resources.CLUSTER_QUEUES, name="cluster-queue")
+        lq = await eventually(
+            api,
+            resources.LOCAL_QUEUES,
+            namespace="default",
+            name="user-queue",
+            check=lambda o: conditions(o).get("Active", {}).get("reason") == "ClusterQueueDoesNotExist",
+        )
+
+    active = conditions(lq)["Active"]
+    assert (active["status"], active["message"]) == ("False", "Can't submit new workloads to clusterQueue")
+    status = lq["status"]
+    assert "flavorsReservation" not in status and "flavorsUsage" not in status
+    assert (status.get("pendingWorkloads"), status.get("reservingWorkloads"), status.get("admittedWorkloads")) == (
+        0,
+        0,
+        0,
+    )
