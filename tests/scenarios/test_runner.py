@@ -153,14 +153,24 @@ def test_events_finish_delete_and_apply(tmp_path: Path) -> None:
 
 
 def test_deleting_a_cluster_queue_leaves_new_workloads_pending(tmp_path: Path) -> None:
-    """The dict form of delete removes any object; a workload applied after it cannot be admitted."""
+    """The dict form of delete removes any object; a workload applied after it cannot be admitted. A ClusterQueue
+    some workload holds quota in is logged marked for deletion (terminating), as the watcher reports one Kueue's
+    finalizer holds; one holding nothing is logged gone."""
     events = [
         {"delete": {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "name": "cq"}},
         {"apply": cpu_workload("w2", cpus=1, created=2)},
     ]
     run = _run(tmp_path, scenario_doc(pending=[cpu_workload("w1", cpus=1)], events=events))
-    assert any(isinstance(e, types.ObjectDeleted) and e.kind == "ClusterQueue" for e in run.events)
+    assert not any(isinstance(e, types.ObjectDeleted) and e.kind == "ClusterQueue" for e in run.events)
+    assert any(
+        isinstance(e, types.ClusterQueueObserved)
+        and e.cluster_queue.terminating
+        and e.cluster_queue.metadata.name == "cq"
+        for e in run.events
+    )
     assert run.outcome().pending == ("default/w2",)
+    empty = _run(tmp_path, scenario_doc(pending=[], events=events[:1]))
+    assert any(isinstance(e, types.ObjectDeleted) and e.kind == "ClusterQueue" for e in empty.events)
 
 
 def test_run_cycles_runs_exactly_that_many(tmp_path: Path) -> None:
