@@ -335,7 +335,15 @@ class _ClusterRun(_BusRun):
         if event.modelled:
 
             def deleted(e: types.Event) -> bool:
-                return isinstance(e, types.ObjectDeleted) and e.kind == kind and e.name == event.name
+                if isinstance(e, types.ObjectDeleted):
+                    return e.kind == kind and e.name == event.name
+                # a ClusterQueue some workload holds quota in stays, terminating, under Kueue's finalizer
+                # (engines.deletion_fact): the watcher's report of it marked is the deletion's fact then
+                return (
+                    isinstance(e, types.ClusterQueueObserved)
+                    and e.cluster_queue.metadata.name == event.name
+                    and e.cluster_queue.terminating
+                )
 
             await self._fact_after(before, deleted, what=f"the deletion of {kind} {event.key}")
 
