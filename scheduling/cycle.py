@@ -48,6 +48,7 @@ from kueue_es.projections.cluster import (
     WorkloadState,
     pods_ready_enabled,
 )
+from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.scheduling import flavors, lifecycle, preemption, queues, slices
 from kueue_es.scheduling.entries import Entry, ordered, pod_set_assignments
 from kueue_es.scheduling.search import Search
@@ -87,6 +88,7 @@ def run(
     multikueue_placed_topology: bool = True,
     kueue_misconfigured: bool = True,
     unqueued_releases: bool = True,
+    concurrent_admission: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -227,7 +229,15 @@ def run(
     ``unqueued_releases`` (admitter logic 42; False: 41 and earlier, for replay): a reservation not yet admitted
     (its checks not all Ready) whose LocalQueue is gone, or whose ClusterQueue is terminating or gone, is
     given back (:func:`_unqueued_reservations`), as Kueue's workload controller does; 41 and earlier kept it,
-    so a deleted ClusterQueue stayed Terminating until the workload finished."""
+    so a deleted ClusterQueue stayed Terminating until the workload finished.
+
+    ``concurrent_admission`` (admitter logic 43; False: 42 and earlier, for replay): with the gate
+    ConcurrentAdmission on, a parent Workload is not queued (``queues.plan``), a variant is skipped while a
+    sibling on a more preferred flavor is admitted (PendingEvaluation, "A more favorable variant is already
+    admitted", parked), and a variant that fits while a sibling on a less preferred flavor is admitted does
+    not reserve: that sibling is evicted, reason ``FlavorMigration`` (once), and the variant waits
+    (WaitingForPreemptedWorkloads) until its quota is released (scheduler.go processEntry,
+    issueMigration; :mod:`kueue_es.scheduling.concurrent_admission`)."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -305,8 +315,11 @@ def run(
         afs_pending=afs_pending,
         admission_gated_by=admission_gated_by,
         kueue_misconfigured=kueue_misconfigured,
+        concurrent_admission=concurrent_admission,
     )
     for wl, why in plan.unqueued:
+        if why is queues.PARENT:
+            continue  # ConcurrentAdmission: its variants are queued, the controller writes its status
         decisions.extend(_inadmissible(wl, why.reason, why.message, parked=why.parked, now_ms=now_ms))
     search = Search(
         state,
@@ -453,7 +466,53 @@ def run(
 
     gate = _PodsReadyGate(state)
     gated = preemption_gates and preemption_gates_enforced(config)
+    migrate: Callable[[Entry], list[types.Output] | None] | None = None
+    families: dict[str, list[ca.Sibling]] = {}
+    if concurrent_admission and ca.enabled(config.feature_gates):
+        families = ca.families(
+            (k, w.workload, w.admitted) for k, w in state.workloads.items() if ca.parent_uid(w.workload)
+        )
+
+        def migrate(entry: Entry) -> list[types.Output] | None:
+            """The migration of a variant that fits (see above), None when it has no admitted less preferred sibling."""
+            wl = entry.workload
+            family = families.get(ca.parent_uid(wl.workload))
+            if not family:
+                return None
+            sibling = ca.less_favorable_admitted(wl.key, wl.workload, family, ca.flavor_order(entry.cq))
+            if sibling is None:
+                return None
+            out: list[types.Output] = []
+            victim = state.workloads[sibling.key]
+            if victim.eviction is None and victim.reservation is not None:
+                message = (
+                    f"Evicted to accommodate a workload (UID: {wl.workload.metadata.uid}) due to migration to more "
+                    "favorable resource flavor"
+                )
+                out.append(
+                    types.EvictionRequested(
+                        workload=victim.ref,
+                        cluster_queue=victim.reservation.cluster_queue,
+                        reason=ca.FLAVOR_MIGRATION,
+                        message=message,
+                        at_ms=now_ms,
+                    )
+                )
+            message = "Pending the migration of 1 workload(s)"
+            out.extend(_inadmissible(wl, "WaitingForPreemptedWorkloads", message, parked=False, now_ms=now_ms))
+            return out
+
     for entry in ordered(entries, state=state, tree=tree):
+        if families and (family := families.get(ca.parent_uid(entry.workload.workload))):
+            if ca.more_favorable_admitted(
+                entry.workload.key, entry.workload.workload, family, ca.flavor_order(entry.cq)
+            ):
+                decisions.extend(
+                    _inadmissible(
+                        entry.workload, "PendingEvaluation", ca.MORE_FAVORABLE_MESSAGE, parked=True, now_ms=now_ms
+                    )
+                )
+                continue
         replaced = replacing.get(entry.workload.key) if replacing else None
         if replaced is not None:
             decisions.extend(
@@ -490,6 +549,7 @@ def run(
                 recompute_tas=recompute_tas,
                 preemption_gates=gated,
                 reserve_for_preemptors=kueue_preemptors,
+                migrate=migrate,
             )
         )
     return decisions
@@ -724,6 +784,7 @@ def _process(
     recompute_tas: Callable[[Entry], Entry] | None = None,
     preemption_gates: bool = False,
     reserve_for_preemptors: bool = False,
+    migrate: Callable[[Entry], list[types.Output] | None] | None = None,
 ) -> list[types.Output]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
     ``replaced``: the elastic slice the entry replaces (its TAS usage is left out of the
@@ -761,6 +822,9 @@ def _process(
     ``reserve_for_preemptors`` (the gate PrioritizePreemptorWorkloads on): a preempting entry that finds no
     candidates reserves capacity when it is waiting for its preemptions (``Entry.nominated``) even if its
     ClusterQueue reclaims within its cohort with ``Any`` (Kueue's reserveCapacityForUnreclaimablePreempt).
+
+    ``migrate`` (ConcurrentAdmission, :func:`run`): asked about an entry about to be admitted; its decisions,
+    when it returns some, replace the admission (the entry's usage stays booked for the cycle, as Kueue's).
     """
     if recompute is not None and entry.targets and any(t.key in chosen for t in entry.targets):
         entry = recompute(entry)
@@ -854,6 +918,8 @@ def _process(
             if nominated_placement is not None:
                 cycle.add(nominated_placement.usage)
         return _nominate(entry, state=state, now_ms=now_ms)
+    if migrate is not None and (migrating := migrate(entry)) is not None:
+        return migrating
     gate.admitted()
     if placed is not None:
         cycle.add(placed.usage)

@@ -25,6 +25,7 @@ from kueue_es.events import manifests, models
 from kueue_es.events.quantities import UNLIMITED, is_milli_resource, parse_decimal, to_amount
 from kueue_es.projections import afs, cluster, quota
 from kueue_es.projections.cluster import PRIORITY_TRIGGER, ClusterState, WorkloadState
+from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.scheduling import dra
 from kueue_es.scheduling.flavors import PodSetRequest
 
@@ -67,6 +68,7 @@ def plan(
     afs_pending: bool = True,
     admission_gated_by: bool = True,
     kueue_misconfigured: bool = True,
+    concurrent_admission: bool = True,
 ) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
@@ -85,9 +87,14 @@ def plan(
     replay): the ``kueue.x-k8s.io/admission-gated-by`` annotation is not read (:func:`admission_gate`).
     ``kueue_misconfigured`` False (admitter logic 40 and earlier, for replay): a misconfigured workload's
     message is its first misconfigured pod set's, after ``pod set <name>: `` (:func:`misconfigured_message`).
+    ``concurrent_admission`` False (admitter logic 42 and earlier, for replay): with the gate ConcurrentAdmission
+    on, a parent Workload (:func:`kueue_es.scheduling.concurrent_admission.is_parent`) is queued like any other;
+    True keeps it out of the heads, as Kueue's queue manager never pushes a parent (its variants are queued
+    instead), and notes it in ``unqueued`` with :data:`PARENT` (no decision is written for it).
     """
     result = Plan()
     gated = admission_gated_by and state.configuration.feature_gates.get(ADMISSION_GATED_BY_GATE, True)
+    parents = concurrent_admission and ca.enabled(state.configuration.feature_gates)
     apart = _apart_by_queue(state)
     boost = bool(state.configuration.feature_gates.get(cluster.PRIORITY_BOOST_GATE, False))
     layout = _layout(state, tree, whole_tree=whole_tree_triggers, priority=priority_triggers, boost=boost)
@@ -126,7 +133,9 @@ def plan(
         if sticky and (preemptor := sticky.get(cq_name)) is not None and cq.spec.queueing_strategy == "BestEffortFIFO":
             head_order = preemptor  # SEMANTICS §3.9: the nominated preemptor is tried first
         elif len(local_queues) == 1 and local_queues[0] in apart:
-            head_order = _front(state, local_queues[0], triggers[cq_name], result, gated=gated, apart=apart)
+            head_order = _front(
+                state, local_queues[0], triggers[cq_name], result, gated=gated, apart=apart, parents=parents
+            )
             if head_order is None:
                 continue
         elif len(local_queues) == 1:
@@ -140,15 +149,21 @@ def plan(
             memo = head.shape_memo
             if memo is None or memo[0] is not head.workload:
                 memo = _shape(head)
-            if (memo[2] is not None and memo[2] not in priority_classes) or (gated and memo[4] is not None):
+            if (
+                (memo[2] is not None and memo[2] not in priority_classes)
+                or (gated and memo[4] is not None)
+                or (parents and ca.is_parent(head.workload))
+            ):
                 memo = None
-                head_order = _front(state, local_queues[0], trigger, result, gated=gated)
+                head_order = _front(state, local_queues[0], trigger, result, gated=gated, parents=parents)
                 if head_order is None:
                     continue
         else:
             trigger = triggers[cq_name]
             fronts = [
-                (q, c) for q in local_queues if (c := _front(state, q, trigger, result, gated=gated, apart=apart))
+                (q, c)
+                for q in local_queues
+                if (c := _front(state, q, trigger, result, gated=gated, apart=apart, parents=parents))
             ]
             if not fronts:
                 continue
@@ -352,12 +367,14 @@ def _front(
     *,
     gated: bool = False,
     apart: Mapping[tuple[str, str], set[str]] | None = None,
+    parents: bool = False,
 ) -> tuple[int, int, str, str] | None:
     """The first workload of a LocalQueue that may be tried now (not parked since the
     last requeue trigger), noting on the way those whose priority class is missing and,
     when ``gated`` (the AdmissionGatedBy rule is on), those whose admission is gated.
     ``apart`` (:func:`_apart_by_queue`): the queue's workloads whose order a feature gate moves are
-    put in their place (:func:`_in_effective_order`).
+    put in their place (:func:`_in_effective_order`). ``parents``: ConcurrentAdmission's parents are passed
+    over too (:data:`PARENT`).
 
     The fold keeps parked workloads apart; bringing back those parked before ``trigger``
     only re-arranges that index, the queue it stands for stays the same."""
@@ -368,17 +385,17 @@ def _front(
     if moved:
         orders = _in_effective_order(queued, ready, state, moved)
         first = next(iter(orders), None)  # a generator: the loop below goes on after it
-        if first is None or _not_queued(state.workloads[first[-1]], state, gated=gated) is None:
+        if first is None or _not_queued(state.workloads[first[-1]], state, gated=gated, parents=parents) is None:
             return first
         orders = itertools.chain((first,), orders)
     else:
         first = ready.first()
-        if first is None or _not_queued(state.workloads[first[-1]], state, gated=gated) is None:
+        if first is None or _not_queued(state.workloads[first[-1]], state, gated=gated, parents=parents) is None:
             return first
         orders = ready
     for order in orders:  # rarely: past those whose priority class is missing or that are gated
         wl = state.workloads[order[-1]]
-        why = _not_queued(wl, state, gated=gated)
+        why = _not_queued(wl, state, gated=gated, parents=parents)
         if why is not None:
             plan.unqueued.append((wl, why))
             continue
@@ -399,13 +416,21 @@ def admission_gate(workload: models.Workload) -> str | None:
     return value or None
 
 
-def _not_queued(wl: WorkloadState, state: ClusterState, *, gated: bool) -> Why | None:
+PARENT = Why("ConcurrentAdmissionParent", "", parked=False)
+"""Why a ConcurrentAdmission parent is not queued: its variants are (no decision is written for it; the
+controller writes its status from its admitted variant, :func:`kueue_es.scheduling.concurrent_admission.reconcile`)."""
+
+
+def _not_queued(wl: WorkloadState, state: ClusterState, *, gated: bool, parents: bool = False) -> Why | None:
     """Why a queued workload is not in its ClusterQueue's heap at all, None when it is: a
     missing WorkloadPriorityClass, or (``gated``) an admission gate. Kueue keeps a gated
     workload out of the queues (pkg/workload IsAdmissible), so it blocks nothing, not even
     under StrictFIFO, and its workload controller writes QuotaReserved False, reason
     AdmissionGated, "Admission is gated by: <value>" (workload_controller.go); removing the
-    annotation queues it again. Not parked: it is looked at again each cycle."""
+    annotation queues it again. Not parked: it is looked at again each cycle. ``parents``: a
+    ConcurrentAdmission parent is not queued either (:data:`PARENT`)."""
+    if parents and ca.is_parent(wl.workload):
+        return PARENT
     missing = _missing_priority_class(wl, state)
     if missing is not None or not gated:
         return missing

@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 42
+LOGIC_VERSION = 43
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -61,8 +61,13 @@ EARLIER_LOGIC_VERSIONS = (
     39,
     40,
     41,
+    42,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 41 and earlier kept the
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 42 and earlier queued a
+ConcurrentAdmission parent (the label kueue.x-k8s.io/concurrent-admission-parent) like any workload and admitted a
+variant whatever its siblings held (43, with the gate ConcurrentAdmission on, never queues a parent, skips a variant
+while a more preferred sibling is admitted and evicts a less preferred admitted sibling, reason FlavorMigration,
+before admitting one: :mod:`kueue_es.scheduling.concurrent_admission`). 41 and earlier kept the
 reservation of a workload not yet admitted whose LocalQueue was gone or whose ClusterQueue was terminating or gone
 (42 gives it back, as Kueue's workload controller does, so a deleted ClusterQueue holding only such reservations
 goes at once). 40 and earlier wrote the
@@ -199,6 +204,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         multikueue_placed_topology=True,
         kueue_misconfigured=True,
         unqueued_releases=True,
+        concurrent_admission=True,
     )
 
 
@@ -238,6 +244,7 @@ def _decide(
     multikueue_placed_topology: bool,
     kueue_misconfigured: bool,
     unqueued_releases: bool,
+    concurrent_admission: bool,
 ) -> list[types.Output]:
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
@@ -290,6 +297,7 @@ def _decide(
             multikueue_placed_topology=multikueue_placed_topology,
             kueue_misconfigured=kueue_misconfigured,
             unqueued_releases=unqueued_releases,
+            concurrent_admission=concurrent_admission,
         )
     finally:
         tree.rollback()
@@ -374,6 +382,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     multikueue_placed_topology = version >= 40
     kueue_misconfigured = version >= 41
     unqueued_releases = version >= 42
+    concurrent_admission = version >= 43
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -413,6 +422,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             multikueue_placed_topology=multikueue_placed_topology,
             kueue_misconfigured=kueue_misconfigured,
             unqueued_releases=unqueued_releases,
+            concurrent_admission=concurrent_admission,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -54,8 +54,10 @@ from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, BusError, Delivery, DurableConsumer, LogMessage
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError
+from kueue_es.scheduling import concurrent_admission
 from kueue_es.services import standby
 from kueue_es.services.dispatcher import core, job_writes, kube_events, lean
+from kueue_es.services.dispatcher.concurrent_admission import VariantController
 from kueue_es.services.dispatcher.job_writes import JobWrites, action_name
 from kueue_es.services.dispatcher.kube_api import (
     DEFAULT_QUEUE_STATUS_INTERVAL,
@@ -810,6 +812,19 @@ class Dispatcher:
         pod groups, whose gated late members of an admitted group it starts (cancel to stop)."""
         await asyncio.gather(self.ungating.watch_pods(), self.ungating.watch_group_pods())
 
+    async def concurrent_admission_forever(self) -> None:
+        """Kueue's concurrent-admission controller (:mod:`~kueue_es.services.dispatcher.concurrent_admission`),
+        while the folded Configuration turns the gate ConcurrentAdmission on; only with a real API server
+        (cancel to stop)."""
+        if not self.write_objects:
+            return
+        await self._wait_fold_until(lambda: self._caught_up)
+        cluster = self.view.cluster
+        controller = VariantController(
+            self.api, enabled=lambda: concurrent_admission.enabled(cluster.configuration.feature_gates)
+        )
+        await controller.run()
+
     async def ungate_forever(self, *, retry_seconds: float = 1.0) -> None:
         """Ungate the gated pods of Admitted TAS workloads whenever a pod or the workload changes (cancel to stop)."""
         # not on a half-folded past: a workload admitted then may be evicted since
@@ -933,11 +948,16 @@ async def serve_dispatcher(
         identity=lease.identity if lease is not None else None,
     )
     if lease is None:
-        work = [dispatcher.consume(consumer), dispatcher.ungate_forever()]
+        work = [dispatcher.consume(consumer), dispatcher.ungate_forever(), dispatcher.concurrent_admission_forever()]
     else:
         if isinstance(bus, ObservedBus):
             standby.observe(lease, bus.health, role="dispatch")
-        work = [consume_while_leading(dispatcher, bind, lease, also=(dispatcher.ungate_forever,)), lease.run()]
+        work = [
+            consume_while_leading(
+                dispatcher, bind, lease, also=(dispatcher.ungate_forever, dispatcher.concurrent_admission_forever)
+            ),
+            lease.run(),
+        ]
     try:
         await run_until_stopped(stop, dispatcher.fold_forever(), dispatcher.watch_pods(), *work)
     finally:

@@ -17,6 +17,7 @@ import msgspec
 
 from kueue_es.events import manifests, models, types
 from kueue_es.jobframework import adjust, workloads
+from kueue_es.scheduling import concurrent_admission as ca
 
 _OBSERVED: dict[str, Callable[[Any], types.Fact]] = {
     "ResourceFlavor": lambda obj: types.ResourceFlavorObserved(flavor=obj),
@@ -40,8 +41,33 @@ def kueue_fact(manifest: dict[str, Any], *, now_ms: int = 0) -> types.Fact:
     except manifests.ManifestError as err:
         return workloads.rejected(manifest, err, now_ms=now_ms)
     if isinstance(obj, models.Workload):
-        obj = own_priority_marked(obj)
+        obj = variant_marked(own_priority_marked(obj), manifest)
     return _OBSERVED[type(obj).__name__](obj)
+
+
+def variant_marked(workload: models.Workload, manifest: Mapping[str, Any]) -> models.Workload:
+    """``workload`` (observed as Workload object ``manifest``) with
+    :data:`~kueue_es.scheduling.concurrent_admission.VARIANT_OF_ANNOTATION` set to its parent's UID when it is a
+    ConcurrentAdmission variant (owned by a kueue.x-k8s.io Workload: concurrentadmission.go IsVariant), and
+    without it otherwise (a value a user set is dropped): the deciders find a variant's siblings by it."""
+    parent = next(
+        (
+            str(ref.get("uid") or "")
+            for ref in (manifest.get("metadata") or {}).get("ownerReferences") or []
+            if isinstance(ref, dict) and ca.is_variant({"metadata": {"ownerReferences": [ref]}})
+        ),
+        "",
+    )
+    annotations = workload.metadata.annotations
+    if annotations.get(ca.VARIANT_OF_ANNOTATION, "") == parent and (
+        parent or ca.VARIANT_OF_ANNOTATION not in annotations
+    ):
+        return workload
+    marked = {k: v for k, v in annotations.items() if k != ca.VARIANT_OF_ANNOTATION}
+    if parent:
+        marked[ca.VARIANT_OF_ANNOTATION] = parent
+    meta = msgspec.structs.replace(workload.metadata, annotations=marked)
+    return msgspec.structs.replace(workload, metadata=meta)
 
 
 def workload_fact(

@@ -57,6 +57,7 @@ import structlog
 
 from kueue_es.events import codec, manifests, types
 from kueue_es.jobframework import workloads
+from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import convert
 from kueue_es.services.watcher.inputs import ConversionInputs
@@ -77,8 +78,14 @@ _READY_REASONS = {True: "Started", False: "WaitForStart"}
 def is_standalone(obj: Mapping[str, Any]) -> bool:
     """Whether a Workload object stands alone: no owner reference (a job's Workload always has one) and no
     ``kueue.x-k8s.io/job-uid`` label (one with the label is a job's Workload that outlived its job, orphaned:
-    :func:`kueue_es.jobframework.workloads.is_orphaned`, never admitted again)."""
+    :func:`kueue_es.jobframework.workloads.is_orphaned`, never admitted again); or one whose owners are all
+    kueue.x-k8s.io Workloads: a ConcurrentAdmission variant (:mod:`kueue_es.scheduling.concurrent_admission`),
+    whose parent's controller plays the job's part on it."""
     meta = obj.get("metadata") or {}
+    if meta.get("ownerReferences") and all(
+        ca.is_variant({"metadata": {"ownerReferences": [ref]}}) for ref in meta["ownerReferences"]
+    ):
+        return True  # a ConcurrentAdmission variant: Kueue admits it as it is, its parent is no job
     return not meta.get("ownerReferences") and not workloads.is_orphaned(obj)
 
 
