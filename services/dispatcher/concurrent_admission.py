@@ -25,6 +25,7 @@ import structlog
 from kueue_es.events import manifests
 from kueue_es.scheduling import concurrent_admission as rules
 from kueue_es.services.dispatcher.kube_api import KubeApi
+from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors, resources
 
 log = structlog.get_logger(__name__)
@@ -49,14 +50,19 @@ class VariantController:
         self.resync = resync
         self.wake = asyncio.Event()
         self.rounds = 0
+        # the Workloads, ClusterQueues and LocalQueues as last seen, by kind, then (namespace, name)
+        self.objects: dict[str, dict[tuple[str, str], RawObject]] = {}
+        self.synced: set[str] = set()  # the kinds listed at least once
 
     async def run(self) -> None:
-        """Reconcile on every Workload or ClusterQueue change and every ``resync`` seconds (cancel to stop)."""
-        watches = [asyncio.create_task(self._watch(ref)) for ref in (resources.WORKLOADS, resources.CLUSTER_QUEUES)]
+        """Reconcile on every Workload, ClusterQueue or LocalQueue change and every ``resync`` seconds (cancel to
+        stop). The objects are kept from the watches (no list per round: the API server is shared with the rest)."""
+        refs = (resources.WORKLOADS, resources.CLUSTER_QUEUES, resources.LOCAL_QUEUES)
+        watches = [asyncio.create_task(self._watch(ref)) for ref in refs]
         try:
             while True:
                 self.wake.clear()
-                if self.enabled():
+                if self.enabled() and all(ref.kind in self.synced for ref in refs):
                     try:
                         await self.reconcile_all()
                         self.rounds += 1
@@ -73,9 +79,19 @@ class VariantController:
                     await task
 
     async def _watch(self, ref: resources.ResourceRef) -> None:
+        """Keep the objects of ``ref``'s kind in :attr:`objects` (by namespace and name) from a list+watch."""
+        held = self.objects.setdefault(ref.kind, {})
         while True:
             try:
-                async for _ in self.api.watch_objects(ref):
+                async for item in self.api.watch_objects(ref):
+                    if isinstance(item, kube.Resynced):
+                        held.clear()
+                        held.update({_key(obj): obj for obj in item.objects})
+                        self.synced.add(ref.kind)
+                    elif item.type == "DELETED":
+                        held.pop(_key(item.object), None)
+                    else:
+                        held[_key(item.object)] = item.object
                     self.wake.set()
             except errors.KubeError as err:  # the kind not served yet, the API server away: again soon
                 log.debug("concurrent_admission_watch_failed", kind=ref.kind, error=str(err))
@@ -83,16 +99,14 @@ class VariantController:
 
     async def reconcile_all(self) -> None:
         """One round: unlabelled parents of opted-in ClusterQueues labelled, then each parent reconciled."""
-        cqs, _ = await self.api.list_objects(resources.CLUSTER_QUEUES)
+        cqs = self.objects.get("ClusterQueue", {}).values()
         opted = {cq["metadata"]["name"]: cq for cq in cqs if rules.policy_of(cq) is not None}
         if not opted:
             return
-        lqs, _ = await self.api.list_objects(resources.LOCAL_QUEUES)
         cq_of = {
-            (lq["metadata"].get("namespace", ""), lq["metadata"]["name"]): (lq.get("spec") or {}).get("clusterQueue")
-            for lq in lqs
+            key: (lq.get("spec") or {}).get("clusterQueue") for key, lq in self.objects.get("LocalQueue", {}).items()
         }
-        workloads, _ = await self.api.list_objects(resources.WORKLOADS)
+        workloads = list(self.objects.get("Workload", {}).values())
         by_owner: dict[str, list[RawObject]] = {}
         for wl in workloads:
             for ref in wl["metadata"].get("ownerReferences") or []:
@@ -100,8 +114,8 @@ class VariantController:
                     by_owner.setdefault(str(ref.get("uid", "")), []).append(wl)
         for wl in workloads:
             meta = wl["metadata"]
-            if meta.get("deletionTimestamp") or rules.is_variant(wl):
-                continue
+            if meta.get("deletionTimestamp") or meta.get("ownerReferences"):
+                continue  # a variant, or a job's Workload: a job's parent is not handled (docs/design.md)
             queue = (meta.get("namespace", ""), (wl.get("spec") or {}).get("queueName", ""))
             cq = opted.get(cq_of.get(queue) or "")
             if cq is None:
@@ -145,14 +159,21 @@ class VariantController:
                 return  # made already (a round before saw the list without it)
         elif action.kind == "delete":
             await self.api.delete_object(ref, namespace=namespace, name=action.name)
-        elif action.kind == "set-active":
-            await self.api.patch_object(
-                ref, namespace=namespace, name=action.name, patch={"spec": {"active": action.active}}
-            )
-        elif action.kind == "status":
-            await self.api.patch_object(
-                ref, namespace=namespace, name=action.name, patch={"status": action.status}, subresource="status"
-            )
+        elif action.kind in ("set-active", "status"):
+            # the object's resourceVersion as the rules saw it: a write over a newer one (the dispatcher's status of
+            # a variant) is refused 409 and the round is made again
+            seen = self.objects.get("Workload", {}).get((namespace, action.name), {})
+            version = (seen.get("metadata") or {}).get("resourceVersion")
+            meta = {"resourceVersion": version} if version else {}
+            patch: RawObject
+            if action.kind == "set-active":
+                patch = {"metadata": meta, "spec": {"active": action.active}}
+                await self.api.patch_object(ref, namespace=namespace, name=action.name, patch=patch)
+            else:
+                patch = {"metadata": meta, "status": action.status or {}}
+                await self.api.patch_object(
+                    ref, namespace=namespace, name=action.name, patch=patch, subresource="status"
+                )
         if action.event is not None:
             log.info(
                 "concurrent_admission",
@@ -160,3 +181,8 @@ class VariantController:
                 reason=action.event[0],
                 message=action.event[1],
             )
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))

@@ -41,6 +41,7 @@ class ConversionInputs:
         topology_aware_scheduling: bool = True,
         label_keys_to_copy: frozenset[str] = frozenset(),
         annotations_to_copy: frozenset[str] = frozenset(),
+        concurrent_admission: bool = False,
     ) -> None:
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
         # what a new Workload copies of its job (manager_config.keys_to_copy)
@@ -60,6 +61,11 @@ class ConversionInputs:
         self.external_owners = external_owners  # integrations.externalFrameworks as (apiVersion, kind)
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in INPUT_KINDS}
         self.local_queues: set[Key] = set()
+        # ConcurrentAdmission (the gate, read at start): each LocalQueue's ClusterQueue, and the ClusterQueues with a
+        # concurrentAdmissionPolicy, so a Workload made by hand in one is published as a parent (:meth:`ca_parent`)
+        self.concurrent_admission = concurrent_admission
+        self.queue_cluster_queues: dict[Key, str] = {}
+        self.concurrent_cluster_queues: set[str] = set()
         self.workload_priority_classes: set[str] = set()
         self.workload_priority_values: dict[str, int] = {}  # WorkloadPriorityClass name -> its value
         self.owners: dict[str, workloads.Owner] = {}  # UID of a job (not a Pod) seen -> its kind, labels, controller
@@ -69,6 +75,29 @@ class ConversionInputs:
         self.owner_view: collections.ChainMap[str, workloads.Owner] = collections.ChainMap(
             self.owners, *self.unqueued_owners.values()
         )
+
+    def ca_parent(self, namespace: str, queue_name: str) -> bool:
+        """Whether a Workload queued to LocalQueue ``namespace/queue_name`` is a ConcurrentAdmission parent: the gate
+        is on and the queue's ClusterQueue has a ``concurrentAdmissionPolicy`` (Kueue's queue manager
+        IsConcurrentAdmissionParent; its workload controller then labels it)."""
+        if not self.concurrent_admission:
+            return False
+        return self.queue_cluster_queues.get((namespace, queue_name), "") in self.concurrent_cluster_queues
+
+    def queue_object_changed(self, kind: str, key: Key, obj: objects.KubeObject | None) -> None:
+        """Keep what :meth:`ca_parent` reads: a LocalQueue's ClusterQueue, a ClusterQueue's policy (``obj`` None:
+        deleted)."""
+        spec = (cast(dict[str, Any], obj).get("spec") or {}) if obj is not None else {}
+        if kind == "LocalQueue":
+            if obj is None:
+                self.queue_cluster_queues.pop(key, None)
+            else:
+                self.queue_cluster_queues[key] = str(spec.get("clusterQueue") or "")
+        elif kind == "ClusterQueue":
+            if obj is not None and isinstance(spec.get("concurrentAdmissionPolicy"), dict):
+                self.concurrent_cluster_queues.add(key[1])
+            else:
+                self.concurrent_cluster_queues.discard(key[1])
 
     # -- PriorityClasses, RuntimeClasses, LimitRanges ----------------------------------------------
 

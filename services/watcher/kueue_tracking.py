@@ -94,6 +94,8 @@ class KueueTracker:
             obj = terminating_marked(obj)
         namespace, name = _key(kind, obj)
         version = str(meta.get("resourceVersion") or "")
+        if kind in ("LocalQueue", "ClusterQueue"):
+            self.inputs.queue_object_changed(kind, (namespace, name), None if change == "DELETED" else obj)
         if kind == "AdmissionCheck":  # MultiKueue's checks are kueue-es's own (their entries are not reported)
             controller = (cast(dict[str, Any], obj).get("spec") or {}).get("controllerName")
             if change != "DELETED" and controller == models.MULTIKUEUE_CONTROLLER:

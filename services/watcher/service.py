@@ -160,6 +160,7 @@ class Watcher:
             elastic_jobs=slices.gate_enabled(initial.configuration.feature_gates),
             finish_orphans=workloads.finish_orphans(initial.configuration.feature_gates),
             topology_aware_scheduling=initial.configuration.feature_gates.get("TopologyAwareScheduling", True),
+            concurrent_admission=initial.configuration.feature_gates.get("ConcurrentAdmission", False),
             pod_integration_implicit="Pod" in webhooks.implicitly_enabled_kinds(config.frameworks if config else None),
             label_keys_to_copy=initial.label_keys_to_copy,
             annotations_to_copy=initial.annotations_to_copy,

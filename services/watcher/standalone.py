@@ -53,6 +53,7 @@ import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
+import msgspec
 import structlog
 
 from kueue_es.events import codec, manifests, types
@@ -210,11 +211,28 @@ class StandaloneTracker:
         plain = convert.kueue_fact(manifest, now_ms=self.clock())
         if self.inputs is None or not isinstance(plain, types.WorkloadObserved):
             return plain, False
+        plain = self._parent_marked(plain, manifest)
         runtime_classes, limit_ranges = self.inputs.pod_inputs(_key(obj)[0])
         fact = convert.adjusted(
             plain, manifest, now_ms=self.clock(), runtime_classes=runtime_classes, limit_ranges=limit_ranges
         )
         return fact, fact is not plain
+
+    def _parent_marked(self, fact: types.WorkloadObserved, manifest: Mapping[str, Any]) -> types.WorkloadObserved:
+        """``fact`` with Kueue's parent label :data:`~kueue_es.scheduling.concurrent_admission.PARENT_LABEL` when its
+        LocalQueue's ClusterQueue has a concurrentAdmissionPolicy (the gate on) and it is no variant: Kueue's queue
+        manager never queues such a Workload, labelled or not, so the admitter must not see it unlabelled in the
+        moment before the controller labels the object."""
+        assert self.inputs is not None
+        wl = fact.workload
+        if (
+            ca.is_parent(wl)
+            or ca.is_variant(manifest)
+            or not self.inputs.ca_parent(wl.metadata.namespace, wl.spec.queue_name)
+        ):
+            return fact
+        meta = msgspec.structs.replace(wl.metadata, labels={**wl.metadata.labels, ca.PARENT_LABEL: "true"})
+        return msgspec.structs.replace(fact, workload=msgspec.structs.replace(wl, metadata=meta))
 
     async def _owner_not_found(self, key: Key, ref: types.WorkloadRef, condition: Mapping[str, Any] | None) -> None:
         """A job's Workload with no owner (:meth:`stands_alone`), not finished yet: WorkloadFinished
