@@ -174,6 +174,9 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
         ("", "events", "create"),  # the Events Kueue records on Workloads
         ("kueue.x-k8s.io", "workloads", "get"),  # the check controllers' entries, kept by a status write
         ("kueue.x-k8s.io", "workloads", "list"),
+        ("kueue.x-k8s.io", "workloads", "watch"),  # the ConcurrentAdmission controller's watches, and these two
+        ("kueue.x-k8s.io", "clusterqueues", "watch"),
+        ("kueue.x-k8s.io", "localqueues", "watch"),
         ("kueue.x-k8s.io", "workloads", "create"),  # server-side apply of a new Workload is checked as create
         ("kueue.x-k8s.io", "workloads", "patch"),
         ("kueue.x-k8s.io", "workloads", "delete"),  # the Workload of a Job that is gone
