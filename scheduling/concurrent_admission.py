@@ -152,7 +152,8 @@ RawObject = dict[str, Any]
 class Action:
     """One write of the controller. ``kind``: ``label-parent`` (``body``: the parent with the label), ``create``
     (``body``: the variant), ``delete``, ``set-active`` (``active``), ``status`` (``status``: the Workload's
-    whole new status) on the Workload ``name``; ``event``: (reason, message) for a Kubernetes Event on it."""
+    whole new status) on the Workload ``name``; ``event``: (reason, message) for a Kubernetes Event on the Workload
+    ``event_on`` ("": ``name``; the parent for a variant created or deleted, as Kueue records them)."""
 
     kind: str
     name: str
@@ -160,6 +161,7 @@ class Action:
     active: bool | None = None
     status: RawObject | None = None
     event: tuple[str, str] | None = None
+    event_on: str = ""
 
 
 def conditions(obj: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -342,6 +344,7 @@ def _create_and_delete(fam: _Family) -> None:
                     body["metadata"]["name"],
                     body=body,
                     event=("CreatedVariant", f'Variant Workload "{_ref(body)}" created'),
+                    event_on=fam.parent["metadata"]["name"],
                 )
             )
     fresh = []
@@ -351,7 +354,10 @@ def _create_and_delete(fam: _Family) -> None:
             fresh.append(v)
             continue
         message = f'Variant Workload "{_ref(v)}" deleted; flavor "{flavor}" no longer in ClusterQueue'
-        fam.actions.append(Action("delete", v["metadata"]["name"], event=("DeletedVariant", message)))
+        event_on = fam.parent["metadata"]["name"]
+        fam.actions.append(
+            Action("delete", v["metadata"]["name"], event=("DeletedVariant", message), event_on=event_on)
+        )
     fam.variants = fresh
 
 

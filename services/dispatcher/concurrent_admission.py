@@ -129,6 +129,34 @@ class VariantController:
             except (errors.KubeError, ValueError) as err:
                 log.warning("concurrent_admission_parent_failed", workload=f"{queue[0]}/{meta['name']}", error=str(err))
 
+    async def _record(self, namespace: str, name: str, reason: str, message: str) -> None:
+        """A Normal Event ``reason`` on Workload ``namespace/name``, as Kueue's controller records it (best effort)."""
+        seen = self.objects.get("Workload", {}).get((namespace, name), {})
+        involved = {"apiVersion": rules.API_VERSION, "kind": "Workload", "namespace": namespace, "name": name}
+        if uid := (seen.get("metadata") or {}).get("uid"):
+            involved["uid"] = uid
+        at = manifests.format_time_ms(self.clock())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": namespace},
+            "involvedObject": involved,
+            "type": "Normal",
+            "reason": reason,
+            "message": message,
+            "action": reason,
+            "count": 1,
+            "firstTimestamp": at,
+            "lastTimestamp": at,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": COMPONENT,
+        }
+        try:
+            await self.api.create_object(resources.EVENTS, namespace=namespace, body=body)
+        except errors.KubeError as err:
+            log.warning("concurrent_admission_event_failed", workload=f"{namespace}/{name}", error=str(err))
+
     async def reconcile_parent(self, parent: RawObject, variants: list[RawObject], cq: Mapping[str, Any]) -> None:
         """Label ``parent`` (Kueue's workload controller SetParentVariantLabel) or apply what
         :func:`rules.reconcile` says for it."""
@@ -175,12 +203,17 @@ class VariantController:
                     ref, namespace=namespace, name=action.name, patch=patch, subresource="status"
                 )
         if action.event is not None:
+            await self._record(namespace, action.event_on or action.name, *action.event)
             log.info(
                 "concurrent_admission",
                 workload=f"{namespace}/{action.name}",
                 reason=action.event[0],
                 message=action.event[1],
             )
+
+
+COMPONENT = "concurrent-admission-controller"
+"""Kueue's ConcurrentAdmissionController: the source of its Events."""
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:

@@ -145,6 +145,14 @@ async def creates_variants_for_all_flavors(e2e: E2E) -> None:
     await e2e.create(_workload("parent-wl-constraints", ns, "1"))
     for f in (res, spot):
         await _wait_variant(e2e, ns, "parent-wl-constraints", f, lambda v: True, what=f"a variant for {f}")
+    # the controller's Events on the parent, as kubectl describe lists them (a kueue-es check: Kueue's test reads none)
+    for _ in range(60):
+        events = await e2e.list("events", ns)
+        created = [e for e in events if e.get("reason") == "CreatedVariant"]
+        if len(created) == 2:
+            break
+        await asyncio.sleep(0.5)
+    assert {e["involvedObject"]["name"] for e in created} == {"parent-wl-constraints"}, created
 
 
 async def migrates_when_the_preferred_flavor_frees(e2e: E2E) -> None:

@@ -51,6 +51,7 @@ def test_variants_are_made_for_each_flavor_restricted_gated_and_owned() -> None:
     parent = _parent()
     actions = ca.reconcile(parent, [], _cq("reservation", "spot"), now=NOW, now_ms=NOW_MS)
     made = [a.body for a in actions if a.kind == "create" and a.body is not None]
+    assert {(a.event_on, a.event[0]) for a in actions if a.event is not None} == {("p", "CreatedVariant")}
     assert [v["metadata"]["annotations"][ca.ALLOWED_FLAVORS_ANNOTATION] for v in made] == ["reservation", "spot"]
     for variant in made:
         assert variant["metadata"]["labels"] == {"a": "b"}  # the parent label is not copied
