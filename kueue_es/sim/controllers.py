@@ -716,8 +716,9 @@ class SimulatedControllers:
         refs = [r for r in meta.get("ownerReferences") or [] if isinstance(r, dict)]
         if not refs or meta.get("deletionTimestamp") or all(r.get("uid") in uids for r in refs):
             return False
-        # an owner of a kind not watched (or not listed yet) cannot be told gone
-        return not any(str(r.get("kind") or "") not in self._synced or r.get("kind") == "Workload" for r in refs)
+        # an owner of a kind not watched (or not listed yet) cannot be told gone; a Workload can (ConcurrentAdmission's
+        # variants are owned by their parent Workload)
+        return not any(str(r.get("kind") or "") not in self._synced for r in refs)
 
     async def _owner(self, namespace: str, ref: Mapping[str, Any]) -> Mapping[str, Any] | None:
         """The object an owner reference names as it is now, read live; None when gone (or another of that name)."""

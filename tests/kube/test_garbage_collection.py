@@ -499,3 +499,27 @@ async def test_the_collector_still_deletes_what_a_background_deletion_left_behin
     for ref, name in ((resources.PODS, "runner-x1"), (resources.WORKLOADS, "job-runner")):
         with pytest.raises(errors.NotFoundError):
             await client.get_object(api, ref, namespace="default", name=name)
+
+
+async def test_a_variant_goes_with_its_parent_workload(api: k8s_client.ApiClient) -> None:
+    """A ConcurrentAdmission variant (a Workload owned by its parent Workload) is collected once its parent is
+    deleted, as kube-controller-manager collects any dependent whose owners are all gone."""
+    controllers = SimulatedControllers(api, lws=False, ray=False)
+    spec = {
+        "podSets": [{"name": "main", "count": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]
+    }
+    parent = await client.create_object(
+        api, resources.WORKLOADS, namespace="default", body={"metadata": {"name": "parent"}, "spec": spec}
+    )
+    reference = owner_ref({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", **parent})
+    variant_body = {"metadata": {"name": "parent-variant-spot", "ownerReferences": [reference]}, "spec": spec}
+    controllers._remember(
+        "Workload", await client.create_object(api, resources.WORKLOADS, namespace="default", body=variant_body)
+    )
+    controllers._synced.update({"Workload"})
+
+    await client.delete_object(api, resources.WORKLOADS, namespace="default", name="parent")
+    await controllers._collect_garbage()
+
+    with pytest.raises(errors.NotFoundError):
+        await client.get_object(api, resources.WORKLOADS, namespace="default", name="parent-variant-spot")
