@@ -338,10 +338,12 @@ def _has_sources(raw: dict[str, Any]) -> bool:
 
 def _with_owner(fact: types.WorkloadObserved, raw: dict[str, Any], *, where: str) -> types.WorkloadObserved:
     """A Workload with a controller ``metadata.ownerReferences`` entry stands for that job (ours: the job
-    a scenario has no object for, e.g. a batch/v1 Job for MultiKueue's adapters, SEMANTICS-ADVANCED E.2)."""
+    a scenario has no object for, e.g. a batch/v1 Job for MultiKueue's adapters, SEMANTICS-ADVANCED E.2); one owned
+    by a kueue.x-k8s.io Workload is a ConcurrentAdmission variant, standalone as the watcher publishes it (its parent
+    in the annotation ``kueue-es.dev/variant-of``, :func:`kueue_es.services.watcher.convert.variant_marked`)."""
     owners = (raw.get("metadata") or {}).get("ownerReferences") or []
     controller = [o for o in owners if isinstance(o, dict) and o.get("controller")]
-    if not controller:
+    if not controller or str(controller[0].get("apiVersion", "")).startswith("kueue.x-k8s.io/"):
         return fact
     try:
         owner = msgspec.convert(controller[0], models.OwnerReference, str_keys=True)
