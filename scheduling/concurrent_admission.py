@@ -68,6 +68,12 @@ def is_parent(workload: models.Workload) -> bool:
     return workload.metadata.labels.get(PARENT_LABEL) == "true"
 
 
+def queued_parent(workload: models.Workload, gates: Mapping[str, bool]) -> bool:
+    """Whether ``workload``, queued in the fold, is a parent Kueue keeps out of its queues (the gate on): it counts
+    in no pending count, metric or visibility list (its variants do; pkg/cache/queue/cluster_queue.go PushOrUpdate)."""
+    return enabled(gates) and is_parent(workload)
+
+
 def parent_uid(workload: models.Workload) -> str:
     """The UID of the parent of variant ``workload`` (:data:`VARIANT_OF_ANNOTATION`), "" when it is none."""
     return workload.metadata.annotations.get(VARIANT_OF_ANNOTATION, "")

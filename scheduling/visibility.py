@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from kueue_es.projections import afs
 from kueue_es.projections.cluster import ClusterState, effective_order, order_gates_move, priority_of
+from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.scheduling.queues import lq_usage, sticky_preemptors
 
 LIMIT_DEFAULT = 1000
@@ -61,6 +62,8 @@ def pending_in_cluster_queue(state: ClusterState, cluster_queue: str, *, now_ms:
         usage = lq_usage(state, (namespace, lq_name), now_ms=now_ms) if fair else 0.0
         for order in queued:
             key = order[-1]
+            if ca.queued_parent(state.workloads[key].workload, state.configuration.feature_gates):
+                continue  # ConcurrentAdmission: its variants are the ones queued
             if key in moved:
                 order = effective_order(state.workloads[key], state)
             entries.append(((0 if key == sticky else 1, usage, order), key, lq_name))

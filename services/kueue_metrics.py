@@ -32,6 +32,7 @@ from kueue_es.events.models import ClusterQueue
 from kueue_es.projections import afs, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 from kueue_es.projections.kueue_metrics import BY_NAME, FAMILIES, Family, cohort_path
+from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.scheduling import fairsharing, queues, readiness
 
 Labels = tuple[str, ...]
@@ -179,6 +180,7 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
     (Kueue's inadmissible list); ``active``: the rest. A stopped LocalQueue's workloads count nowhere:
     Kueue takes them out of the queue (manager.go DeleteLocalQueue) and its series stay at 0."""
     triggers = queues.requeue_triggers(state, tree)
+    gates = state.configuration.feature_gates
     admitting = {cq_name: admits(state, tree, cq_name) for cq_name in state.cluster_queues}
     hashing = state.configuration.feature_gates.get(HASHING_GATE, True)
     # per ClusterQueue, the scheduling shapes of its active and of its inadmissible pending workloads
@@ -206,12 +208,24 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
             parked += sum(1 for seq, _ in queued.requeued.values() if seq >= trigger)
         else:
             parked = len(queued)
-        for status, count in (("active", len(queued) - parked), ("inadmissible", parked)):
+        # ConcurrentAdmission's parents are never in Kueue's queues (never parked either: no decision is made on them)
+        parents = (
+            {
+                o[-1]
+                for o in queued
+                if o[-1] in state.workloads and ca.queued_parent(state.workloads[o[-1]].workload, gates)
+            }
+            if ca.enabled(gates)
+            else set()
+        )
+        if not admitting[target]:
+            parked -= len(parents)
+        for status, count in (("active", len(queued) - parked - len(parents)), ("inadmissible", parked)):
             out.add("kueue_pending_workloads", (target, status), count)
             out.add("kueue_local_queue_pending_workloads", (lq_name, namespace, status), count)
         for order in queued:
             wl = state.workloads.get(order[-1])
-            if wl is None:
+            if wl is None or order[-1] in parents:
                 continue
             if hashing:
                 key = order[-1]
@@ -286,11 +300,16 @@ def _unadmitted(state: ClusterState, out: _Series) -> None:
     ClusterQueue its LocalQueue names (none when its LocalQueue is missing or stopped: Kueue's queue manager
     does not have it). Not reserved: ``NoReservation`` and its pending reason (``PendingEvaluation`` before
     the admitter first looked at it); reserved and waiting for its admission checks or topology:
-    ``UnsatisfiedAdmissionChecks`` and ""."""
+    ``UnsatisfiedAdmissionChecks`` and "". A ConcurrentAdmission variant never counts (its parent does: Kueue's
+    getUnadmittedWorkloadStatus), and a parent counts until one of its variants is admitted (the fold holds no
+    admission of the parent itself: the controller writes it on the object from that variant's)."""
     if not state.configuration.feature_gates.get(UNADMITTED_GATE, True):
         return
+    admitted_parents = {uid for wl in state.workloads.values() if wl.admitted and (uid := ca.parent_uid(wl.workload))}
     for wl in state.workloads.values():
-        if wl.admitted or wl.gone:
+        if wl.admitted or wl.gone or ca.parent_uid(wl.workload):
+            continue
+        if admitted_parents and wl.workload.metadata.uid in admitted_parents:
             continue
         meta = wl.workload.metadata
         lq = state.local_queues.get((meta.namespace, wl.workload.spec.queue_name))

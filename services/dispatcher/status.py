@@ -72,6 +72,7 @@ from kueue_es.projections.cluster import (
     priority_of,
     replacement_of,
 )
+from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.scheduling import cycle, dra, fairsharing, lifecycle, readiness
 from kueue_es.scheduling.tas import replacement
 
@@ -1436,7 +1437,7 @@ def cluster_queue_status(
     cq = state.cluster_queues[name]
     feeding = local_queues_by_cluster_queue(state) if feeding is None else feeding
     # a stopped LocalQueue's workloads are out of its ClusterQueue's queue (Kueue: manager.go DeleteLocalQueue)
-    pending = sum(len(state.queued.get(key, ())) for key in feeding.get(name, ()) if not _stopped(state, key))
+    pending = sum(_pending_in(state, key) for key in feeding.get(name, ()) if not _stopped(state, key))
     reserved, admitted, count, admitted_count = _usage(state, name)
     nominal = {
         (fq.name, rq.name): rq.nominal_quota
@@ -1570,11 +1571,21 @@ def cohort_ancestors(state: ClusterState, cohort_name: str) -> list[str]:
     return out
 
 
+def _pending_in(state: ClusterState, queue: tuple[str, str]) -> int:
+    """The workloads queued in LocalQueue ``queue`` that count as pending: all but ConcurrentAdmission's parents,
+    which Kueue never queues (:func:`kueue_es.scheduling.concurrent_admission.queued_parent`)."""
+    queued = state.queued.get(queue, ())
+    gates = state.configuration.feature_gates
+    if not ca.enabled(gates):
+        return len(queued)
+    return sum(1 for order in queued if not ca.queued_parent(state.workloads[order[-1]].workload, gates))
+
+
 def local_queue_status(state: ClusterState, namespace: str, name: str) -> dict[str, Any]:
     """LocalQueue ``status`` (localqueue_controller.go updateStatusIfChanged, cache.LocalQueueUsage): the same
     counts and usage for its own workloads, no ``borrowed``; no pending count while it is stopped."""
     lq = state.local_queues[(namespace, name)]
-    pending = len(state.queued.get((namespace, name), ())) if lq.spec.stop_policy == "None" else 0
+    pending = _pending_in(state, (namespace, name)) if lq.spec.stop_policy == "None" else 0
     cq = state.cluster_queues.get(lq.spec.cluster_queue)
     if cq is None:
         return {"pendingWorkloads": pending, "reservingWorkloads": 0, "admittedWorkloads": 0}

@@ -112,3 +112,37 @@ def test_without_the_gate_a_parent_is_an_ordinary_workload() -> None:
     cq = cluster_queue("cq", flavors={"spot": {"cpu": 5}})
     log.apply_manifests(flavor("spot"), cq, local_queue("lq", "cq"), _parent())
     assert _admitted(log.settle(1000)) == {"parent": "spot"}
+
+
+def test_a_parent_counts_in_no_pending_count_its_variants_do() -> None:
+    """Kueue never queues a parent: the ClusterQueue's and LocalQueue's pendingWorkloads, kueue_pending_workloads and
+    the visibility API count its variants alone; kueue_unadmitted_workloads counts the parent alone
+    (concurrent_admission_test.go 'Should not count variant workload in unadmitted workload metrics': 1, reason
+    NoReservation, cause PendingEvaluation), until a variant is admitted."""
+    from kueue_es.scheduling import visibility
+    from kueue_es.services import kueue_metrics
+    from kueue_es.services.dispatcher import status
+
+    log = _system()
+    big = _parent()
+    big["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100"
+    variants = [_variant("reservation"), _variant("spot")]
+    for v in variants:
+        v["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "100"
+    log.apply_manifests(big, *variants)
+    log.settle(1000)
+    assert status.cluster_queue_status(log.state, "cq")["pendingWorkloads"] == 2
+    assert status.local_queue_status(log.state, "default", "lq")["pendingWorkloads"] == 2
+    assert {p.name for p in visibility.pending_in_cluster_queue(log.state, "cq")} == {
+        "parent-variant-reservation",
+        "parent-variant-spot",
+    }
+    gauges = kueue_metrics.gauges(log.state)
+    pending = gauges["kueue_pending_workloads"]
+    assert pending[("cq", "active")] + pending[("cq", "inadmissible")] == 2
+    assert gauges["kueue_unadmitted_workloads"] == {("cq", "NoReservation", "PendingEvaluation"): 1}
+    # the spot variant admitted: the parent is admitted too, nothing unadmitted
+    small = _system()
+    small.apply_manifests(_parent(), _variant("reservation"), _variant("spot"))
+    small.settle(1000)
+    assert kueue_metrics.gauges(small.state)["kueue_unadmitted_workloads"] == {}
