@@ -5,10 +5,9 @@ Kueue's e2e manager Configuration (tests/fixtures/kueue-e2e/: the gate Concurren
 Kueue's integration test drives Workloads with no job (MakeWorkload(...).ParentVariant()) against its manager;
 here the same Workloads go through kubectl to the services, and the test's own writes (FinishEvictionForWorkloads,
 an admission check's state, SetAdmissionCheckActive) are kubectl status patches. Each case is a step with its own
-namespace, flavors and ClusterQueue (flavor names carry the namespace: the steps run at once). Not here:
-"Should not count variant workloads in unadmitted workload metrics" (kueue-es has no
-kueue_unadmitted_workloads metric) and the e2e suite's baseline/concurrent_admission_test.go, whose parents are
-Jobs' Workloads (docs/design.md "Concurrent admission": a job's parent is not handled).
+namespace, flavors and ClusterQueue (flavor names carry the namespace: the steps run at once). Not here: the e2e
+suite's baseline/concurrent_admission_test.go, whose parents are Jobs' Workloads (docs/design.md "Concurrent
+admission": a job's parent is not handled).
 """
 
 from __future__ import annotations
@@ -153,6 +152,36 @@ async def creates_variants_for_all_flavors(e2e: E2E) -> None:
             break
         await asyncio.sleep(0.5)
     assert {e["involvedObject"]["name"] for e in created} == {"parent-wl-constraints"}, created
+
+
+async def counts_the_parent_not_its_variants_as_unadmitted(e2e: E2E) -> None:
+    """When "Should assign flavors with respect to constraints", It "Should not count variant workloads in
+    unadmitted workload metrics": a parent of 100 CPU (5 per flavor) and its two variants count once in
+    kueue_unadmitted_workloads{reason NoReservation, underlying_cause PendingEvaluation} on the admitter's /metrics
+    (Kueue reads its gauge in process; UnadmittedWorkloadsObservability is on by default)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    ns = "e2e-ca-metrics"
+    res, spot, cq = f"reservation-{ns}", f"spot-{ns}", f"cq-{ns}"
+    await _setup(e2e, ns, _ca_queue(cq, {res: "5", spot: "5"}), [res, spot])
+    await e2e.create(_workload("parent-wl-metrics", ns, "100"))
+    for f in (res, spot):
+        await _wait_variant(e2e, ns, "parent-wl-metrics", f, lambda v: True, what=f"a variant for {f}")
+    wanted = {"cluster_queue": cq, "reason": "NoReservation", "underlying_cause": "PendingEvaluation"}
+    value = None
+    for _ in range(120):
+        text = await e2e.kueue_metrics()
+        values = [
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "kueue_unadmitted_workloads" and wanted.items() <= dict(s.labels).items()
+        ]
+        value = values[0] if values else None
+        if value == 1:
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"kueue_unadmitted_workloads{wanted}: {value}, not 1")
 
 
 async def migrates_when_the_preferred_flavor_frees(e2e: E2E) -> None:
@@ -336,6 +365,7 @@ def _json(value: Any) -> str:
 
 STEPS: list[Step] = [
     creates_variants_for_all_flavors,
+    counts_the_parent_not_its_variants_as_unadmitted,
     migrates_when_the_preferred_flavor_frees,
     migrates_only_at_or_above_the_last_acceptable_flavor,
     retain_first_admission_does_not_migrate,
