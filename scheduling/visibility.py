@@ -62,7 +62,9 @@ def pending_in_cluster_queue(state: ClusterState, cluster_queue: str, *, now_ms:
         usage = lq_usage(state, (namespace, lq_name), now_ms=now_ms) if fair else 0.0
         for order in queued:
             key = order[-1]
-            if ca.queued_parent(state.workloads[key].workload, state.configuration.feature_gates):
+            if key in state.workloads and ca.queued_parent(
+                state.workloads[key].workload, state.configuration.feature_gates
+            ):
                 continue  # ConcurrentAdmission: its variants are the ones queued
             if key in moved:
                 order = effective_order(state.workloads[key], state)

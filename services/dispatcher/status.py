@@ -1578,7 +1578,10 @@ def _pending_in(state: ClusterState, queue: tuple[str, str]) -> int:
     gates = state.configuration.feature_gates
     if not ca.enabled(gates):
         return len(queued)
-    return sum(1 for order in queued if not ca.queued_parent(state.workloads[order[-1]].workload, gates))
+    workloads = state.workloads
+    return sum(
+        1 for order in queued if (wl := workloads.get(order[-1])) is None or not ca.queued_parent(wl.workload, gates)
+    )
 
 
 def local_queue_status(state: ClusterState, namespace: str, name: str) -> dict[str, Any]:
