@@ -15,7 +15,8 @@ schema cannot say (Kueue pkg/webhooks: duplicate flavors and covered resources, 
 resource that is not a label key, a quota's resource name that is not its covered resource,
 a ClusterQueue's lendingLimit over its nominalQuota and its namespaceSelector as a label
 selector, a ResourceFlavor's nodeLabels, taint and toleration keys as labels and taints
-unique by key and effect). Kueue answers these 403 from its webhooks, and :func:`check` raises
+unique by key and effect: :mod:`kueue_es.jobframework.core_webhooks`, which ``kueue-es service
+webhook`` answers with too). Kueue answers these 403 from its webhooks, and :func:`check` raises
 :class:`Denied` for them (the emulated API server's 403) where the schema's are :class:`Invalid`
 (422). For batch/v1 Jobs, v1 Pods and JobSets it checks container resource requests and limits as the core API does
 (Kubernetes pkg/apis/core/validation ValidateResourceRequirements): non-negative, valid
@@ -39,7 +40,7 @@ from typing import Any
 
 from kueue_es import crds
 from kueue_es.events import quantities
-from kueue_es.jobframework import webhooks, workload_webhook
+from kueue_es.jobframework import core_webhooks
 
 #: Kubernetes' CauseType values (apimachinery pkg/util/validation/field ErrorType).
 INVALID = "FieldValueInvalid"
@@ -163,7 +164,7 @@ def validate(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None = Non
 
 #: The kinds whose checks beyond the schema are Kueue's validating webhooks' (pkg/webhooks), so a refusal by them
 #: is 403 Forbidden (:class:`Denied`); a Workload's duplicate pod set names are its CRD's list-map key (422).
-DENYING_WEBHOOK_KINDS = frozenset({"ClusterQueue", "Cohort", "ResourceFlavor"})
+DENYING_WEBHOOK_KINDS = core_webhooks.VALIDATED_KINDS
 
 
 def _validate(manifest: Mapping[str, Any], *, old: Mapping[str, Any] | None) -> tuple[list[Cause], bool]:
@@ -488,150 +489,16 @@ def _prune(value: Any, schema: Mapping[str, Any]) -> None:
 
 
 def _webhook(kind: str, body: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[Cause]:
-    """Kueue's validating webhooks' checks that the CRD schema cannot say (pkg/webhooks); ``old``: the
-    object an update replaces (defaulted as ``body``), None on a create."""
-    causes: list[Cause] = []
-    spec = body.get("spec") or {}
-    if kind == "ClusterQueue":
-        causes += _admission_check_on_flavors(spec, old_spec=None if old is None else old.get("spec") or {})
-        if isinstance(spec.get("namespaceSelector"), Mapping):
-            causes += _causes(
-                workload_webhook.label_selector_errors(spec["namespaceSelector"], "spec.namespaceSelector")
-            )
-    if kind == "ResourceFlavor":
-        causes += _resource_flavor(spec)
-    if kind in ("ClusterQueue", "Cohort"):
-        seen_resources: set[str] = set()
-        seen_flavors: set[str] = set()
-        for g, group in enumerate(spec.get("resourceGroups") or []):
-            covered = group.get("coveredResources") or []
-            for r, resource in enumerate(covered):
-                # Kueue common.go validateResourceName: a resource name is a label key (content.IsLabelKey)
-                where = f"spec.resourceGroups[{g}].coveredResources[{r}]"
-                causes += _causes(workload_webhook.label_name_errors(str(resource), where))
-                if resource in seen_resources:
-                    causes.append(
-                        Cause(
-                            f"spec.resourceGroups[{g}].coveredResources[{r}]",
-                            DUPLICATE,
-                            f"Duplicate value: {_show(resource)}",
-                        )
-                    )
-                seen_resources.add(resource)
-            for f, flavor in enumerate(group.get("flavors") or []):
-                where = f"spec.resourceGroups[{g}].flavors[{f}]"
-                if flavor.get("name") in seen_flavors:
-                    causes.append(Cause(f"{where}.name", DUPLICATE, f"Duplicate value: {_show(flavor.get('name'))}"))
-                seen_flavors.add(flavor.get("name"))
-                for q, quota in enumerate((flavor.get("resources") or [])[: len(covered)]):
-                    lending, nominal = quota.get("lendingLimit"), quota.get("nominalQuota")
-                    if kind == "ClusterQueue" and _parses(lending) and _parses(nominal):
-                        if quantities.parse_decimal(lending) > quantities.parse_decimal(nominal):
-                            causes.append(
-                                Cause(
-                                    f"{where}.resources[{q}].lendingLimit",
-                                    INVALID,
-                                    f'Invalid value: "{lending}": must be less than or equal to the nominalQuota',
-                                )
-                            )
-                    if quota.get("name") != covered[q]:
-                        causes.append(
-                            Cause(
-                                f"{where}.resources[{q}].name",
-                                INVALID,
-                                f"Invalid value: {_show(quota.get('name'))}: must match the name in coveredResources",
-                            )
-                        )
+    """Kueue's validating webhooks' checks that the CRD schema cannot say (:func:`core_webhooks.validate`, the
+    rules ``kueue-es service webhook`` answers with too); ``old``: the object an update replaces (defaulted as
+    ``body``), None on a create. A Workload's duplicate pod set names are its CRD's list-map key."""
+    causes = [Cause(r.field, r.reason, r.message) for r in core_webhooks.validate(kind, body, old=old)]
     if kind == "Workload":
-        names = [ps.get("name", "main") for ps in spec.get("podSets") or []]
+        names = [ps.get("name", "main") for ps in (body.get("spec") or {}).get("podSets") or []]
         for i, name in enumerate(names):
             if name in names[:i]:
                 causes.append(Cause(f"spec.podSets[{i}]", DUPLICATE, f'Duplicate value: {{"name":{json.dumps(name)}}}'))
     return causes
-
-
-def _resource_flavor(spec: Mapping[str, Any]) -> list[Cause]:
-    """Kueue resourceflavor_webhook.go ValidateResourceFlavor: ``nodeLabels`` are labels (qualified keys, label
-    values); each of ``nodeTaints`` has a qualified key and a label value and is the only one of its key and
-    effect; each of ``tolerations`` with a key has a qualified one (workload_webhook.go validateTolerations)."""
-    causes = _causes(workload_webhook.label_errors(_dig(spec, "nodeLabels") or {}, "spec.nodeLabels"))
-    seen: set[tuple[str, Any]] = set()
-    for i, taint in enumerate(_list(spec.get("nodeTaints"))):
-        if not isinstance(taint, Mapping):
-            continue
-        where, key, value = f"spec.nodeTaints[{i}]", str(taint.get("key") or ""), str(taint.get("value") or "")
-        causes += _causes(workload_webhook.label_name_errors(key, f"{where}.key"))
-        if problems := workload_webhook.label_value_problems(value):
-            causes.append(Cause(f"{where}.value", INVALID, f"Invalid value: {_show(value)}: {';'.join(problems)}"))
-        effect = str(taint.get("effect") or "")
-        if (key, effect) in seen:
-            # field.Duplicate of a corev1.Taint, which Go prints as its %#v
-            shown = (
-                f"v1.Taint{{Key:{_show(key)}, Value:{_show(value)}, Effect:{_show(effect)}, TimeAdded:(*v1.Time)(nil)}}"
-            )
-            causes.append(
-                Cause(where, DUPLICATE, f"Duplicate value: {shown}: taints must be unique by key and effect pair")
-            )
-        seen.add((key, effect))
-    for i, toleration in enumerate(_list(spec.get("tolerations"))):
-        if isinstance(toleration, Mapping) and toleration.get("key"):
-            where = f"spec.tolerations[{i}].key"
-            causes += _causes(workload_webhook.label_name_errors(str(toleration["key"]), where))
-    return causes
-
-
-#: Kubernetes' field.Error types as the CauseTypes of a Status.
-_CAUSE_TYPES = {"Invalid": INVALID, "Required": REQUIRED, "Forbidden": FORBIDDEN, "NotSupported": NOT_SUPPORTED}
-
-
-def _causes(errors: list[webhooks.FieldError]) -> list[Cause]:
-    """Field errors of a Kueue webhook rule as the causes of a refusal, their field split off the message."""
-    return [
-        Cause(error.field, _CAUSE_TYPES.get(error.type, INVALID), str(error).removeprefix(f"{error.field}: "))
-        for error in errors
-    ]
-
-
-def _admission_check_on_flavors(spec: Mapping[str, Any], *, old_spec: Mapping[str, Any] | None) -> list[Cause]:
-    """Each ``spec.admissionChecksStrategy.admissionChecks[i].onFlavors[j]`` must be a flavor of the
-    ClusterQueue's resource groups (Kueue PR #10336/#10369, pkg/webhooks/clusterqueue_webhook.go
-    validateAdmissionCheckOnFlavors): a check on a flavor the queue has no quota in would never apply.
-    An update (``old_spec`` not None) that keeps both the queue's flavors and a check's onFlavors as they
-    were lets that check through, so a ClusterQueue stored before the rule can still be edited
-    (validateAdmissionCheckOnFlavorsUpdate with the alpha gate RejectUpdatesToCQWithInvalidOnFlavors
-    off, its default)."""
-    checks = (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
-    flavors = _flavor_names(spec)
-    kept: dict[Any, set[Any]] = {}
-    if old_spec is not None and set(_flavor_names(old_spec)) == set(flavors):
-        old_checks = (old_spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []
-        kept = {c.get("name"): set(c.get("onFlavors") or []) for c in old_checks if isinstance(c, Mapping)}
-    supported = ", ".join(json.dumps(f) for f in flavors)
-    causes: list[Cause] = []
-    for i, check in enumerate(checks):
-        if not isinstance(check, Mapping):
-            continue
-        on_flavors = check.get("onFlavors") or []
-        if kept.get(check.get("name")) == set(on_flavors):
-            continue
-        for j, flavor in enumerate(on_flavors):
-            if flavor not in flavors:
-                message = f"Unsupported value: {_show(flavor)}" + (
-                    f": supported values: {supported}" if flavors else ""
-                )
-                where = f"spec.admissionChecksStrategy.admissionChecks[{i}].onFlavors[{j}]"
-                causes.append(Cause(where, NOT_SUPPORTED, message))
-    return causes
-
-
-def _flavor_names(spec: Mapping[str, Any]) -> list[Any]:
-    """The flavors of a ClusterQueue spec's resource groups, in order, each once."""
-    names: list[Any] = []
-    for group in spec.get("resourceGroups") or []:
-        for flavor in (group or {}).get("flavors") or []:
-            if isinstance(flavor, Mapping) and flavor.get("name") not in names:
-                names.append(flavor.get("name"))
-    return names
 
 
 # -- pod resources (core API) ----------------------------------------------------------------
