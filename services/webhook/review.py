@@ -22,7 +22,7 @@ from typing import Any
 
 import jsonpatch
 
-from kueue_es.jobframework import webhooks, workload_webhook
+from kueue_es.jobframework import core_webhooks, webhooks, workload_webhook
 
 API_VERSION = "admission.k8s.io/v1"
 
@@ -228,5 +228,41 @@ def workload_validate(request: Request, *, gates: Mapping[str, bool]) -> dict[st
         "code": 403,
         "reason": "Forbidden",
         "message": webhooks.message(errors),
+    }
+    return _review(request.uid, {"allowed": False, "status": status})
+
+
+def core_mutate(request: Request, hook: core_webhooks.Hook) -> dict[str, Any]:
+    """The AdmissionReview of Kueue's mutating webhook of a ClusterQueue or ResourceFlavor (``mclusterqueue.kb.io``,
+    ``mresourceflavor.kb.io``, on CREATE): allowed, with the JSONPatch adding the ``resource-in-use`` finalizer
+    when the object lacks it (:func:`core_webhooks.default`)."""
+    obj = dict(request.obj)
+    changed = core_webhooks.default(hook.kind, obj) if request.operation == "CREATE" else obj
+    patch = jsonpatch.make_patch(obj, changed).patch
+    if not patch:
+        return _review(request.uid, {"allowed": True})
+    encoded = base64.b64encode(json.dumps(patch, separators=(",", ":")).encode()).decode()
+    return _review(request.uid, {"allowed": True, "patchType": "JSONPatch", "patch": encoded})
+
+
+def core_validate(request: Request, hook: core_webhooks.Hook) -> dict[str, Any]:
+    """The AdmissionReview of Kueue's validating webhook of a ClusterQueue, Cohort or ResourceFlavor
+    (``vclusterqueue.kb.io``, ...; CREATE and UPDATE): :func:`core_webhooks.validate` of the object (and the old
+    one on UPDATE); a refusal is 403 Forbidden with Kueue's field errors, as :func:`validate`'s. DELETE is
+    allowed (Kueue's ValidateDelete allows everything)."""
+    if request.operation == "CREATE":
+        refusals = core_webhooks.validate(hook.kind, request.obj)
+    elif request.operation == "UPDATE" and request.old is not None:
+        refusals = core_webhooks.validate(hook.kind, request.obj, old=request.old)
+    else:
+        refusals = []
+    if not refusals:
+        return _review(request.uid, {"allowed": True})
+    status = {
+        "metadata": {},
+        "status": "Failure",
+        "code": 403,
+        "reason": "Forbidden",
+        "message": core_webhooks.message(refusals),
     }
     return _review(request.uid, {"allowed": False, "status": status})

@@ -13,7 +13,9 @@ Kueue's CRD conversion webhook (v1beta1 <-> v1beta2, :mod:`kueue_es.events.v1bet
 ClusterQueue, Cohort, LocalQueue, Workload and MultiKueueCluster CRDs of deploy/crds call. The kinds
 of the frameworks ``--config``'s ``integrations.frameworks`` leaves out get Kueue's no-op
 webhook: allowed, unchanged. Kueue's Workload webhooks (``mworkload.kb.io``, ``vworkload.kb.io``:
-:mod:`kueue_es.jobframework.workload_webhook`) are answered too, from the object alone.
+:mod:`kueue_es.jobframework.workload_webhook`) and those of its own kinds (``mclusterqueue.kb.io``,
+``vclusterqueue.kb.io``, ``vcohort.kb.io``, ``mresourceflavor.kb.io``, ``vresourceflavor.kb.io``:
+:mod:`kueue_es.jobframework.core_webhooks`) are answered too, from the object alone.
 
 Certificates, as Kueue's manager has them: with ``--internal-cert-management`` a
 :class:`~.rotation.Rotator` keeps a self-signed CA and a serving certificate for the
@@ -43,7 +45,7 @@ import structlog
 from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.events import models, slices, v1beta1
-from kueue_es.jobframework import webhooks, workload_webhook, workloads
+from kueue_es.jobframework import core_webhooks, webhooks, workload_webhook, workloads
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.webhook import certs, review, rotation
 
@@ -264,6 +266,8 @@ def app(
             return await _convert(request)
         if request.path in (workload_webhook.MUTATE_PATH, workload_webhook.VALIDATE_PATH):
             return await _workload(request, gates=gates)
+        if (hook := core_webhooks.hook_of_path(request.path)) is not None:
+            return await _core(request, hook)
         found = webhooks.target_of_path(request.path)
         if found is None:
             return aiohttp.web.Response(text=f"no webhook at {request.path}\n", status=404)
@@ -458,6 +462,29 @@ async def _workload(request: aiohttp.web.Request, *, gates: Mapping[str, bool]) 
         webhook=request.path,
         operation=parsed.operation,
         object=f"{parsed.namespace}/{(parsed.obj.get('metadata') or {}).get('name', '')}",
+        allowed=answer["response"]["allowed"],
+        patched="patch" in answer["response"],
+        dry_run=parsed.dry_run,
+    )
+    return aiohttp.web.json_response(answer)
+
+
+async def _core(request: aiohttp.web.Request, hook: core_webhooks.Hook) -> aiohttp.web.StreamResponse:
+    """Kueue's webhooks of its own kinds (``/mutate-kueue-x-k8s-io-v1beta2-clusterqueue``,
+    ``/validate-kueue-x-k8s-io-v1beta2-cohort``, ...: :data:`core_webhooks.HOOKS`): answered from the object alone
+    (:mod:`kueue_es.jobframework.core_webhooks`), asking the API nothing."""
+    if request.method != "POST":
+        return aiohttp.web.Response(text="POST an AdmissionReview\n", status=405)
+    try:
+        parsed = review.parse(await request.json())
+    except (review.BadReview, json.JSONDecodeError, UnicodeDecodeError) as err:
+        return aiohttp.web.Response(text=f"{err}\n", status=400)
+    answer = (review.core_mutate if hook.mutating else review.core_validate)(parsed, hook)
+    log.info(
+        "admission_reviewed",
+        webhook=request.path,
+        operation=parsed.operation,
+        object=str((parsed.obj.get("metadata") or {}).get("name", "")),
         allowed=answer["response"]["allowed"],
         patched="patch" in answer["response"],
         dry_run=parsed.dry_run,

@@ -17,7 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from kueue_es.jobframework import webhooks
+from kueue_es.jobframework import core_webhooks, webhooks
 from kueue_es.services.webhook import manifests
 from tests.deploy.manifests import CERTMANAGER, DEPLOY, find
 
@@ -65,9 +65,34 @@ KUEUE = {
         ["CREATE", "UPDATE"],
         ["workloads", "workloads/status"],
     ),
+    # Kueue's webhooks of its own kinds (pkg/webhooks/*.go kubebuilder markers)
+    **{
+        f"{'m' if verb == 'mutate' else 'v'}{kind.lower()}.kb.io": (
+            f"/{verb}-kueue-x-k8s-io-v1beta2-{kind.lower()}",
+            ["kueue.x-k8s.io"],
+            ["v1beta2"],
+            ["CREATE"] if verb == "mutate" else ["CREATE", "UPDATE"],
+            [f"{kind.lower()}s"],
+        )
+        for kind, verb in (
+            ("ClusterQueue", "mutate"),
+            ("ResourceFlavor", "mutate"),
+            ("ClusterQueue", "validate"),
+            ("Cohort", "validate"),
+            ("ResourceFlavor", "validate"),
+        )
+    },
 }
 #: Kueue's Workload webhooks, served besides the job kinds' (jobframework/workload_webhook.py).
 WORKLOAD_HOOKS = ("mworkload.kb.io", "vworkload.kb.io")
+#: Kueue's webhooks of its ClusterQueues, Cohorts and ResourceFlavors (jobframework/core_webhooks.py).
+CORE_HOOKS = (
+    "mclusterqueue.kb.io",
+    "mresourceflavor.kb.io",
+    "vclusterqueue.kb.io",
+    "vcohort.kb.io",
+    "vresourceflavor.kb.io",
+)
 
 
 def configuration(kind: str) -> dict[str, Any]:
@@ -86,7 +111,7 @@ def test_the_configurations_are_generated() -> None:
 )
 @pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 def test_every_served_kind_has_a_webhook_the_server_answers(kind: str, verb: str) -> None:
-    hooks = [h for h in configuration(kind)["webhooks"] if h["name"] not in WORKLOAD_HOOKS]
+    hooks = [h for h in configuration(kind)["webhooks"] if h["name"] not in WORKLOAD_HOOKS + CORE_HOOKS]
     served = {t.kind for t in webhooks.targets()}
     assert len(hooks) == len(served)
     for hook in hooks:
@@ -108,6 +133,26 @@ def test_every_served_kind_has_a_webhook_the_server_answers(kind: str, verb: str
         assert {"kube-system", "kueue-es"} <= set(expression["values"])
         served.discard(target.kind)
     assert not served
+
+
+def test_kueues_webhooks_of_its_own_kinds_are_there_and_served() -> None:
+    """mclusterqueue, mresourceflavor, vclusterqueue, vcohort and vresourceflavor, as Kueue ships them
+    (failurePolicy Fail, sideEffects None), each at a path the server answers with the webhook of that name, and
+    no namespaceSelector (their kinds are cluster-scoped)."""
+    hooks = {
+        h["name"]: (kind, h)
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for h in configuration(kind)["webhooks"]
+    }
+    for name in CORE_HOOKS:
+        kind, hook = hooks[name]
+        assert (kind == "MutatingWebhookConfiguration") == name.startswith("m"), name
+        served = core_webhooks.hook_of_path(hook["clientConfig"]["service"]["path"])
+        assert served is not None and served.name == name
+        assert hook["failurePolicy"] == "Fail" and hook["sideEffects"] == "None"
+        assert hook["admissionReviewVersions"] == ["v1"] and "namespaceSelector" not in hook
+        assert hook["clientConfig"]["service"]["name"] == "kueue-es-webhook-service"
+    assert not [n for n in hooks if n.endswith(("localqueue.kb.io", "admissioncheck.kb.io", "mcohort.kb.io"))]
 
 
 def test_webhooks_are_kueues() -> None:
