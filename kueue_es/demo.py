@@ -234,6 +234,7 @@ async def run_demo(
             managed_kinds=managed_kinds,
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
             managed_jobs_namespace_selector=managed_jobs_namespace_selector,
+            resource_in_use_finalizer=True,  # Kueue's mclusterqueue/mresourceflavor; the dispatcher takes it off
             # what the watcher reads to count a pod's requests (jobframework/adjust.py): kubectl may apply them
             extra_resources=(RUNTIME_CLASSES, LIMIT_RANGES),
         ) as emulator,

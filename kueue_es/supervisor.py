@@ -825,13 +825,16 @@ def emulator_webhook_options(args: argparse.Namespace) -> dict[str, Any]:
     command line left them on ``args`` (kueue_es.cli ``_run_up``, from ``--config``, ``--feature-gates`` and
     ``--manage-jobs-without-queue-name``), so its webhooks manage what the watcher it starts manages:
     ClusterEmulator's ``elastic_jobs``, ``feature_gates`` (its Workload webhooks), ``managed_kinds``,
-    ``manage_jobs_without_queue_name`` and ``managed_jobs_namespace_selector`` (None: Kueue's default)."""
+    ``manage_jobs_without_queue_name`` and ``managed_jobs_namespace_selector`` (None: Kueue's default), and the
+    ``resource-in-use`` finalizer at creation (``resource_in_use_finalizer``: the dispatcher ``up`` starts takes it
+    off)."""
     return {
         "elastic_jobs": getattr(args, "elastic_jobs", False),
         "feature_gates": getattr(args, "emulator_feature_gates", {}),
         "managed_kinds": getattr(args, "managed_kinds", None),
         "manage_jobs_without_queue_name": getattr(args, "emulator_manage_jobs_without_queue_name", False),
         "managed_jobs_namespace_selector": getattr(args, "managed_jobs_namespace_selector", None),
+        "resource_in_use_finalizer": True,  # Kueue's mclusterqueue/mresourceflavor; the dispatcher takes it off
     }
 
 

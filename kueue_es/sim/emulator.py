@@ -89,7 +89,7 @@ import yaml
 
 from kueue_es import crds, validation
 from kueue_es.events import models, slices, v1beta1
-from kueue_es.jobframework import integrations, pods, webhooks, workload_webhook, workloads
+from kueue_es.jobframework import core_webhooks, integrations, pods, webhooks, workload_webhook, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
 from kueue_es.sim import (
@@ -236,6 +236,11 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     namespace but kube-system and kueue-system): a job without the queue-name label is created suspended
     with the first in a namespace the second selects; a Pod in a namespace it does not select is not
     gated, and a job there gets no ``default`` LocalQueue.
+    ``resource_in_use_finalizer``: with Kueue's create hooks, also play ``mclusterqueue.kb.io`` and
+    ``mresourceflavor.kb.io``: a created ClusterQueue or ResourceFlavor gets the ``kueue.x-k8s.io/resource-in-use``
+    finalizer (:func:`finalize_in_use`). Off by default: it is kueue-es's dispatcher that takes it off a deleted
+    one nothing uses (Kueue's controllers' part), and a cluster without one would keep it Terminating; ``demo``
+    and ``up --emulator``, which run the dispatcher, turn it on.
     """
 
     history_limit: int = 1000
@@ -252,6 +257,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     managed_kinds: frozenset[str] | None = None
     manage_jobs_without_queue_name: bool = False
     managed_jobs_namespace_selector: models.LabelSelector | None = None
+    resource_in_use_finalizer: bool = False
 
     _store: store.ObjectStore = attrs.field(init=False)
     #: The kinds of installed CRDs, by (group, version, plural); ``_crd_kinds`` by CRD name.
@@ -279,6 +285,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             hooks = (multikueue, *hooks)
         if default_queue is not None:  # Kueue's job webhooks default the queue before deciding to suspend
             hooks = (default_queue, *hooks)
+        if self.resource_in_use_finalizer and suspend_queued_jobs in hooks:  # with Kueue's job webhooks
+            hooks = (*hooks, finalize_in_use)
         self._store = store.ObjectStore(
             objects=self._objects,
             refs=(),
@@ -1922,6 +1930,15 @@ def _kueue_default(
     if defaulted != obj:
         obj.clear()
         obj.update(defaulted)
+
+
+def finalize_in_use(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+    """A create hook doing what Kueue's ``mclusterqueue.kb.io`` and ``mresourceflavor.kb.io`` do: a created
+    ClusterQueue or ResourceFlavor gets the ``kueue.x-k8s.io/resource-in-use`` finalizer
+    (:func:`core_webhooks.default`; clusterqueue_webhook.go and resourceflavor_webhook.go Default). kueue-es's
+    dispatcher takes it off a deleted one nothing uses, as Kueue's controllers do. Other kinds are left alone."""
+    if ref.group == crds.GROUP and ref.kind in core_webhooks.FINALIZED_AT_CREATE:
+        obj["metadata"] = core_webhooks.default(ref.kind, obj)["metadata"]
 
 
 def suspend_queued_jobs(

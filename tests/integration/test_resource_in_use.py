@@ -167,3 +167,28 @@ async def test_a_flavor_or_check_deleted_while_named_goes_once_its_cluster_queue
         await gone(api, ref, name=name)
 
     assert still["metadata"]["finalizers"] == [FINALIZER] and still["metadata"].get("deletionTimestamp")
+
+
+async def test_objects_finalized_at_creation_still_go_once_unused(bus: MemoryBus) -> None:
+    """With Kueue's mclusterqueue.kb.io and mresourceflavor.kb.io played (``resource_in_use_finalizer``, as in
+    ``demo``), a ClusterQueue and a ResourceFlavor carry the finalizer from their creation, before the services
+    ever saw them; deleted while nothing uses them, the dispatcher still takes it off and they go, as Kueue's
+    clusterqueue and resourceflavor controllers let them."""
+    from kueue_es.sim.emulator import serve_emulator
+
+    async with serve_emulator(bookmark_interval=0.2, resource_in_use_finalizer=True) as emu:
+        api = await kube.make_api_client(server=emu.url)
+        try:
+            async with _kueue(api, bus):
+                await set_up(api, cpu=3)
+                created = [
+                    await kube.apply_manifest(api, flavor("unused")),
+                    await kube.apply_manifest(api, cluster_queue("idle", flavor_name="unused", cpu=1)),
+                ]
+                await kube.delete_object(api, resources.CLUSTER_QUEUES, name="idle")
+                await gone(api, resources.CLUSTER_QUEUES, name="idle")
+                await kube.delete_object(api, resources.RESOURCE_FLAVORS, name="unused")
+                await gone(api, resources.RESOURCE_FLAVORS, name="unused")
+        finally:
+            await api.close()
+    assert [c["metadata"]["finalizers"] for c in created] == [[FINALIZER], [FINALIZER]]

@@ -13,6 +13,7 @@ Kueue's, with the same field paths and messages; the webhook's rules kueue-es ca
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import pytest
@@ -717,8 +718,8 @@ async def test_kueue_s_create_cases(
 
 async def test_all_defaults_of_a_cluster_queue(api: k8s_client.ApiClient) -> None:
     """clusterqueue_test.go "Defaulting on creation": an empty spec gets Kueue's queueing strategy, stop policy,
-    flavor fungibility and preemption; an empty fairSharing its weight 1. (The ``resource-in-use`` finalizer is
-    the dispatcher's to put, not the API server's: tests/integration/test_cluster_queue_deletion.py.)"""
+    flavor fungibility and preemption; an empty fairSharing its weight 1. (The ``resource-in-use`` finalizer, which
+    Kueue's mutating webhook adds: :func:`test_kueues_mutating_webhooks_add_the_resource_in_use_finalizer`.)"""
     defaults = {
         "queueingStrategy": "BestEffortFIFO",
         "stopPolicy": "None",
@@ -857,3 +858,34 @@ async def test_a_multikueue_cluster_status_holds_at_most_16_conditions(
         await client.patch_object(api, resources.MULTIKUEUE_CLUSTERS, **where)
     assert refusal.value.status == 422
     assert [c["field"] for c in refusal.value.body["details"]["causes"]] == ["status.conditions"]
+
+
+async def test_kueues_mutating_webhooks_add_the_resource_in_use_finalizer() -> None:
+    """clusterqueue_webhook.go and resourceflavor_webhook.go Default (mclusterqueue.kb.io, mresourceflavor.kb.io, on
+    CREATE): a created ClusterQueue or ResourceFlavor carries ``kueue.x-k8s.io/resource-in-use``, beside its own
+    finalizers; a Cohort, which has no mutating webhook, does not. The emulator plays them as ``demo`` and ``up
+    --emulator`` run it (``resource_in_use_finalizer``, with the dispatcher that takes the finalizer off); without
+    it, as the other tests run it with no dispatcher, nothing is added."""
+    from kueue_es import supervisor
+    from kueue_es.sim import emulator
+
+    assert supervisor.emulator_webhook_options(argparse.Namespace())["resource_in_use_finalizer"] is True
+    finalizer = "kueue.x-k8s.io/resource-in-use"
+    for played in (True, False):
+        async with emulator.serve_emulator(resource_in_use_finalizer=played) as cluster:
+            api = await client.make_api_client(server=str(cluster.url))
+            try:
+                queue = kueue("ClusterQueue", "cq", {})
+                queue["metadata"]["finalizers"] = ["example.com/mine"]
+                stored = [
+                    await create(api, queue),
+                    await create(api, kueue("ResourceFlavor", "rf", {})),
+                    await create(api, kueue("Cohort", "co", {})),
+                ]
+            finally:
+                await api.close()
+        finalizers = [s["metadata"].get("finalizers") or [] for s in stored]
+        if played:
+            assert finalizers == [["example.com/mine", finalizer], [finalizer], []]
+        else:
+            assert finalizers == [["example.com/mine"], [], []]
