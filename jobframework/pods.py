@@ -69,9 +69,10 @@ def is_managed(pod: Mapping[str, Any], context: workloads.Context) -> bool:
     3. ``managedJobsNamespaceSelector`` selects its namespace (``context.namespace_managed``;
        kube-system and kueue-system are left out by default);
     4. it names a queue, or ``manageJobsWithoutQueueName`` is on;
-    5. its controller is neither a job Kueue manages (the pod is part of that job's workload, also
-       before the watcher saw the job: the Pod and Job watches are separate streams, and Kueue's
-       webhook looks the owner up at pod creation, IsOwnerManagedByKueue) nor of a kind the
+    5. its controller is neither a job Kueue manages that the watcher has seen (the pod is part of that
+       job's workload; the webhook, which walked the owners by UID at creation, put no label on such a
+       pod: one whose job is not managed, or not the one its reference's UID names, is its own workload,
+       as Kueue's) nor of a kind the
        Configuration's ``integrations.externalFrameworks`` names (``context.external_owners``;
        Kueue asks whether that owner is managed, the watcher cannot see it and assumes so).
 
@@ -90,17 +91,19 @@ def is_managed(pod: Mapping[str, Any], context: workloads.Context) -> bool:
     owner = workloads.controller_owner(ref.meta)
     if owner is not None and (owner.get("apiVersion"), owner.get("kind")) in context.external_owners:
         return False  # integrations.externalFrameworks: an outside controller runs its owner for Kueue
-    if owner is not None and is_job_owner(owner.get("apiVersion"), owner.get("kind")):
-        return False
+    # no check of the controller's kind: Kueue's pod webhook walked the owners by UID before it put the label
+    # on (a pod of a Job that is not managed, or whose reference's UID is not the Job's, is its own workload),
+    # and its pod reconciler, a top-level job (pod_controller.go IsTopLevel), walks none; a managed ancestor
+    # the watcher has seen still claims the pod, so a label set by hand does not admit it twice
     return not workloads.owned_by_managed_job(ref, context)
 
 
 def is_job_owner(api_version: Any, kind: Any) -> bool:
-    """Whether the pod integration leaves the pods of this controller to it: a batch/v1 Job and every
-    integration that suspends its job (a JobSet's Jobs, a PyTorchJob, a RayCluster, ...; not a Deployment,
-    StatefulSet or LeaderWorkerSet, whose pods are the workloads). Ours, not Kueue's: a queue-labelled pod
-    of a Job that is not queue-labelled is left alone too, where Kueue with its (opt-in) pod integration
-    would admit such pods one by one."""
+    """Whether an owner of this kind is a job the owner walks go through (Kueue's known owners): a batch/v1 Job
+    and every integration that suspends its job (a JobSet's Jobs, a PyTorchJob, a RayCluster, ...; not a
+    Deployment, StatefulSet or LeaderWorkerSet, whose pods are the workloads). Whether such an owner claims a
+    pod is the walk's to say (:func:`kueue_es.jobframework.webhooks.ancestor_managed`): a queue-labelled pod of
+    a Job that is not queue-labelled is gated and admitted on its own, as Kueue's pod integration does."""
     if (api_version, kind) == ("batch/v1", "Job"):
         return True
     integration = integrations.by_kind(str(kind))

@@ -357,11 +357,14 @@ def owner_key(reference: Mapping[str, Any]) -> OwnerKey:
 
 
 def walks_owners(served: Target, obj: Mapping[str, Any]) -> bool:
-    """Whether Kueue's webhook of ``served`` walks ``obj``'s owners through the API server: a job (not a Pod: its
-    owner's kind alone decides here, :func:`kueue_es.jobframework.pods.is_managed`) whose controller is a job,
-    and that is not being deleted (WithDeletingObjectTolerance with SkipAncestorCheckForDeletedWorkloads, beta,
-    on: the check is skipped for a terminating object, whose owners may be gone)."""
-    return served != POD and owner_managed(obj) and not _meta(obj).get("deletionTimestamp")
+    """Whether Kueue's webhook of ``served`` walks ``obj``'s owners through the API server: a job or a Pod whose
+    controller is a job (pod_webhook.go Default asks FindAncestorJobManagedByKueue too: a Pod whose Job is not
+    managed, or whose reference's UID is not the Job's, is gated as a plain Pod), and that is not being deleted
+    (WithDeletingObjectTolerance with SkipAncestorCheckForDeletedWorkloads, beta, on: the check is skipped for a
+    terminating object, whose owners may be gone)."""
+    if served == POD and serving.parent_framework(obj):
+        return False  # suspendByParent: the pod webhook gates it before any walk
+    return owner_managed(obj) and not _meta(obj).get("deletionTimestamp")
 
 
 def _owner_lookup(
@@ -459,8 +462,10 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
     """The object as Kueue's mutating webhook leaves it at creation, and on update for the kinds of
     :func:`defaults_on_update` (a new dict; ``obj`` is not changed).
 
-    For a kind not served (:func:`target`) the object comes back unchanged. A Pod whose controller is a job
-    is left alone (:func:`owner_managed`). Otherwise:
+    For a kind not served (:func:`target`) the object comes back unchanged. A Pod with a managed ancestor
+    (:func:`ancestor_managed`: its owners walked when ``context.owners`` holds them, else its controller's kind)
+    is left alone, after the suspendByParent and namespace checks, as pod_webhook.go Default orders them.
+    Otherwise:
 
     - without the queue-name label, in a namespace with a ``default`` LocalQueue that
       ``managedJobsNamespaceSelector`` selects (``context.namespace_managed``), the label is set to
@@ -498,8 +503,6 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         # raycluster_webhook.go / rayservice_webhook.go Default: gated whatever the queue or the owner (a
         # RayJob's RayCluster carries the RayJob's annotations)
         ray.gate_templates(served.kind, out)
-    if served == POD and owner_managed(out):
-        return out
     if served == POD and serving.parent_framework(out):
         # suspendByParent: a managed Deployment, StatefulSet or LeaderWorkerSet marked its template; the
         # pod is gated whatever its labels (its serving group's labels come from the parent: serving.py)
@@ -507,6 +510,8 @@ def default(api_version: str, kind: str, obj: Mapping[str, Any], *, context: Con
         return out
     if served == POD and not context.namespace_managed:
         return out  # pod_webhook.go Default: the namespace filter, before the queue is even looked at
+    if served == POD and ancestor_managed(out, context):
+        return out  # pod_webhook.go Default: "Do not suspend a Pod whose owner is already managed by Kueue"
     apply_default_local_queue(served, out, context=context)
     apply_default_priority_class(served, out, context=context)
     if served != POD and (_meta(out).get("deletionTimestamp") or ancestor_managed(out, context)):
@@ -538,14 +543,15 @@ def default_local_queue_applies(served: Target, obj: Mapping[str, Any], *, conte
     included, when the object names no queue, its namespace has a LocalQueue ``default``
     (``context.default_local_queue``) and ``managedJobsNamespaceSelector`` selects the namespace
     (``context.namespace_managed``); never for an object whose controller is a job (:func:`owner_managed`: its
-    kind alone, Kueue's IsOwnerManagedByKueueForObject, managed or not), a
+    kind alone, Kueue's IsOwnerManagedByKueueForObject, managed or not), nor a Pod with a managed ancestor
+    (:func:`ancestor_managed`), a
     pod whose Deployment, StatefulSet or LeaderWorkerSet marked it (suspendByParent: the pod webhook skips
     everything else), nor a StatefulSet another framework manages (a LeaderWorkerSet's: its webhook returns
     first, statefulset_webhook.go Default)."""
     if queue_name(obj) or not context.default_local_queue or not context.namespace_managed:
         return False
-    if owner_managed(obj):
-        return False
+    if owner_managed(obj) if served != POD else ancestor_managed(obj, context):
+        return False  # the pod webhook defaults the queue after its walk of the owners (pod_webhook.go Default)
     if served == POD and serving.parent_framework(obj):
         return False
     return not (served.kind == "StatefulSet" and serving.statefulset_managed_by_other(obj))
@@ -602,15 +608,15 @@ def namespace_decides(
     ``Context.namespace_managed``, so a webhook reads the Namespace only then, as Kueue's does (its pod
     webhook reads it for every pod it may gate; ApplyDefaultLocalQueue only when the label is about to be
     set; WorkloadShouldBeSuspended only for a job without the queue-name label under
-    ``manageJobsWithoutQueueName``): a Pod not marked by its parent (suspendByParent) nor controlled by a job,
+    ``manageJobsWithoutQueueName``): a Pod not marked by its parent (suspendByParent) nor with a managed ancestor,
     or any other kind without the queue-name label when the namespace has a ``default`` LocalQueue and its
     controller is not a job (:func:`owner_managed`), or that option is on and it has no managed ancestor
     among ``owners`` (:func:`ancestor_managed`; None: not read, the controller's kind decides)."""
+    context = Context(manage_jobs_without_queue_name=manage_jobs_without_queue_name, owners=owners)
     if served == POD:
-        return not owner_managed(obj) and not serving.parent_framework(obj)
+        return not serving.parent_framework(obj) and not ancestor_managed(obj, context)
     if queue_name(obj):
         return False
-    context = Context(manage_jobs_without_queue_name=manage_jobs_without_queue_name, owners=owners)
     return (default_local_queue and not owner_managed(obj)) or (
         manage_jobs_without_queue_name and not ancestor_managed(obj, context)
     )

@@ -1560,11 +1560,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         owners of its controller chain from the store (:meth:`_owners`). Raises StoreError as Kueue's mutating webhook refuses a job whose
         chain names an owner that does not exist (404 NotFound) or is too deep (403 Forbidden)."""
         labels = _namespace_labels(self._store, namespace)
+        selected = workloads.namespace_selected(self._namespace_selector, namespace, labels)
         served = webhooks.target(str((obj or {}).get("apiVersion") or ""), str((obj or {}).get("kind") or ""))
-        owners = self._owners(served, namespace, obj) if served is not None and obj is not None else None
+        owners = None
+        # the pod webhook filters on the namespace before it walks the owners (pod_webhook.go Default)
+        if served is not None and obj is not None and (served != webhooks.POD or selected):
+            owners = self._owners(served, namespace, obj)
         return webhooks.Context(
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
-            namespace_managed=workloads.namespace_selected(self._namespace_selector, namespace, labels),
+            namespace_managed=selected,
             default_local_queue=_has_default_local_queue(self._store, namespace),
             default_priority_class=self.feature_gates.get(WPC_DEFAULTING_GATE, True)
             and _has_default_priority_class(self._store),
@@ -1997,8 +2001,9 @@ def gate_queued_pods(
     gate, which holds it until admitted, and (TopologyAwareScheduling is on by default) the
     ``kueue.x-k8s.io/topology`` gate, which the start removes unless the pod's pod set got a
     topology assignment (Kueue pkg/controller/jobs/pod/pod_webhook.go Default;
-    :func:`kueue_es.jobframework.webhooks.default`). Pods a Job or an integration's job
-    controls are left alone: they belong to their owner's workload.
+    :func:`kueue_es.jobframework.webhooks.default`). Pods with a managed ancestor (their
+    owners walked by UID, as Kueue's webhook walks them) are left alone: they belong to its
+    workload; a Job owner that does not exist refuses the pod (404), as Kueue's.
 
     A pod whose template a managed Deployment, StatefulSet or LeaderWorkerSet marked
     (``kueue.x-k8s.io/pod-suspending-parent``) is gated whatever its labels

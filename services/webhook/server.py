@@ -328,6 +328,18 @@ def app(
                 )
             ) is not None:
                 refusal = review.denied(parsed, code=403, reason="Forbidden", message=message)
+            if refusal is not None and target == webhooks.POD:
+                # the pod webhook filters on the namespace before it walks (pod_webhook.go Default)
+                namespace = parsed.namespace or "default"
+                pod_namespace_labels: Mapping[str, str] | None = None
+                if workloads.selector_reads_labels(namespace_selector):
+                    try:
+                        pod_namespace_labels = await namespace_labels(namespace)
+                    except errors.KubeError as err:
+                        log.warning("webhook_lookup_failed", namespace=namespace, error=str(err))
+                        return aiohttp.web.Response(text=f"cannot read the namespace: {err}\n", status=500)
+                if not workloads.namespace_selected(namespace_selector, namespace, pod_namespace_labels):
+                    return aiohttp.web.json_response(review.unchanged(parsed))
             if refusal is not None and review.refuses_on_walk(verb, parsed, target):
                 log.info("admission_reviewed", webhook=request.path, operation=parsed.operation, allowed=False)
                 return aiohttp.web.json_response(refusal)

@@ -329,8 +329,37 @@ def test_kueue_sample_pod() -> None:
         pytest.param(
             owned_by_job(pod()),
             workloads.Context(),
-            False,
-            id="so does one whose Job the watcher has not seen yet (separate watches) [IsOwnerManagedByKueue]",
+            True,
+            id="a marked pod whose Job the watcher has not seen is its own: the webhook walked it [IsTopLevel]",
+        ),
+        pytest.param(
+            owned_by_job(pod()),
+            workloads.Context(
+                owners={
+                    "job-uid": workloads.Owner(
+                        api_version="batch/v1", kind="Job", namespace="default", name="owner", uid="job-uid"
+                    )
+                }
+            ),
+            True,
+            id="a marked pod of a Job without the queue-name label is its own [FindAncestorJobManagedByKueue]",
+        ),
+        pytest.param(
+            owned_by_job(pod()),
+            workloads.Context(
+                owners={
+                    "other-uid": workloads.Owner(
+                        api_version="batch/v1",
+                        kind="Job",
+                        namespace="default",
+                        name="j",
+                        uid="other-uid",
+                        labels={"kueue.x-k8s.io/queue-name": "q"},
+                    )
+                }
+            ),
+            True,
+            id="a marked pod whose reference's UID is not the queued Job's is its own [pod_webhook_test.go]",
         ),
     ],
 )

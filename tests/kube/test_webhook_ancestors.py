@@ -278,3 +278,107 @@ async def test_without_an_api_the_owners_kind_decides(tmp_path: Path) -> None:
     finally:
         stop.set()
         await task
+
+
+# -- Pods: Kueue's pod webhook walks a pod's owners too (pod_webhook.go Default, FindAncestorJobManagedByKueue) ----
+
+
+def owned_pod(name: str, owner: dict[str, Any], *, uid: str | None = None) -> dict[str, Any]:
+    """testingpod.MakePod(name, ns).Queue("user-queue").OwnerReference(owner, Job): a queued Pod whose controller
+    is ``owner`` (its reference's UID ``uid``, the owner's by default)."""
+    owner_meta = owner["metadata"]
+    reference = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner_meta["name"],
+        "uid": uid or owner_meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "labels": {QUEUE: "user-queue"},
+            "ownerReferences": [reference],
+        },
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+
+
+def is_gated_by_kueue(pod: dict[str, Any]) -> bool:
+    """The three marks pod_webhook_test.go looks for: the admission gate, the managed label and finalizer."""
+    gates = [g.get("name") for g in pod["spec"].get("schedulingGates") or []]
+    marks = (
+        "kueue.x-k8s.io/admission" in gates,
+        (pod["metadata"].get("labels") or {}).get("kueue.x-k8s.io/managed") == "true",
+        "kueue.x-k8s.io/managed" in (pod["metadata"].get("finalizers") or []),
+    )
+    assert len(set(marks)) == 1, marks  # all or none
+    return marks[0]
+
+
+async def mutate_pod(webhook: tuple[str, ssl.SSLContext], obj: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    url, trust = webhook
+    review = admission_review(group="", version="v1", kind="Pod", resource="pods", operation="CREATE", obj=obj)
+    response = (await post(url, trust, "/mutate--v1-pod", review))["response"]
+    patch = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+    return response, jsonpatch.apply_patch(obj, patch)
+
+
+async def test_a_pod_whose_owner_reference_uid_does_not_match_its_job_is_managed(
+    api: k8s_client.ApiClient, webhook: tuple[str, ssl.SSLContext]
+) -> None:
+    """pod_webhook_test.go "the pod is owned by a job": "Should manage the pod when the ownerReference UID doesn't
+    match the parent job" (the walk stops at the stale reference: the pod is a workload of its own), and "Should
+    not manage the pod when the ownerReference UID matches the parent job" (part of the queued Job's workload),
+    through the webhook service and the emulated API server alike. By the owner's kind alone both were left
+    alone."""
+    parent = await create(api, job("parent-job", owner=None, labels={QUEUE: "user-queue"}))
+    _, mismatched = await mutate_pod(webhook, owned_pod("pod-with-mismatched-owner-uid", parent, uid="x-mismatched"))
+    assert is_gated_by_kueue(mismatched)
+    _, matching = await mutate_pod(webhook, owned_pod("pod-with-matching-owner-uid", parent))
+    assert not is_gated_by_kueue(matching)
+
+    stored = await create(api, owned_pod("stored-mismatched", parent, uid="x-mismatched"))
+    assert is_gated_by_kueue(stored)
+    stored = await create(api, owned_pod("stored-matching", parent))
+    assert not is_gated_by_kueue(stored)
+
+
+async def test_a_queued_pod_of_an_unqueued_job_is_managed(
+    api: k8s_client.ApiClient, webhook: tuple[str, ssl.SSLContext]
+) -> None:
+    """FindAncestorJobManagedByKueue finds no managed ancestor above a Job without the queue-name label (and
+    manageJobsWithoutQueueName off), so Kueue's pod webhook gates the queued pod as a plain one."""
+    parent = await create(api, job("plain-job", owner=None))
+    _, patched = await mutate_pod(webhook, owned_pod("p", parent))
+    assert is_gated_by_kueue(patched)
+    assert is_gated_by_kueue(await create(api, owned_pod("stored", parent)))
+
+
+async def test_a_pod_whose_job_does_not_exist_is_refused(
+    api: k8s_client.ApiClient, webhook: tuple[str, ssl.SSLContext]
+) -> None:
+    """ErrWorkloadOwnerNotFound: the pod webhook's walk GETs the Job, and its NotFound is the answer (404); in a
+    namespace managedJobsNamespaceSelector leaves out the pod webhook returns before the walk: allowed as it is."""
+    ghost = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "ghost", "uid": "u-ghost"}}
+    response, _ = await mutate_pod(webhook, owned_pod("orphan", ghost))
+    assert (response["allowed"], response["status"]["code"]) == (False, 404)
+    assert response["status"]["message"] == 'jobs.batch "ghost" not found'
+    with pytest.raises(errors.NotFoundError) as refused:
+        await create(api, owned_pod("orphan", ghost))
+    assert 'admission webhook "mpod.kb.io" denied the request: jobs.batch "ghost" not found' in str(refused.value)
+
+    url, trust = webhook
+    elsewhere = {
+        **owned_pod("orphan", ghost),
+        "metadata": {**owned_pod("orphan", ghost)["metadata"], "namespace": "kube-system"},
+    }
+    review = admission_review(
+        group="", version="v1", kind="Pod", resource="pods", operation="CREATE", obj=elsewhere, namespace="kube-system"
+    )
+    response = (await post(url, trust, "/mutate--v1-pod", review))["response"]
+    assert response == {"uid": response["uid"], "allowed": True}
