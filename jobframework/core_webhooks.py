@@ -150,8 +150,8 @@ def _resource_groups(kind: str, spec: Mapping[str, Any]) -> list[Refusal]:
     """common.go validateResourceGroups, validateResourceName (a resource name is a label key), and the unique
     covered resources and flavors of validateTotalCoveredResources and validateTotalFlavors."""
     refusals: list[Refusal] = []
-    seen_resources: set[str] = set()
-    seen_flavors: set[str] = set()
+    seen_resources: set[Any] = set()
+    seen_flavors: set[Any] = set()
     for g, group in enumerate(_list(spec.get("resourceGroups"))):
         if not isinstance(group, Mapping):
             continue
@@ -172,7 +172,8 @@ def _resource_groups(kind: str, spec: Mapping[str, Any]) -> list[Refusal]:
             for q, quota in enumerate(_list(flavor.get("resources"))[: len(covered)]):
                 if not isinstance(quota, Mapping):
                     continue
-                lending, nominal = quota.get("lendingLimit"), quota.get("nominalQuota")
+                lending: Any = quota.get("lendingLimit")
+                nominal: Any = quota.get("nominalQuota")
                 if kind == "ClusterQueue" and _parses(lending) and _parses(nominal):
                     if quantities.parse_decimal(lending) > quantities.parse_decimal(nominal):
                         refusals.append(
