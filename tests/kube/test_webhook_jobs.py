@@ -284,7 +284,7 @@ async def test_every_pod_is_taken_under_manage_jobs_without_queue_name() -> None
 
 async def test_a_pod_of_a_queued_job_is_left_to_the_job(queued_only: k8s_client.ApiClient) -> None:
     """Kueue's case "the pod is owned by a job": "Should not manage the pod when the ownerReference UID matches the parent
-    job" (the other case, a UID that does not match, kueue-es does not follow: the owner's kind decides)."""
+    job" (the other case, a UID that does not match: tests/kube/test_webhook_ancestors.py)."""
     parent = await create(queued_only, job("parent-job", queue="user-queue"))
     obj = pod("pod-with-matching-owner-uid", queue="user-queue")
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "parent-job", "uid": parent["metadata"]["uid"]}
