@@ -30,10 +30,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from kueue_es.events import models
+from kueue_es.events import manifests, models
 
 GATE = "ConcurrentAdmission"
 PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
@@ -551,7 +550,7 @@ def _gate_open(v: Mapping[str, Any]) -> int | None:
         if isinstance(g, dict) and g.get("name") == PREEMPTION_GATE and g.get("position") == "Open":
             stamp = str(g.get("lastTransitionTime") or "")
             try:
-                return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
-            except ValueError:
+                return manifests.parse_time_ms(stamp)
+            except manifests.ManifestError:
                 return 0
     return None
