@@ -13,7 +13,8 @@ Semantics, as a real API server has them:
   delete, stamped into ``metadata.resourceVersion`` (as a string);
 * create sets ``uid`` (uuid4), ``creationTimestamp`` (RFC 3339, UTC, whole
   seconds) and ``generation`` 1, honours ``generateName`` (prefix + 5 random
-  chars), drops ``.status`` for kinds with a status subresource, and applies
+  chars), drops ``.status`` for kinds with a status subresource (except a Node's:
+  :data:`STATUS_KEPT_ON_CREATE`), and applies
   defaults (Job: parallelism, completions, suspend, ...; Namespace: phase), as
   replaces and patches do too (a PUT without ``suspend`` gets the default, false);
   after the create hooks, what the kind's create strategy writes (:mod:`.strategies`: a Pod's
@@ -85,6 +86,11 @@ _IMMUTABLE_METADATA = (
 #: Seconds between a Namespace's deletion and the deletion of what is in it (the namespace controller's lag).
 NAMESPACE_CLEANUP_SECONDS = 0.5
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+#: Kinds with a status subresource whose create keeps the ``status`` sent: a Node's, as a kubelet registers
+#: its Node with its capacity, allocatable and conditions in the POST (Kubernetes
+#: pkg/registry/core/node/strategy.go PrepareForCreate: "Nodes allow *all* fields, including status, to be
+#: set on create"). Every other kind's create strategy resets it.
+STATUS_KEPT_ON_CREATE = frozenset({resources.NODES})
 INITIAL_PRIORITY_CLASSES = (("system-cluster-critical", 2000000000), ("system-node-critical", 2000001000))
 """The PriorityClasses every Kubernetes API server makes at start-up (pkg/apis/scheduling SystemPriorityClasses)."""
 
@@ -372,7 +378,7 @@ class ObjectStore:
                 message=f'{ref.qualified_plural} "{name}" already exists',
                 details=_details(ref, name),
             )
-        if ref.status_subresource:
+        if ref.status_subresource and ref not in STATUS_KEPT_ON_CREATE:
             obj.pop("status", None)
         for field in ("deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "managedFields"):
             metadata.pop(field, None)

@@ -147,3 +147,18 @@ def test_a_terminating_namespace_stays_while_it_holds_objects() -> None:
         ("DELETED", "team"),
     ]
     assert [event.type for event in objects.log(resources.JOBS).since(before) or []] == ["DELETED"]
+
+
+def test_a_node_keeps_the_status_it_is_created_with() -> None:
+    """A Node created with its status (as a kubelet registers it, or ``kubectl apply -f`` of a Node manifest
+    with ``status.allocatable``) keeps it, as kube-apiserver's node strategy does; a Job's status is still
+    dropped on create (its strategy resets it)."""
+    objects = make_store()
+    status = {"allocatable": {"cpu": "4", "memory": "8Gi"}, "conditions": [{"type": "Ready", "status": "True"}]}
+    node = objects.create(resources.NODES, namespace=None, body={"metadata": {"name": "n1"}, "status": status})
+    assert node["status"] == status
+    assert objects.get(resources.NODES, namespace=None, name="n1")["status"] == status
+    job = objects.create(
+        resources.JOBS, namespace="default", body={"metadata": {"name": "j"}, "spec": {}, "status": {"active": 3}}
+    )
+    assert "status" not in job
