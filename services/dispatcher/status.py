@@ -27,8 +27,9 @@ Where this differs from Kueue, on purpose:
 * Every condition carries the Workload's current ``metadata.generation`` as
   ``observedGeneration`` (Kueue stamps the generation of the moment it set each
   one), except Preempted, which Kueue writes without it.
-* No finalizer (quota is accounted on the log, not held by the object), no
-  ``resourceRequests``. ``status.admissionChecks`` follows the checks the
+* No finalizer (quota is accounted on the log, not held by the object).
+  ``resourceRequests`` (:func:`total_requests`) leaves out DRA's logical
+  resources. ``status.admissionChecks`` follows the checks the
   ClusterQueue requires of it, pending or holding quota (and the check states
   reported on the log), rewritten when that ClusterQueue changes until it is
   admitted (:func:`resync_checks`).
@@ -73,7 +74,7 @@ from kueue_es.projections.cluster import (
     replacement_of,
 )
 from kueue_es.scheduling import concurrent_admission as ca
-from kueue_es.scheduling import cycle, dra, fairsharing, lifecycle, readiness
+from kueue_es.scheduling import cycle, dra, fairsharing, lifecycle, queues, readiness
 from kueue_es.scheduling.tas import replacement
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -98,6 +99,7 @@ WORKLOAD_STATUS_FIELDS = (
     "conditions",
     "admission",
     "admissionChecks",
+    "resourceRequests",
     "requeueState",
     "schedulingStats",
     "accumulatedPastExecutionTimeSeconds",
@@ -195,6 +197,9 @@ class WorkloadRecord:
     # MultiKueue: the pod sets the admitting worker placed, whose delayed topology request its check's Ready marks
     # Ready (multikueue/workload.go updateDelayedTopologyRequest)
     worker_placed: tuple[str, ...] = ()
+    # status.resourceRequests: (pod set, ((resource, total amount), ...)) as the last scheduling cycle that could
+    # not admit it saw them; () once it reserves quota (its podSetAssignments' resourceUsage supersedes them)
+    resource_requests: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
 
     def set(self, kind: str, status: bool, reason: str, message: str, *, at_ms: int, generation: bool = True) -> None:
         """apimeta.SetStatusCondition: the transition time moves only when the status changes."""
@@ -414,6 +419,8 @@ def _fold_into(
                     # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
                     reason = event.reason if granular else "Pending"
                     _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
+                    if scheduler_pending(event.reason, event.message):
+                        record.resource_requests = total_requests(wl, state)
                     if (
                         event.reason == cycle.PREEMPTION_GATED_REASON
                         and event.message == cycle.PREEMPTION_GATED_MESSAGE
@@ -426,6 +433,7 @@ def _fold_into(
             if wl.reservation is None and not wl.gone:
                 reason = "WaitingForPreemptedWorkloads" if granular else "Pending"
                 _unreserve(record, reason, event.message, at_ms=event.at_ms, granular=granular)
+                record.resource_requests = total_requests(wl, state)
         case types.EvictionRequested():
             if before.eviction is None and wl.eviction is event:
                 _evicted(record, event)
@@ -622,6 +630,7 @@ def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: Clust
     """SetQuotaReservation, then SyncAdmittedCondition as the scheduler's admit does (scheduler.go prepareWorkload)."""
     _forget_device_refusal(record)
     record.admission = event
+    record.resource_requests = ()  # patching.go admissionStatusPatch clears them once admission is set
     record.set(
         "QuotaReserved",
         True,
@@ -650,6 +659,48 @@ def _reserve(record: WorkloadRecord, event: types.QuotaReserved, *, state: Clust
         at_ms=event.at_ms,
         granular=granular,
     )
+
+
+#: The pending reasons Kueue's workload controller writes for a workload no scheduling cycle looks at
+#: (workload_controller.go: an admission gate), besides those :func:`scheduler_pending` tells by message.
+_WORKLOAD_CONTROLLER_REASONS = frozenset({"Suspended", queues.ADMISSION_GATED_REASON})
+
+
+def scheduler_pending(reason: str, message: str) -> bool:
+    """Whether a pending outcome (QuotaReserved=False ``reason`` and ``message``) is one Kueue's scheduler writes
+    after trying the workload (scheduler.go requeueAndUpdate, which also writes ``status.resourceRequests``),
+    rather than its workload controller's for a workload no cycle looks at (workload_controller.go
+    workloadQueueStatus: its LocalQueue or ClusterQueue missing or inactive, a missing WorkloadPriorityClass,
+    an admission gate; the queue manager gives no heads of an inactive ClusterQueue)."""
+    if reason in _WORKLOAD_CONTROLLER_REASONS:
+        return False
+    return not (
+        reason == "Misconfigured"
+        and (message.endswith("doesn't exist") or message.startswith("WorkloadPriorityClass "))
+    )
+
+
+def total_requests(wl: WorkloadState, state: ClusterState) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """What Kueue's scheduler writes as ``status.resourceRequests`` of a workload it could not admit (pkg/workload
+    workload.go PropagateResourceRequests of Info.TotalRequests, totalRequestsFromPodSets): per pod set, in pod
+    set order, each resource's per-pod request (excluded prefixes dropped, transformations applied, negatives as
+    0: SEMANTICS §2.3, §10.4) times the pods left after the reclaimable ones, as amounts (CPU in millicores).
+    Unlike the quota check, no ``pods`` resource and nothing left out as undeclared: the ClusterQueue plays no
+    part. DRA's logical resources are not added."""
+    config = state.configuration
+    if config.resources is not None and config.resources.quota_check_strategy != "BlockUndeclared":
+        config = msgspec.structs.replace(
+            config, resources=msgspec.structs.replace(config.resources, quota_check_strategy="BlockUndeclared")
+        )
+    requests = queues.pod_set_requests(wl.workload, cq=_NO_CLUSTER_QUEUE, config=config, reclaimable=wl.reclaimable)
+    return tuple(
+        (ps.name, tuple((resource, amount * ps.count) for resource, amount in sorted(ps.requests.items())))
+        for ps in requests
+    )
+
+
+#: A ClusterQueue covering nothing: :func:`total_requests` asks :func:`queues.pod_set_requests` for no ``pods``.
+_NO_CLUSTER_QUEUE = models.ClusterQueue(metadata=models.ObjectMeta(name=""), spec=models.ClusterQueueSpec())
 
 
 def _topology_pending(record: WorkloadRecord) -> bool:
@@ -976,6 +1027,7 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
         record.nominated,
         record.unhealthy_nodes,
         record.worker_placed,
+        record.resource_requests,
     )
 
 
@@ -1276,6 +1328,10 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
         status["admission"] = {"clusterQueue": record.admission.cluster_queue, "podSetAssignments": assignments}
     if record.checks:
         status["admissionChecks"] = [_check_status(entry) for entry in record.checks.values()]
+    if record.resource_requests:
+        status["resourceRequests"] = [
+            {"name": name, "resources": _quantities(dict(amounts))} for name, amounts in record.resource_requests
+        ]
     if record.requeue_count is not None or record.requeue_at_ms:
         requeue: dict[str, Any] = {}
         if record.requeue_count is not None:

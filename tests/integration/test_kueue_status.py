@@ -103,6 +103,9 @@ def queues_log(*extra: types.Event, cpu: int = 9) -> tuple[Log, types.WorkloadRe
     return log, types.WorkloadRef(namespace=meta.namespace, name=meta.name, uid=meta.uid)
 
 
+RESOURCE_REQUESTS = [{"name": "main", "resources": {"cpu": "2", "memory": "400Mi"}}]
+"""``status.resourceRequests`` of Job sample's workload after a cycle could not admit it: its 2 pods' requests."""
+
 WAIT_FOR_START = cond("PodsReady", False, "WaitForStart", "Not all pods are ready or succeeded", 0)
 """waitForPodsReady is on by default: the job reconciler's PodsReady for a job's workload not admitted (or not
 started), from its creation on (reconciler.go generatePodsReadyCondition)."""
@@ -155,7 +158,7 @@ def test_workload_lifecycle_conditions_as_kueue_writes_them() -> None:
         cond("Admitted", False, "NoReservation", "The workload has no reservation", 1),
         WAIT_FOR_START,
     ]
-    assert log.status(ref) == {"conditions": pending_conditions}
+    assert log.status(ref) == {"conditions": pending_conditions, "resourceRequests": RESOURCE_REQUESTS}
 
     log.add(*admitted(ref, 10))
     reserved_condition = cond(
@@ -224,6 +227,45 @@ def test_workload_lifecycle_conditions_as_kueue_writes_them() -> None:
     ]
 
 
+def test_resource_requests_of_a_workload_the_scheduler_could_not_admit() -> None:
+    """Kueue's scheduler writes ``status.resourceRequests`` (each pod set's total requests) when a cycle cannot admit
+    the workload, as on Kueue's "Troubleshooting Jobs" page ("Pending Workload"), and drops them once it reserves
+    quota; its workload controller's reasons (a LocalQueue that does not exist, an inactive ClusterQueue) come from
+    no cycle and carry none (scheduler.go requeueAndUpdate, workload.go PropagateResourceRequests, patching.go
+    admissionStatusPatch)."""
+    config = types.ConfigurationObserved(
+        configuration=models.Configuration(resources=models.ResourcesConfig(exclude_resource_prefixes=["memory"]))
+    )
+    log, ref = queues_log(config)
+    log.add(
+        types.WorkloadInadmissible(
+            workload=ref, reason="Misconfigured", message="LocalQueue q doesn't exist", at_ms=at(1)
+        )
+    )
+    assert "resourceRequests" not in log.status(ref)
+    log.add(
+        types.WorkloadInadmissible(
+            workload=ref, reason="Suspended", message="ClusterQueue cluster-queue is inactive", at_ms=at(2)
+        )
+    )
+    assert "resourceRequests" not in log.status(ref)
+
+    log.add(types.WorkloadInadmissible(workload=ref, reason="WaitingForQuota", message=PENDING_MESSAGE, at_ms=at(3)))
+    # the excluded prefix is left out, as Kueue's TotalRequests leave it out
+    assert log.status(ref)["resourceRequests"] == [{"name": "main", "resources": {"cpu": "2"}}]
+
+    log.add(*admitted(ref, 10))
+    assert "resourceRequests" not in log.status(ref)
+    log.add(preempted(ref, 70), released(ref, "Preempted", 80))
+    assert "resourceRequests" not in log.status(ref)  # requeued, not tried again yet
+    message = f"{PENDING_MESSAGE}. Pending the preemption of 1 workload(s)"
+    nomination = types.PreemptionRequired(
+        workload=ref, cluster_queue="cluster-queue", pod_set_assignments=[], targets=[], message=message, at_ms=at(90)
+    )
+    log.add(nomination)
+    assert log.status(ref)["resourceRequests"] == [{"name": "main", "resources": {"cpu": "2"}}]
+
+
 def test_a_decision_seen_twice_changes_nothing() -> None:
     """Folding the same decisions again (a redelivery, or a second copy on the log) leaves the status as it was,
     and marks nothing for writing."""
@@ -248,7 +290,7 @@ def test_legacy_reasons_with_the_gate_off() -> None:
     log, ref = queues_log(config)
     log.add(types.WorkloadInadmissible(workload=ref, reason="Pending", message=PENDING_MESSAGE, at_ms=at(1)))
     pending = [cond("QuotaReserved", False, "Pending", PENDING_MESSAGE, 1), WAIT_FOR_START]
-    assert log.status(ref) == {"conditions": pending}
+    assert log.status(ref) == {"conditions": pending, "resourceRequests": RESOURCE_REQUESTS}
 
     log.add(*admitted(ref, 10), preempted(ref, 70), released(ref, "Preempted", 80))
     conditions = {c["type"]: c for c in log.status(ref)["conditions"]}
