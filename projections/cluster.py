@@ -365,6 +365,12 @@ class ClusterState:
     timed: dict[str, None] = field(default_factory=dict)
     backoffs: dict[str, None] = field(default_factory=dict)
     not_ready: dict[str, None] = field(default_factory=dict)
+    # Pending (no quota, not ended) workloads whose ``spec.active`` and pending reason disagree: inactive with
+    # no decision of reason ``Deactivated`` since (Kueue's workload controller evicts every inactive workload, a
+    # pending one too: Evicted and QuotaReserved ``Deactivated``), or active again with that reason still in
+    # force (Kueue puts it back to PendingEvaluation). The admitter records either (admitter logic 44,
+    # :data:`DEACTIVATED_REASON`).
+    activation_due: dict[str, None] = field(default_factory=dict)
     # The ``timed`` workloads' deadlines, as min-heaps of (basis ms, key) per TIMER_KINDS: when
     # admitted (+ waitForPodsReady.timeout), when PodsReady turned false (+ recoveryTimeout),
     # and the maximum execution time's end. Entries whose basis is no longer the workload's are
@@ -1116,6 +1122,10 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
         state.releasable.setdefault(key)
     else:
         state.releasable.pop(key, None)
+    if waiting and wl is not None and wl.workload.spec.active == (wl.pending_reason == DEACTIVATED_REASON):
+        state.activation_due.setdefault(key)
+    else:
+        state.activation_due.pop(key, None)
     current = wl or gone
     if current is not None and (waiting and active or current.queued_as is not None or current.queued_parked):
         _place(state, current, queued=waiting and active)  # (else not queued, nor to be: nothing to move)
@@ -1473,7 +1483,13 @@ def _apply_workload_decision(
                 lq = state.local_queues.get((key.partition("/")[0], current.workload.spec.queue_name))
                 if lq is not None:
                     state.deferred[key] = lq.spec.cluster_queue
-            if current.reservation is None and not current.gone and current.active and not current.backoff:
+            if (
+                current.reservation is None
+                and not current.gone
+                and current.active
+                and not current.backoff
+                and key not in state.activation_due
+            ):
                 # Still waiting, so every index but its place in the queue is as it was.
                 _place(state, current, queued=True)
                 return
@@ -1627,6 +1643,9 @@ def _apply_preemption(
                 _reindex(state, event.workload.key)
 
 
+DEACTIVATED_REASON = "Deactivated"
+"""The pending reason the admitter records for a workload set inactive while it holds no quota (Kueue's
+kueue.WorkloadDeactivated): the fold keeps it out of ``activation_due`` from then on."""
 ADMITTER_ROLE = "admit"
 """The admitter's DecisionRecord role (kueue_es.services.admitter.core.ROLE; the fold imports no service)."""
 WAITING_FOR_PREEMPTED = "WaitingForPreemptedWorkloads"

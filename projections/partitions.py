@@ -54,7 +54,7 @@ UNROUTED: Final = "x-unrouted"
 Transit = tuple[str, int, str]
 """An object in transit: (source partition A, the sequence ``s`` of the fact that moved it, target B)."""
 
-_INDEXES: Final = ("releasable", "checks_due", "timed", "backoffs")
+_INDEXES: Final = ("releasable", "checks_due", "timed", "backoffs", "activation_due")
 """The fold's workload indexes a cycle walks whole, kept per partition too."""
 
 
@@ -123,6 +123,7 @@ class _Part:
         "checks_due",
         "timed",
         "backoffs",
+        "activation_due",
         "timer_heaps",
         "caches",
     )
@@ -134,6 +135,7 @@ class _Part:
         self.checks_due: dict[str, None] = {}
         self.timed: dict[str, None] = {}
         self.backoffs: dict[str, None] = {}
+        self.activation_due: dict[str, None] = {}
         self.timer_heaps: tuple[list[tuple[int, str]], ...] = ([], [], [])
         self.caches: dict[str, Any] = {}
 
@@ -276,6 +278,7 @@ class Partitions:
             checks_due=part.checks_due,
             timed=part.timed,
             backoffs=part.backoffs,
+            activation_due=part.activation_due,
             timer_heaps=part.timer_heaps,
             caches=part.caches,
             quota_tree=cast("quota.QuotaTree", tree_view),  # a QuotaTree to its readers (TreeView)
@@ -374,6 +377,10 @@ class Partitions:
             part.backoffs[key] = None
         else:
             part.backoffs.pop(key, None)
+        if key in state.activation_due:
+            part.activation_due[key] = None
+        else:
+            part.activation_due.pop(key, None)
         basis = wl.timer_basis
         seen = self.timer_seen.get(key)
         if seen is None or seen[0] != new or seen[1] != basis:

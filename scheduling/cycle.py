@@ -89,6 +89,7 @@ def run(
     kueue_misconfigured: bool = True,
     unqueued_releases: bool = True,
     concurrent_admission: bool = True,
+    pending_deactivation: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -237,7 +238,16 @@ def run(
     admitted", parked), and a variant that fits while a sibling on a less preferred flavor is admitted does
     not reserve: that sibling is evicted, reason ``FlavorMigration`` (once), and the variant waits
     (WaitingForPreemptedWorkloads) until its quota is released (scheduler.go processEntry,
-    issueMigration; :mod:`kueue_es.scheduling.concurrent_admission`)."""
+    issueMigration; :mod:`kueue_es.scheduling.concurrent_admission`).
+
+    ``pending_deactivation`` (admitter logic 44; False: 43 and earlier, for replay): a workload set inactive while
+    it holds no quota (created with ``spec.active: false``, deactivated while pending, or released after its
+    deactivation) gets a WorkloadInadmissible ``Deactivated`` "The workload is deactivated", as Kueue's workload
+    controller evicts every inactive workload and writes that QuotaReserved reason (workload_controller.go
+    Reconcile, resolveGranularUnadmittedQuotaReservedCondition); once active again, one with that reason still
+    in force and decided on by nothing else in the cycle gets ``PendingEvaluation``, as Kueue writes before its
+    scheduler looks at it again (:func:`_activation_outcomes`). 43 and earlier recorded nothing, so such a
+    workload kept the status it had."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -264,6 +274,8 @@ def run(
     drained: list[types.Decision] = [*_unqueued_reservations(state, now_ms=now_ms)] if unqueued_releases else []
     drained_keys = {_workload_key(d) for d in drained}
     drained += [d for d in _drain_stopped_queues(state, now_ms=now_ms) if _workload_key(d) not in drained_keys]
+    if pending_deactivation and state.activation_due:
+        drained += _activation_outcomes(state, inactive=True, now_ms=now_ms)
     for decision in drained:
         decisions.append(decision)
         touched.add(_workload_key(decision))
@@ -552,7 +564,39 @@ def run(
                 migrate=migrate,
             )
         )
+    if pending_deactivation and state.activation_due:
+        decided = {_workload_key(d) for d in decisions}
+        decisions += [
+            d for d in _activation_outcomes(state, inactive=False, now_ms=now_ms) if _workload_key(d) not in decided
+        ]
     return decisions
+
+
+PENDING_EVALUATION_MESSAGE = "Workload is pending evaluation in the scheduling queue"
+"""Kueue's QuotaReserved=False message for a workload back in its queue, not yet looked at by the scheduler
+(workload_controller.go resolveGranularUnadmittedQuotaReservedCondition)."""
+
+
+def _activation_outcomes(state: ClusterState, *, inactive: bool, now_ms: int) -> list[types.Decision]:
+    """The pending outcomes of the workloads of ``state.activation_due`` whose ``spec.active`` is not
+    ``inactive``: an inactive one is evicted ``Deactivated`` "The workload is deactivated" (Kueue's workload
+    controller evicts every inactive workload, workload_controller.go Reconcile), an active one whose pending
+    reason is still ``Deactivated`` goes back to ``PendingEvaluation``. In the index's order (deterministic:
+    the fold's)."""
+    out: list[types.Decision] = []
+    for key in state.activation_due:
+        wl = state.workloads.get(key)
+        if wl is None or wl.reservation is not None or wl.workload.spec.active == inactive:
+            continue
+        reason, message = (
+            (DEACTIVATED, DEACTIVATED_MESSAGE) if inactive else ("PendingEvaluation", PENDING_EVALUATION_MESSAGE)
+        )
+        out.append(
+            types.WorkloadInadmissible(
+                workload=wl.ref, reason=reason, message=message, at_ms=now_ms, parked=False, bookmark=wl.bookmark
+            )
+        )
+    return out
 
 
 def preemption_gates_enforced(config: models.Configuration) -> bool:

@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 43
+LOGIC_VERSION = 44
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -62,10 +62,14 @@ EARLIER_LOGIC_VERSIONS = (
     40,
     41,
     42,
+    43,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 42 and earlier queued a
-ConcurrentAdmission parent (the label kueue.x-k8s.io/concurrent-admission-parent) like any workload and admitted a
-variant whatever its siblings held (43, with the gate ConcurrentAdmission on, never queues a parent, skips a variant
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 43 and earlier recorded
+nothing for a workload set inactive while it held no quota, so it kept its old pending reason, or no status at all
+when created inactive (44 records a WorkloadInadmissible ``Deactivated``, for Kueue's Evicted and QuotaReserved
+``Deactivated`` on it, and ``PendingEvaluation`` once it is active again, as Kueue's workload controller). 42
+and earlier queued a ConcurrentAdmission parent (the label kueue.x-k8s.io/concurrent-admission-parent) like any
+workload and admitted a variant whatever its siblings held (43, with the gate ConcurrentAdmission on, never queues a parent, skips a variant
 while a more preferred sibling is admitted and evicts a less preferred admitted sibling, reason FlavorMigration,
 before admitting one: :mod:`kueue_es.scheduling.concurrent_admission`). 41 and earlier kept the
 reservation of a workload not yet admitted whose LocalQueue was gone or whose ClusterQueue was terminating or gone
@@ -205,6 +209,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         kueue_misconfigured=True,
         unqueued_releases=True,
         concurrent_admission=True,
+        pending_deactivation=True,
     )
 
 
@@ -245,6 +250,7 @@ def _decide(
     kueue_misconfigured: bool,
     unqueued_releases: bool,
     concurrent_admission: bool,
+    pending_deactivation: bool,
 ) -> list[types.Output]:
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
@@ -298,6 +304,7 @@ def _decide(
             kueue_misconfigured=kueue_misconfigured,
             unqueued_releases=unqueued_releases,
             concurrent_admission=concurrent_admission,
+            pending_deactivation=pending_deactivation,
         )
     finally:
         tree.rollback()
@@ -314,6 +321,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 43 recorded nothing for a workload set inactive while it held no quota.
     Versions 9 to 41 kept a reservation not yet admitted whose LocalQueue was gone or ClusterQueue terminating.
     Versions 9 to 40 wrote a misconfigured workload's message as its first pod set's, after ``pod set <name>: ``.
     Versions 9 to 38 released a jobless Workload deactivated by hand at once, with no eviction.
@@ -383,6 +391,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     kueue_misconfigured = version >= 41
     unqueued_releases = version >= 42
     concurrent_admission = version >= 43
+    pending_deactivation = version >= 44
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -423,6 +432,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             kueue_misconfigured=kueue_misconfigured,
             unqueued_releases=unqueued_releases,
             concurrent_admission=concurrent_admission,
+            pending_deactivation=pending_deactivation,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -38,7 +38,7 @@ from typing import Any
 from kueue_es.events import job_owners, manifests, models, slices, types
 from kueue_es.jobframework import integrations, pods, prebuilt, workloads
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_boost, priority_of
-from kueue_es.scheduling import multikueue
+from kueue_es.scheduling import cycle, multikueue
 from kueue_es.services.dispatcher import status
 from kueue_es.services.kube import resources
 
@@ -271,8 +271,10 @@ def _workload_controller_reason(reason: str, message: str) -> bool:
     ClusterQueue missing or inactive; the queue manager gives no heads of an inactive ClusterQueue), rather
     than the scheduler's, which records a Warning for each head it could not admit (scheduler.go
     requeueAndUpdate)."""
-    if reason == "Suspended":
-        return True
+    if reason in ("Suspended", "Deactivated"):
+        return True  # a pending workload's eviction for deactivation has no Event either (evict.go: no admission)
+    if reason == "PendingEvaluation" and message == cycle.PENDING_EVALUATION_MESSAGE:
+        return True  # reactivated: back in its queue (resolveGranularUnadmittedQuotaReservedCondition)
     return reason == "Misconfigured" and (
         message.endswith("doesn't exist") or message.startswith("WorkloadPriorityClass ")
     )

@@ -41,7 +41,8 @@ Where this differs from Kueue, on purpose:
   again after its backoff, not at ``requeueAt`` itself: the dispatcher has no
   clock of its own, it renders the log.
 * QuotaReserved=False on a pending workload has the reason the admitter gave
-  (``Pending``, ``Inadmissible``, ``Misconfigured``), with Kueue's message.
+  (``Pending``, ``Inadmissible``, ``Misconfigured``, ``Deactivated`` for an inactive one,
+  which also marks it Evicted as Kueue's workload controller does), with Kueue's message.
   The reasons the dispatcher chooses itself follow the feature gate
   UnadmittedWorkloadsObservability (on by default, as in Kueue; a Configuration's
   ``featureGates`` may turn it off): after an eviction the requeued workload gets
@@ -414,6 +415,10 @@ def _fold_into(
                 refused = dra_refusal(state, wl, event)
                 if refused is not None:
                     _refused_for_devices(record, event, requeued_message=refused, granular=granular)
+                elif event.reason == cycle.DEACTIVATED or (
+                    event.reason == "PendingEvaluation" and event.message == cycle.PENDING_EVALUATION_MESSAGE
+                ):
+                    _activation_changed(record, event, granular=granular)
                 else:
                     _forget_device_refusal(record)
                     # The admitter gives Kueue's granular reason; with the gate off Kueue falls back to Pending.
@@ -861,6 +866,20 @@ def _deactivate(record: WorkloadRecord, event: types.WorkloadDeactivated, *, hol
     if evicted is None or not evicted.status:
         _evict(record, f"{DEACTIVATED_PREFIX}{event.reason}", message, at_ms=event.at_ms)
     record.set("Requeued", False, "Deactivated", message, at_ms=event.at_ms)
+
+
+def _activation_changed(record: WorkloadRecord, event: types.WorkloadInadmissible, *, granular: bool) -> None:
+    """The admitter's outcome for a workload without quota whose ``spec.active`` changed (admitter logic 44):
+    ``Deactivated``: Kueue's workload controller evicts it (Evicted=True ``Deactivated`` "The workload is
+    deactivated" and one more such eviction in schedulingStats, unless an eviction is in force already:
+    evict.go Evict via workload_controller.go Reconcile, ``!IsEvicted``) and, with UnadmittedWorkloadsObservability
+    on, writes QuotaReserved=False ``Deactivated``; ``PendingEvaluation``: active again, QuotaReserved=False
+    ``PendingEvaluation`` (gate on; resolveGranularUnadmittedQuotaReservedCondition). With the gate off Kueue
+    leaves QuotaReserved as it was (resolveLegacyUnadmittedQuotaReservedCondition)."""
+    if event.reason == cycle.DEACTIVATED and not record.is_true("Evicted"):
+        _evict(record, cycle.DEACTIVATED, event.message, at_ms=event.at_ms)
+    if granular:
+        _unreserve(record, event.reason, event.message, at_ms=event.at_ms, granular=granular)
 
 
 def _sync_checks(record: WorkloadRecord, required: list[str], *, at_ms: int) -> None:
