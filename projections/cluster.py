@@ -368,8 +368,8 @@ class ClusterState:
     # Pending (no quota, not ended) workloads whose ``spec.active`` and pending reason disagree: inactive with
     # no decision of reason ``Deactivated`` since (Kueue's workload controller evicts every inactive workload, a
     # pending one too: Evicted and QuotaReserved ``Deactivated``), or active again with that reason still in
-    # force (Kueue puts it back to PendingEvaluation). The admitter records either (admitter logic 44,
-    # :data:`DEACTIVATED_REASON`).
+    # force (Kueue puts it back to PendingEvaluation), or pending AdmissionGated with its admission-gated-by
+    # annotation gone (:func:`_admission_gate_cleared`). The admitter records each (admitter logic 44).
     activation_due: dict[str, None] = field(default_factory=dict)
     # The ``timed`` workloads' deadlines, as min-heaps of (basis ms, key) per TIMER_KINDS: when
     # admitted (+ waitForPodsReady.timeout), when PodsReady turned false (+ recoveryTimeout),
@@ -1122,7 +1122,11 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
         state.releasable.setdefault(key)
     else:
         state.releasable.pop(key, None)
-    if waiting and wl is not None and wl.workload.spec.active == (wl.pending_reason == DEACTIVATED_REASON):
+    if (
+        waiting
+        and wl is not None
+        and (wl.workload.spec.active == (wl.pending_reason == DEACTIVATED_REASON) or _admission_gate_cleared(wl))
+    ):
         state.activation_due.setdefault(key)
     else:
         state.activation_due.pop(key, None)
@@ -1641,6 +1645,24 @@ def _apply_preemption(
                 _bump_generation(state, current.reservation.cluster_queue, seq)
                 _evicted(state, current, event)
                 _reindex(state, event.workload.key)
+
+
+ADMISSION_GATED_REASON = "AdmissionGated"
+"""The pending reason of a workload its ``kueue.x-k8s.io/admission-gated-by`` annotation keeps out of its queue."""
+ADMISSION_GATED_PREFIX = "Admission is gated by: "
+"""Its message's start (workload_controller.go mayUpdateConditionForAdmissionGatedBy); a preemption gate's differs."""
+ADMISSION_GATED_BY_ANNOTATION = "kueue.x-k8s.io/admission-gated-by"
+
+
+def _admission_gate_cleared(wl: WorkloadState) -> bool:
+    """Whether ``wl`` is pending ``AdmissionGated`` for its annotation and no longer carries it (an empty value
+    gates nothing): Kueue's workload controller then writes QuotaReserved ``PendingEvaluation`` and the Event
+    ``AdmissionGateCleared`` before its scheduler looks at it (admitter logic 44)."""
+    return (
+        wl.pending_reason == ADMISSION_GATED_REASON
+        and wl.pending_message.startswith(ADMISSION_GATED_PREFIX)
+        and not wl.workload.metadata.annotations.get(ADMISSION_GATED_BY_ANNOTATION)
+    )
 
 
 DEACTIVATED_REASON = "Deactivated"

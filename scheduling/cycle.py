@@ -246,8 +246,10 @@ def run(
     controller evicts every inactive workload and writes that QuotaReserved reason (workload_controller.go
     Reconcile, resolveGranularUnadmittedQuotaReservedCondition); once active again, one with that reason still
     in force and decided on by nothing else in the cycle gets ``PendingEvaluation``, as Kueue writes before its
-    scheduler looks at it again (:func:`_activation_outcomes`). 43 and earlier recorded nothing, so such a
-    workload kept the status it had."""
+    scheduler looks at it again; one pending ``AdmissionGated`` whose annotation was removed gets
+    ``PendingEvaluation`` "AdmissionGatedBy cleared, waiting for quota reservation" before the next cycle tries it,
+    for Kueue's Event ``AdmissionGateCleared`` (:func:`_activation_outcomes`). 43 and earlier recorded nothing,
+    so such a workload kept the status it had until the scheduler's next verdict, if any."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -275,7 +277,7 @@ def run(
     drained_keys = {_workload_key(d) for d in drained}
     drained += [d for d in _drain_stopped_queues(state, now_ms=now_ms) if _workload_key(d) not in drained_keys]
     if pending_deactivation and state.activation_due:
-        drained += _activation_outcomes(state, inactive=True, now_ms=now_ms)
+        drained += _activation_outcomes(state, early=True, now_ms=now_ms)
     for decision in drained:
         decisions.append(decision)
         touched.add(_workload_key(decision))
@@ -567,30 +569,48 @@ def run(
     if pending_deactivation and state.activation_due:
         decided = {_workload_key(d) for d in decisions}
         decisions += [
-            d for d in _activation_outcomes(state, inactive=False, now_ms=now_ms) if _workload_key(d) not in decided
+            d for d in _activation_outcomes(state, early=False, now_ms=now_ms) if _workload_key(d) not in decided
         ]
     return decisions
 
 
+PENDING_EVALUATION = "PendingEvaluation"
+"""Kueue's QuotaReserved=False reason of a workload waiting for its scheduler (WorkloadQuotaReservedReasonPendingEvaluation)."""
+ADMISSION_GATE_CLEARED_MESSAGE = "AdmissionGatedBy cleared, waiting for quota reservation"
+"""Kueue's QuotaReserved=False message once a workload's admission-gated-by annotation is removed
+(workload_controller.go mayUpdateConditionForAdmissionGatedBy)."""
 PENDING_EVALUATION_MESSAGE = "Workload is pending evaluation in the scheduling queue"
 """Kueue's QuotaReserved=False message for a workload back in its queue, not yet looked at by the scheduler
 (workload_controller.go resolveGranularUnadmittedQuotaReservedCondition)."""
 
 
-def _activation_outcomes(state: ClusterState, *, inactive: bool, now_ms: int) -> list[types.Decision]:
-    """The pending outcomes of the workloads of ``state.activation_due`` whose ``spec.active`` is not
-    ``inactive``: an inactive one is evicted ``Deactivated`` "The workload is deactivated" (Kueue's workload
-    controller evicts every inactive workload, workload_controller.go Reconcile), an active one whose pending
-    reason is still ``Deactivated`` goes back to ``PendingEvaluation``. In the index's order (deterministic:
-    the fold's)."""
+def _activation_outcomes(state: ClusterState, *, early: bool, now_ms: int) -> list[types.Decision]:
+    """The pending outcomes of the workloads of ``state.activation_due``, in the index's order (the fold's).
+
+    ``early`` (before the cycle's heads): an inactive one is evicted ``Deactivated`` "The workload is deactivated"
+    (Kueue's workload controller evicts every inactive workload, workload_controller.go Reconcile); one whose
+    admission-gated-by annotation is gone gets ``PendingEvaluation`` "AdmissionGatedBy cleared, waiting for quota
+    reservation" and is left to the next cycle's heads, as Kueue writes it before its scheduler looks at it
+    (mayUpdateConditionForAdmissionGatedBy). Otherwise (after the heads, for those no verdict reached): an active
+    one whose pending reason is still ``Deactivated`` goes back to ``PendingEvaluation`` (Kueue's
+    resolveGranularUnadmittedQuotaReservedCondition)."""
     out: list[types.Decision] = []
     for key in state.activation_due:
         wl = state.workloads.get(key)
-        if wl is None or wl.reservation is not None or wl.workload.spec.active == inactive:
+        if wl is None or wl.reservation is not None:
             continue
-        reason, message = (
-            (DEACTIVATED, DEACTIVATED_MESSAGE) if inactive else ("PendingEvaluation", PENDING_EVALUATION_MESSAGE)
-        )
+        if not wl.workload.spec.active:
+            reason, message = DEACTIVATED, DEACTIVATED_MESSAGE
+            if not early:
+                continue
+        elif wl.pending_reason == DEACTIVATED:
+            reason, message = PENDING_EVALUATION, PENDING_EVALUATION_MESSAGE
+            if early:
+                continue
+        else:  # its admission gate cleared (ClusterState.activation_due)
+            reason, message = PENDING_EVALUATION, ADMISSION_GATE_CLEARED_MESSAGE
+            if not early:
+                continue
         out.append(
             types.WorkloadInadmissible(
                 workload=wl.ref, reason=reason, message=message, at_ms=now_ms, parked=False, bookmark=wl.bookmark

@@ -14,7 +14,11 @@ Which decision gives which Event (type, reason: message), as Kueue words them:
   none) and the pending message (scheduler.go requeueAndUpdate); none for a workload whose LocalQueue or
   ClusterQueue is missing or inactive (Kueue's workload controller sets only the condition); reason
   ``SecondPassFailed`` for a failed second pass of a workload holding quota (Kueue: the same Event,
-  no condition);
+  no condition); none for one recorded ``Deactivated`` or back to ``PendingEvaluation`` after its
+  reactivation (workload controller, and evict.go records no Event without an admission); Normal
+  ``AdmissionGated`` "Workload admission is gated by: G" and ``AdmissionGateCleared`` "Admission gate
+  cleared, workload is now admissible" from the workload controller for its admission-gated-by annotation
+  (workload_controller.go mayUpdateConditionForAdmissionGatedBy);
 - RemoteAdmissionChosen: Normal ``MultiKueue``: "The workload was admitted on "W"", and MultiKueueCheckRetry
   for a copy evicted on its worker (Normal) or finished OutOfSync (Warning), with the Retry's message
   (multikueue/workload.go reconcileGroup, syncAdmittingRemoteState);
@@ -37,7 +41,13 @@ from typing import Any
 
 from kueue_es.events import job_owners, manifests, models, slices, types
 from kueue_es.jobframework import integrations, pods, prebuilt, workloads
-from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_boost, priority_of
+from kueue_es.projections.cluster import (
+    ADMISSION_GATED_PREFIX,
+    ClusterState,
+    WorkloadState,
+    priority_boost,
+    priority_of,
+)
 from kueue_es.scheduling import cycle, multikueue
 from kueue_es.services.dispatcher import status
 from kueue_es.services.kube import resources
@@ -110,6 +120,16 @@ def for_decision(
                 return [*for_decision(state, types.reservation_of(event), record), admitted]
             return [admitted]
         case types.WorkloadInadmissible(workload=ref, reason=reason, message=message, at_ms=at):
+            if reason == cycle.PENDING_EVALUATION and message == cycle.ADMISSION_GATE_CLEARED_MESSAGE:
+                # its admission-gated-by annotation removed (workload_controller.go mayUpdateConditionForAdmissionGatedBy)
+                cleared = "Admission gate cleared, workload is now admissible"
+                return [_workload_controller_event(ref, "AdmissionGateCleared", cleared, at)]
+            if reason == "AdmissionGated" and message.startswith(ADMISSION_GATED_PREFIX):
+                # first seen gated by its annotation: the workload controller's Normal Event, not the scheduler's
+                gated_by = message.removeprefix(ADMISSION_GATED_PREFIX)
+                return [
+                    _workload_controller_event(ref, "AdmissionGated", f"Workload admission is gated by: {gated_by}", at)
+                ]
             if _workload_controller_reason(reason, message):
                 return []
             return [
@@ -174,6 +194,18 @@ def for_decision(
                     )
                 ]
     return []
+
+
+def _workload_controller_event(ref: types.WorkloadRef, reason: str, message: str, at_ms: int) -> KubeEvent:
+    """A Normal Event of Kueue's workload controller on the Workload ``ref``."""
+    return KubeEvent(
+        workload=ref,
+        type="Normal",
+        reason=reason,
+        message=truncate(message),
+        at_ms=at_ms,
+        component=WORKLOAD_CONTROLLER_COMPONENT,
+    )
 
 
 def _multikueue(ref: types.WorkloadRef, kind: str, message: str, at_ms: int) -> KubeEvent:

@@ -1,4 +1,5 @@
-"""Admitter logic 44: a workload set inactive while it holds no quota is recorded ``Deactivated``, 43 kept for replay.
+"""Admitter logic 44: a workload set inactive while it holds no quota is recorded ``Deactivated`` (and one whose
+admission gate is cleared ``PendingEvaluation``), 43 kept for replay.
 
 Kueue's workload controller evicts every inactive workload, a pending one too (workload_controller.go Reconcile:
 workload/evict Evict with reason ``Deactivated`` "The workload is deactivated", one eviction counted in
@@ -23,11 +24,14 @@ from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
 from kueue_es.services.admitter import core as admitter
 from kueue_es.services.dispatcher import core, kube_events, status
+from tests.builders import workload
+from tests.unit.test_admission_gated_by import gated, quick_start
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios/lifecycle"
 CREATED = SCENARIOS / "created-inactive-workload-evicted-deactivated.yaml"
 TRANSITION = SCENARIOS / "deactivated-while-pending-then-reactivated.yaml"
 DEACTIVATED = "The workload is deactivated"
+WORKLOAD_CONTROLLER = "kueue-workload-controller"
 
 
 def _conditions(wanted: dict[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -94,3 +98,27 @@ def test_the_runs_replay() -> None:
     for path in (CREATED, TRANSITION):
         run = run_scenario(load_scenario(path))
         assert check_log(run.messages, deciders.BY_ROLE).mismatches == []
+
+
+def test_admission_gated_and_gate_cleared_events() -> None:
+    """Kueue's workload controller records Normal ``AdmissionGated`` when it first sees the annotation and Normal
+    ``AdmissionGateCleared`` once it is removed, writing QuotaReserved ``PendingEvaluation`` "AdmissionGatedBy
+    cleared, waiting for quota reservation" before its scheduler admits it (mayUpdateConditionForAdmissionGatedBy);
+    logic 43 recorded no clearing and the gated outcome gave the scheduler's Warning."""
+    log = quick_start()
+    log.apply_manifests(gated("w", "example.com/controller1", created=1, cpu="1"))
+    first = log.settle(1000)
+    assert [
+        (e.type, e.reason, e.message, e.component) for d in first for e in kube_events.for_decision(log.state, d)
+    ] == [("Normal", "AdmissionGated", "Workload admission is gated by: example.com/controller1", WORKLOAD_CONTROLLER)]
+    log.apply_manifests(workload("w", created=1, cpu="1"))
+    earlier = admitter.decide_as(43)(log.state, now_ms=2000)
+    assert [type(d).__name__ for d in earlier] == ["WorkloadAdmitted"]
+    second = log.settle(2000)
+    assert [(type(d).__name__, getattr(d, "reason", "")) for d in second] == [
+        ("WorkloadInadmissible", "PendingEvaluation"),
+        ("WorkloadAdmitted", ""),
+    ]
+    events = [(e.type, e.reason, e.message) for d in second for e in kube_events.for_decision(log.state, d)]
+    assert events[0] == ("Normal", "AdmissionGateCleared", "Admission gate cleared, workload is now admissible")
+    assert [reason for _, reason, _ in events[1:]] == ["Admitted"]  # the scheduler's, after the clearing
