@@ -843,7 +843,7 @@ def _checks_spec(state: ClusterState, event: types.Event) -> tuple[Any, ...] | N
 
 def _resync_checks_of(view: DispatchState, event: types.ClusterQueueObserved, *, seq: int) -> None:
     """The ClusterQueue of ``event`` changed its checks or flavors: the ``status.admissionChecks`` of its
-    workloads not admitted yet (pending through one of its LocalQueues, or holding quota in it) follow
+    workloads (pending through one of its LocalQueues, or holding quota in it, admitted or not) follow
     (:func:`status.resync_checks`), as Kueue's workload controller requeues a ClusterQueue's workloads on its
     change (workload_controller.go clusterQueueHandler)."""
     state = view.cluster

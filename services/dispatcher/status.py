@@ -31,7 +31,7 @@ Where this differs from Kueue, on purpose:
   ``resourceRequests`` (:func:`total_requests`) leaves out DRA's logical
   resources. ``status.admissionChecks`` follows the checks the
   ClusterQueue requires of it, pending or holding quota (and the check states
-  reported on the log), rewritten when that ClusterQueue changes until it is
+  reported on the log), rewritten when that ClusterQueue changes, also once
   admitted (:func:`resync_checks`).
 * DeactivationTarget is not shown: Kueue sets it and removes it again once the
   workload is evicted for it; the log carries the end state (WorkloadDeactivated
@@ -517,13 +517,15 @@ def resync_checks(records: dict[str, WorkloadRecord], state: ClusterState, key: 
     checks that ClusterQueue now requires of it (those of its assigned flavors once it holds quota, else those
     that apply to every flavor of the ClusterQueue), keeping the entries of checks still required, as Kueue's
     workload controller does on every reconcile of a workload it is asked to look at when a ClusterQueue changes
-    (workload_controller.go syncAdmissionCheckConditions, AdmissionChecksForWorkload). Returns whether the
-    record changed. An admitted, finished or deleted workload, or one without a record, is left alone.
+    (workload_controller.go reconcileSyncAdmissionChecks, syncAdmissionCheckConditions, AdmissionChecksForWorkload),
+    an admitted one too: it stays admitted (Kueue syncs the Admitted condition of workloads not admitted only) and
+    is not evicted, a check added just waits Pending beside Admitted=True. Returns whether the record changed. A
+    finished or deleted workload, or one without a record, is left alone.
 
     A check added gets ``Pending`` at the record's latest transition time: the log carries no time for a
     ClusterQueue edit, and the status must come from the log alone (Kueue stamps its reconcile's clock)."""
     record, wl = records.get(key), state.workloads.get(key)
-    if record is None or wl is None or wl.admitted or wl.gone:
+    if record is None or wl is None or wl.gone:
         return False
     required = _required_checks(state, wl.reservation) if wl.reservation is not None else _pending_checks(state, wl)
     if list(record.checks) == sorted(required):

@@ -612,6 +612,29 @@ def test_admission_check_entries_follow_a_cluster_queue_edit() -> None:
     assert log.view.dirty_workloads.get(ref.key) == seq  # written again
 
 
+def test_admission_check_entries_of_an_admitted_workload_follow_a_cluster_queue_edit() -> None:
+    """Kueue's workload controller syncs status.admissionChecks of an admitted workload too
+    (workload_controller.go reconcileSyncAdmissionChecks runs whatever the workload's admission): a check the
+    ClusterQueue adds is listed Pending, one it drops goes, and the workload stays admitted (the Admitted
+    condition is synced only for workloads not admitted) with no eviction. Before, an admitted workload kept
+    its old list."""
+    log, ref = queues_log()
+    log.add(_strategy({"name": "check1"}))
+    log.add(reserved(ref, 10))
+    log.add(types.AdmissionCheckStateChanged(workload=ref, check="check1", state="Ready", message="ok", at_ms=at(11)))
+    log.add(types.admitted(reserved(ref, 10), at_ms=at(12)))
+    before = log.status(ref)
+    assert [(c["name"], c["state"]) for c in before["admissionChecks"]] == [("check1", "Ready")]
+    seq = log.add(_strategy({"name": "check1"}, {"name": "check2"}))
+    out = log.status(ref)
+    assert [(c["name"], c["state"]) for c in out["admissionChecks"]] == [("check1", "Ready"), ("check2", "Pending")]
+    assert out["admissionChecks"][0] == before["admissionChecks"][0]
+    assert out["conditions"] == before["conditions"]  # still admitted, not evicted
+    assert log.view.dirty_workloads.get(ref.key) == seq
+    log.add(_strategy({"name": "check2"}))
+    assert [c["name"] for c in log.status(ref)["admissionChecks"]] == ["check2"]
+
+
 def test_a_reservation_assigning_no_flavor_requires_no_check() -> None:
     """A workload asking for nothing reserves no flavor: Kueue's admissionChecksForAdmission intersects each check's
     flavors (all of the ClusterQueue's when it names none) with the admission's, so none is required, and the
