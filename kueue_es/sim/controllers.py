@@ -18,7 +18,10 @@ controllers do, enough for Kueue's view of them:
   ``controller-revision-hash`` labels; ``OrderedReady`` (the default) creates the next
   ordinal only once every lower one runs and is Ready, ``Parallel`` all at once; scaling
   in deletes the highest ordinals; a new template replaces the pods from the highest ordinal down, one at
-  a time (RollingUpdate; not with ``OnDelete``).
+  a time (RollingUpdate; not with ``OnDelete``), down to ``rollingUpdate.partition``; the status reports
+  ``currentRevision`` (the old pods' revision until the rollout completes) and ``updateRevision`` (the
+  template's). A pod made again below the partition gets the template's revision (no ControllerRevision
+  history is kept: the real controller makes it from the current revision's template).
 * LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): a leader StatefulSet ``<name>`` of
   ``replicas`` pods (the leader template, or the worker template without one), and per
   leader pod a worker StatefulSet named after it with ``size - 1`` pods from ordinal 1,
@@ -77,6 +80,7 @@ import structlog
 from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.events import manifests, slices
+from kueue_es.jobframework import workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
@@ -366,6 +370,23 @@ def statefulset_pod(sts: Mapping[str, Any], ordinal: int, *, leader_pods: Mappin
             labels[serving.LWS_WORKER_INDEX_LABEL] = "0"
             labels[serving.LWS_GROUP_KEY_LABEL] = safe_hash([pod["metadata"]["namespace"], lws_name, ordinal], 40)
     return pod
+
+
+def statefulset_current_revision(sts: Mapping[str, Any], live: Iterable[Mapping[str, Any]], update: str) -> str:
+    """``status.currentRevision`` of a StatefulSet (stateful_set_control.go computeReplicaStatus /
+    completeRollingUpdate): the revision its pods were at before ``update`` (the template's now), kept while a
+    live pod still has another revision than ``update``; ``update`` once every live pod has it (the rollout
+    complete). A pod's revision is its ``controller-revision-hash`` label."""
+    older = {
+        str((p.get("metadata") or {}).get("labels", {}).get(REVISION_LABEL) or "")
+        for p in live
+        if (p.get("metadata") or {}).get("labels", {}).get(REVISION_LABEL) != update
+    }
+    older.discard("")
+    if not older:
+        return update
+    previous = str((sts.get("status") or {}).get("currentRevision") or "")
+    return previous if previous in older else min(older)
 
 
 def lws_conditions(previous: list[Any], *, available: bool, now: str) -> list[Object]:
@@ -984,14 +1005,15 @@ class SimulatedControllers:
         live = [p for p in self._owned("Pod", sts) if is_active(p)]
         ready = sum(1 for p in live if is_ready(p))
         updated = sum(1 for p in live if p["metadata"].get("labels", {}).get(REVISION_LABEL) == revision)
+        current = statefulset_current_revision(sts, live, revision)
         status = {
             "observedGeneration": sts["metadata"].get("generation", 1),
             "replicas": len(live),
             "readyReplicas": ready,
             "availableReplicas": ready,
-            "currentReplicas": len(live),
+            "currentReplicas": sum(1 for p in live if p["metadata"].get("labels", {}).get(REVISION_LABEL) == current),
             "updatedReplicas": updated,
-            "currentRevision": revision,
+            "currentRevision": current,
             "updateRevision": revision,
         }
         await self._status("StatefulSet", sts, status)
@@ -1004,7 +1026,12 @@ class SimulatedControllers:
         spec = sts.get("spec") or {}
         if (spec.get("updateStrategy") or {}).get("type") == "OnDelete" or len(pods) < _replicas(sts):
             return
+        partition = workloads.parse_int(
+            ((spec.get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition")
+        )
         for pod in sorted(pods, key=_ordinal, reverse=True):
+            if partition is not None and _ordinal(pod) < partition:
+                return  # below the partition: kept at the current revision
             if not is_active(pod) or (pod.get("metadata") or {}).get("deletionTimestamp"):
                 return  # one being replaced: wait for it
             if pod["metadata"].get("labels", {}).get(REVISION_LABEL) != revision:
