@@ -300,6 +300,40 @@ def parent_wants_group(workload: models.Workload, parent: Mapping[str, Any] | No
     return index is not None and 0 <= index < replicas
 
 
+#: apps/v1 ControllerRevisionHashLabelKey: the revision of its StatefulSet a pod was made from.
+REVISION_LABEL = "controller-revision-hash"
+#: The scheduling gates Kueue takes off a StatefulSet's current-revision pod during a rollout (pod constants
+#: SchedulingGateName and kueue TopologySchedulingGate; util/statefulset UngatePod).
+ROLLOUT_UNGATED = (SCHEDULING_GATE, "kueue.x-k8s.io/topology")
+
+
+def statefulset_revisions(sts: Mapping[str, Any]) -> tuple[str, str]:
+    """``(status.currentRevision, status.updateRevision)`` of a StatefulSet, "" for one not reported."""
+    status = workloads.as_mapping(sts.get("status"))
+    return str(status.get("currentRevision") or ""), str(status.get("updateRevision") or "")
+
+
+def rollout_ungates(revisions: tuple[str, str], pod: Mapping[str, Any]) -> list[str]:
+    """The Kueue scheduling gates to take off a StatefulSet's pod because of its rollout, [] for none.
+
+    ``revisions``: its StatefulSet's ``(currentRevision, updateRevision)`` (:func:`statefulset_revisions`);
+    ``pod``: a pod whose controller is that StatefulSet. Kueue util/statefulset statefulset.go ShouldUngatePod
+    and UngatePod, run by the StatefulSet reconciler (statefulset_reconciler.go ungatePod) on each pod of its
+    group: while a rollout is under way (the two revisions differ), a pod of the *current* revision -- one the
+    rollout is about to replace, made again at an ordinal below the partition or left gated from before the
+    update -- loses both the admission and the topology gate whatever its Workload's admission, so that an
+    OrderedReady rollout is not stuck behind a gated old pod; a pod of the update revision keeps its gates
+    until its Workload admits it. Its finalizer is not touched. Only the gates the pod carries are named.
+    """
+    current, update = revisions
+    labels = workloads.as_mapping(workloads.as_mapping(pod.get("metadata")).get("labels"))
+    if not current or current == update or labels.get(REVISION_LABEL) != current:
+        return []
+    gates = workloads.as_mapping(pod.get("spec")).get("schedulingGates")
+    names = {g.get("name") for g in gates if isinstance(g, Mapping)} if isinstance(gates, list) else set()
+    return [gate for gate in ROLLOUT_UNGATED if gate in names]
+
+
 STATEFULSET_ON_HOLD_MESSAGE = "StatefulSet scaled to zero; workload on hold"
 """Kueue's QuotaReserved message for the Workload of a StatefulSet scaled to zero (statefulset_reconciler.go
 releaseScaleDownReservation)."""

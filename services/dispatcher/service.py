@@ -810,7 +810,9 @@ class Dispatcher:
     async def watch_pods(self) -> None:
         """Keep the pods that carry the pod set label and wake the ungater for their workloads, and the pods of
         pod groups, whose gated late members of an admitted group it starts (cancel to stop)."""
-        await asyncio.gather(self.ungating.watch_pods(), self.ungating.watch_group_pods())
+        await asyncio.gather(
+            self.ungating.watch_pods(), self.ungating.watch_group_pods(), self.ungating.watch_statefulsets()
+        )
 
     async def concurrent_admission_forever(self) -> None:
         """Kueue's concurrent-admission controller (:mod:`~kueue_es.services.dispatcher.concurrent_admission`),

@@ -30,10 +30,12 @@ from kueue_es.services.dispatcher.object_sync import API_ERRORS
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
-from kueue_es.services.kube import objects
+from kueue_es.services.kube import objects, resources
 from kueue_es.services.runtime import wall_clock_ms
 
 log = structlog.get_logger(__name__)
+
+STATEFULSET_REF = resources.STATEFUL_SETS
 
 
 class Ungating:
@@ -71,6 +73,10 @@ class Ungating:
         self._relabel: dict[str, str] = {}
         # managed pods whose kueue.x-k8s.io/managed finalizer is to come off (pods.finalizer_released), as listed
         self._release: dict[objects.PodKey, objects.Pod] = {}
+        # the StatefulSets' (namespace, name) -> (uid, currentRevision, updateRevision), as watched
+        self.statefulsets: dict[tuple[str, str], tuple[str, str, str]] = {}
+        # gated StatefulSet pods to look at for their rollout (serving.rollout_ungates)
+        self._rollout: dict[objects.PodKey, None] = {}
         self._wakeup = asyncio.Event()
 
     def mark(self, key: str) -> None:
@@ -290,6 +296,9 @@ class Ungating:
             self.view.dirty_workloads.setdefault(key, self.view.cluster.last_seq)
 
     def _group_pod_changed(self, pod: objects.Pod) -> None:
+        if serving.statefulset_owner(pod) is not None and (pod.get("spec") or {}).get("schedulingGates"):
+            self._rollout[objects.pod_key(pod)] = None
+            self._wakeup.set()
         if pod_integration.is_gated(pod) and (group := pod_integration.group_name(pod)):
             key = f"{objects.pod_key(pod)[0]}/{group}"
             self._late[key] = None
@@ -380,6 +389,68 @@ class Ungating:
                 if self.on_started is not None and wl is not None and wl.reservation is not None:
                     self.on_started(pod, wl.reservation.cluster_queue)  # Pod.Run's Event on each pod it ungates
 
+    async def watch_statefulsets(self) -> None:
+        """Keep the StatefulSets' revisions and look again at their gated pods when they change, for the rollout
+        ungating of :meth:`ungate_rollouts` (cancel to stop)."""
+        async for item in self.api.watch_objects(STATEFULSET_REF):
+            if isinstance(item, kube.Resynced):
+                self.statefulsets = {}
+                for raw in item.objects:
+                    self._statefulset_changed(objects.as_stored(raw))
+            elif item.type == "DELETED":
+                gone = objects.as_stored(item.object)
+                self.statefulsets.pop((objects.namespace_of(gone), objects.name_of(gone)), None)
+            else:
+                self._statefulset_changed(objects.as_stored(item.object))
+
+    def _statefulset_changed(self, sts: objects.KubeObject) -> None:
+        key = (objects.namespace_of(sts), objects.name_of(sts))
+        kept = (objects.uid_of(sts), *serving.statefulset_revisions(sts))
+        if self.statefulsets.get(key) == kept:
+            return
+        self.statefulsets[key] = kept
+        for pod_key, pod in self.group_pods.items():
+            owner = serving.statefulset_owner(pod)
+            if pod_key[0] == key[0] and owner is not None and owner == (key[1], kept[0]):
+                self._rollout[pod_key] = None
+        self._wakeup.set()
+
+    async def ungate_rollouts(self) -> bool:
+        """Take Kueue's gates off the current-revision pods of the StatefulSets under a rollout
+        (:func:`~kueue_es.jobframework.integrations.serving.rollout_ungates`; Kueue statefulset_reconciler.go
+        ungatePods), with the pod's resourceVersion as precondition; False when a write must be tried again."""
+        done = True
+        taken, self._rollout = list(self._rollout), {}
+        for key in taken:
+            pod = self.group_pods.get(key)
+            owner = serving.statefulset_owner(pod) if pod is not None else None
+            if pod is None or owner is None or objects.meta(pod).get("deletionTimestamp"):
+                continue
+            kept = self.statefulsets.get((key[0], owner[0]))
+            if kept is None or kept[0] != owner[1]:
+                continue  # not (yet) seen: looked at again when it is
+            gates = serving.rollout_ungates((kept[1], kept[2]), pod)
+            if not gates:
+                continue
+            left = core.without_gates(list((pod.get("spec") or {}).get("schedulingGates") or []), gates)
+            patch = {
+                "metadata": {"resourceVersion": objects.meta(pod).get("resourceVersion")},
+                "spec": {"schedulingGates": left or None},
+            }
+            await self.limiter.acquire(WriteClass.JOBS)
+            try:
+                stored = await self.api.patch_object(POD_REF, namespace=key[0], name=key[1], patch=patch)
+            except kube_errors.NotFoundError:
+                continue
+            except API_ERRORS as err:  # a conflict: the pod changed, its watch event brings it back here
+                log.warning("rollout_ungate_retry", pod=f"{key[0]}/{key[1]}", error=str(err))
+                self._rollout[key] = None
+                done = False
+                continue
+            self._keep(objects.as_pod(stored))
+            log.info("pod_ungated_for_rollout", pod=f"{key[0]}/{key[1]}", statefulset=owner[0], gates=gates)
+        return done
+
     async def watch_pods(self) -> None:
         """Keep the pods that carry the pod set label (started pods of a workload) and mark their
         workloads (cancel to stop)."""
@@ -412,7 +483,8 @@ class Ungating:
             except API_ERRORS as err:
                 log.warning("late_start_retry", error=str(err))
             released = await self.release_finalizers()
-            if not await self.ungate_dirty() or not released or not relabelled:
+            rolled = await self.ungate_rollouts()
+            if not await self.ungate_dirty() or not released or not relabelled or not rolled:
                 await asyncio.sleep(retry_seconds)  # a write failed: the workload (or pod) stays marked
 
     async def ungate_dirty(self) -> bool:

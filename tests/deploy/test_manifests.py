@@ -172,6 +172,8 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
         ("", "pods", "patch"),
         ("", "pods", "delete"),  # Kueue's Pod.Stop, excess pods of a group, a deactivated Pod's retention
         ("", "events", "create"),  # the Events Kueue records on Workloads
+        ("apps", "statefulsets", "list"),  # a StatefulSet's rollout: its current-revision pods are ungated
+        ("apps", "statefulsets", "watch"),
         ("kueue.x-k8s.io", "workloads", "get"),  # the check controllers' entries, kept by a status write
         ("kueue.x-k8s.io", "workloads", "list"),
         ("kueue.x-k8s.io", "workloads", "watch"),  # the ConcurrentAdmission controller's watches, and these two

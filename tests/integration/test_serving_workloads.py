@@ -839,3 +839,77 @@ async def test_a_statefulset_scaled_up_while_its_pods_still_run_is_let_go(api: A
         await wait_for(bus, types.WorkloadAdmitted, workload__name=name, count=2, timeout=20)
         again = await workload_until(api, name, lambda w: condition(w, "QuotaReserved").get("status") == "True")
         assert condition(again, "Admitted")["status"] == "True"
+
+
+def rollout_pod(name: str, sts: dict[str, Any], revision: str, *, finalizer: bool = True) -> dict[str, Any]:
+    """A pod of StatefulSet ``sts`` at ``revision`` with both Kueue gates, as Kueue's test makes it."""
+    meta = sts["metadata"]
+    owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": meta["name"], "uid": meta["uid"]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "ownerReferences": [{**owner, "controller": True}],
+            "labels": {serving.REVISION_LABEL: revision},
+            "annotations": {serving.SUSPENDED_BY_PARENT_ANNOTATION: "statefulset"},
+            **({"finalizers": ["kueue.x-k8s.io/managed"]} if finalizer else {}),
+        },
+        "spec": {
+            "schedulingGates": [{"name": g} for g in serving.ROLLOUT_UNGATED],
+            "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}],
+        },
+    }
+
+
+async def test_a_rollout_ungates_the_current_revision_pod_and_keeps_the_update_revision_gated(
+    api: Any, bus: MemoryBus
+) -> None:
+    """statefulset_controller_test.go "Should remove all Kueue scheduling gates from a current-revision Pod without
+    removing its finalizer" and "Should keep Kueue scheduling gates on an update-revision Pod during a rollout"
+    (Kueue util/statefulset ShouldUngatePod, statefulset_reconciler.go ungatePods): with the StatefulSet's
+    status.currentRevision revision-1 and updateRevision revision-2, its pod at revision-1 loses both the
+    admission and the topology gate, its finalizer kept, though the group's Workload is not admitted (no quota:
+    Kueue's test runs no pod integration, which would start an admitted group's pods); its pod at revision-2 keeps
+    both gates."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*pod_services(bus, api, dispatcher, consumer)):  # no simulated controllers: pods by hand
+        await set_up_queues(api, cpu=0)
+        sts = await kube.apply_manifest(
+            api,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {
+                    "name": "test-sts",
+                    "namespace": "default",
+                    "labels": {workloads.QUEUE_LABEL: "user-queue"},
+                },
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": {"app": "test-sts"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "test-sts"}},
+                        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+                    },
+                },
+            },
+        )
+        await kube.patch_object(
+            api,
+            resources.STATEFUL_SETS,
+            namespace="default",
+            name="test-sts",
+            patch={"status": {"replicas": 0, "currentRevision": "revision-1", "updateRevision": "revision-2"}},
+            subresource="status",
+        )
+        await kube.apply_manifest(api, rollout_pod("test-sts-0", sts, "revision-2"))
+        await kube.apply_manifest(api, rollout_pod("test-sts-1", sts, "revision-1"))
+        listed = await pods_until(api, lambda ps: any(not p["spec"].get("schedulingGates") for p in ps))
+        [current] = [p for p in listed if not p["spec"].get("schedulingGates")]
+        assert current["metadata"]["name"] == "test-sts-1"
+        assert current["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
+        update = await kube.get_object(api, resources.PODS, namespace="default", name="test-sts-0")
+        assert [g["name"] for g in update["spec"]["schedulingGates"]] == list(serving.ROLLOUT_UNGATED)
+        assert not await events_of(bus, types.DispatchApplied, action="StartJob")
