@@ -913,3 +913,35 @@ async def test_a_rollout_ungates_the_current_revision_pod_and_keeps_the_update_r
         update = await kube.get_object(api, resources.PODS, namespace="default", name="test-sts-0")
         assert [g["name"] for g in update["spec"]["schedulingGates"]] == list(serving.ROLLOUT_UNGATED)
         assert not await events_of(bus, types.DispatchApplied, action="StartJob")
+
+
+async def test_statefulsets_of_one_generate_name_get_distinct_workloads(api: Any, bus: MemoryBus) -> None:
+    """statefulset_controller_test.go "Should create distinct workloads for StatefulSets with generateName": two
+    StatefulSets created with generateName ``test-sts-`` get one Workload each, named after their server-assigned
+    name and UID (statefulset GetWorkloadName), owned by their StatefulSet and in LocalQueue user-queue."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        made = []
+        for _ in range(2):
+            body = {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {"generateName": "test-sts-", "labels": {workloads.QUEUE_LABEL: "user-queue"}},
+                "spec": {
+                    "selector": {"matchLabels": {"app": "test-sts"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "test-sts"}},
+                        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+                    },
+                },
+            }
+            made.append(await kube.create_object(api, resources.STATEFUL_SETS, namespace="default", body=body))
+        names = [serving.statefulset_workload_name(s["metadata"]["name"], s["metadata"]["uid"]) for s in made]
+        assert names[0] != names[1]
+        for sts, name in zip(made, names, strict=True):
+            meta = sts["metadata"]
+            assert meta["name"].startswith("test-sts-")
+            owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": meta["name"], "uid": meta["uid"]}
+            wl = await workload_until(api, name, lambda w, o=owner: o in w["metadata"].get("ownerReferences", []))
+            assert wl["spec"]["queueName"] == "user-queue"
