@@ -313,13 +313,29 @@ def statefulset_revisions(sts: Mapping[str, Any]) -> tuple[str, str]:
     return str(status.get("currentRevision") or ""), str(status.get("updateRevision") or "")
 
 
+def rollout_statefulset(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The StatefulSet whose rollout may ungate the pod (:func:`rollout_ungates`), as ``(name, uid)``: its
+    controller owner reference when that is an apps/v1 StatefulSet and the pod's template carries the
+    ``statefulset`` or the ``leaderworkerset.x-k8s.io/leaderworkerset`` suspending-parent mark (a LeaderWorkerSet's
+    pods are its leader or worker StatefulSet's: leaderworkerset_reconciler.go reconcilePod applies the same rule
+    with the pod's controlling StatefulSet); None otherwise."""
+    if parent_framework(pod) not in (STATEFULSET_FRAMEWORK, LWS_FRAMEWORK):
+        return None
+    owner = workloads.controller_owner(workloads.as_mapping(pod.get("metadata")))
+    if owner is None or owner.get("apiVersion") != APPS_API or owner.get("kind") != "StatefulSet":
+        return None
+    if not owner.get("uid"):
+        return None
+    return str(owner.get("name") or ""), str(owner["uid"])
+
+
 def rollout_ungates(revisions: tuple[str, str], pod: Mapping[str, Any]) -> list[str]:
     """The Kueue scheduling gates to take off a StatefulSet's pod because of its rollout, [] for none.
 
     ``revisions``: its StatefulSet's ``(currentRevision, updateRevision)`` (:func:`statefulset_revisions`);
-    ``pod``: a pod whose controller is that StatefulSet. Kueue util/statefulset statefulset.go ShouldUngatePod
-    and UngatePod, run by the StatefulSet reconciler (statefulset_reconciler.go ungatePod) on each pod of its
-    group: while a rollout is under way (the two revisions differ), a pod of the *current* revision -- one the
+    ``pod``: a pod whose controller is that StatefulSet (:func:`rollout_statefulset`). Kueue util/statefulset
+    statefulset.go ShouldUngatePod and UngatePod, run by the StatefulSet reconciler (statefulset_reconciler.go
+    ungatePod) on each pod of its group and by the LeaderWorkerSet reconciler (reconcilePod) on each of its pods: while a rollout is under way (the two revisions differ), a pod of the *current* revision -- one the
     rollout is about to replace, made again at an ordinal below the partition or left gated from before the
     update -- loses both the admission and the topology gate whatever its Workload's admission, so that an
     OrderedReady rollout is not stuck behind a gated old pod; a pod of the update revision keeps its gates

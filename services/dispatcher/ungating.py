@@ -296,7 +296,7 @@ class Ungating:
             self.view.dirty_workloads.setdefault(key, self.view.cluster.last_seq)
 
     def _group_pod_changed(self, pod: objects.Pod) -> None:
-        if serving.statefulset_owner(pod) is not None and (pod.get("spec") or {}).get("schedulingGates"):
+        if serving.rollout_statefulset(pod) is not None and (pod.get("spec") or {}).get("schedulingGates"):
             self._rollout[objects.pod_key(pod)] = None
             self._wakeup.set()
         if pod_integration.is_gated(pod) and (group := pod_integration.group_name(pod)):
@@ -410,7 +410,7 @@ class Ungating:
             return
         self.statefulsets[key] = kept
         for pod_key, pod in self.group_pods.items():
-            owner = serving.statefulset_owner(pod)
+            owner = serving.rollout_statefulset(pod)
             if pod_key[0] == key[0] and owner is not None and owner == (key[1], kept[0]):
                 self._rollout[pod_key] = None
         self._wakeup.set()
@@ -423,7 +423,7 @@ class Ungating:
         taken, self._rollout = list(self._rollout), {}
         for key in taken:
             pod = self.group_pods.get(key)
-            owner = serving.statefulset_owner(pod) if pod is not None else None
+            owner = serving.rollout_statefulset(pod) if pod is not None else None
             if pod is None or owner is None or objects.meta(pod).get("deletionTimestamp"):
                 continue
             kept = self.statefulsets.get((key[0], owner[0]))

@@ -945,3 +945,69 @@ async def test_statefulsets_of_one_generate_name_get_distinct_workloads(api: Any
             owner = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": meta["name"], "uid": meta["uid"]}
             wl = await workload_until(api, name, lambda w, o=owner: o in w["metadata"].get("ownerReferences", []))
             assert wl["spec"]["queueName"] == "user-queue"
+
+
+async def test_a_leaderworkersets_rollout_ungates_its_current_revision_pod(api: Any, bus: MemoryBus) -> None:
+    """leaderworkerset_reconciler.go reconcilePod applies util/statefulset ShouldUngatePod to each pod of a
+    LeaderWorkerSet with the StatefulSet that controls it: during that StatefulSet's rollout (currentRevision
+    revision-1, updateRevision revision-2) its revision-1 pod loses Kueue's gates though the group's Workload is
+    not admitted (no quota), its revision-2 pod keeps them."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*pod_services(bus, api, dispatcher, consumer)):  # no simulated controllers: pods by hand
+        await set_up_queues(api, cpu=0)
+        template = {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+        lws = await kube.apply_manifest(
+            api,
+            {
+                "apiVersion": serving.LWS_API,
+                "kind": "LeaderWorkerSet",
+                "metadata": {"name": "lws", "namespace": "default", "labels": {workloads.QUEUE_LABEL: "user-queue"}},
+                "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": template}},
+            },
+        )
+        lws_owner = {"apiVersion": serving.LWS_API, "kind": "LeaderWorkerSet", "name": "lws"}
+        sts = await kube.apply_manifest(
+            api,
+            {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "metadata": {
+                    "name": "lws",
+                    "namespace": "default",
+                    "ownerReferences": [{**lws_owner, "uid": lws["metadata"]["uid"], "controller": True}],
+                },
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": "lws"}},
+                    "template": {
+                        "metadata": {
+                            "labels": {"app": "lws"},
+                            "annotations": {serving.SUSPENDED_BY_PARENT_ANNOTATION: serving.LWS_FRAMEWORK},
+                        },
+                        **template,
+                    },
+                },
+            },
+        )
+        await kube.patch_object(
+            api,
+            resources.STATEFUL_SETS,
+            namespace="default",
+            name="lws",
+            patch={"status": {"replicas": 0, "currentRevision": "revision-1", "updateRevision": "revision-2"}},
+            subresource="status",
+        )
+        for name, revision_hash, worker in (("lws-0", "revision-1", False), ("lws-0-1", "revision-2", True)):
+            pod = rollout_pod(name, sts, revision_hash, finalizer=False)
+            pod["metadata"]["labels"].update({serving.LWS_NAME_LABEL: "lws", serving.LWS_GROUP_INDEX_LABEL: "0"})
+            pod["metadata"]["annotations"][serving.SUSPENDED_BY_PARENT_ANNOTATION] = serving.LWS_FRAMEWORK
+            if worker:
+                pod["metadata"]["annotations"][serving.LWS_LEADER_NAME_ANNOTATION] = "lws-0"
+            await kube.apply_manifest(api, pod)
+        listed = await pods_until(api, lambda ps: any(not p["spec"].get("schedulingGates") for p in ps))
+        [current] = [p for p in listed if not p["spec"].get("schedulingGates")]
+        assert current["metadata"]["name"] == "lws-0"
+        assert pod_integration.group_name(current) == serving.lws_workload_name("lws", lws["metadata"]["uid"], "0")
+        update = await kube.get_object(api, resources.PODS, namespace="default", name="lws-0-1")
+        assert [g["name"] for g in update["spec"]["schedulingGates"]] == list(serving.ROLLOUT_UNGATED)
+        assert not await events_of(bus, types.DispatchApplied, action="StartJob")
