@@ -119,6 +119,13 @@ def parse_object(
         _convert_quotas(spec, kind=kind, name=name)
         _weight_to_string(spec)
     elif kind == "LocalQueue" and spec:
+        if spec.get("clusterQueue") == "":  # "" is how the model reads none; Kueue's CRD refuses it written
+            raise ManifestError(
+                kind=kind,
+                name=name,
+                field="spec.clusterQueue",
+                problem='is "": name a ClusterQueue or leave the field out (Kueue\'s pattern refuses an empty name)',
+            )
         _weight_to_string(spec)
     elif kind == "AdmissionCheck":
         # Active only once its controller says so: a missing Active condition makes every

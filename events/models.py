@@ -28,6 +28,9 @@ LABEL_KEY_PATTERN = (
 KIND_PATTERN = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
 #: A reference to a cluster-scoped object by name (ClusterQueue, Cohort, ResourceFlavor, LocalQueue, Topology).
 ObjectName = Annotated[str, msgspec.Meta(pattern=DNS_SUBDOMAIN_PATTERN, max_length=253)]
+#: An optional reference to a cluster-scoped object: a name as :data:`ObjectName`, or "" for none (a field Kueue
+#: marks ``+optional`` with ``omitempty``, so "" is how an absent one reads; a present one is still a name).
+OptionalObjectName = Annotated[str, msgspec.Meta(pattern="^$|" + DNS_SUBDOMAIN_PATTERN, max_length=253)]
 #: A pod set name: a DNS label (Kueue's PodSetReference).
 PodSetName = Annotated[str, msgspec.Meta(pattern=DNS_LABEL_PATTERN, max_length=63)]
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
@@ -283,18 +286,24 @@ class Cohort(_Model, frozen=True, kw_only=True):
 
 
 class LocalQueueSpec(_Model, frozen=True, kw_only=True):
-    """LocalQueue spec: the ClusterQueue it feeds and its stop policy."""
+    """LocalQueue spec: the ClusterQueue it feeds and its stop policy.
 
-    cluster_queue: ObjectName
+    ``cluster_queue`` is optional, as Kueue's (localqueue_types.go ``+optional``, schema version 13): "" when the
+    LocalQueue names none, left out when encoded, so a payload that names one keeps its bytes. Such a LocalQueue
+    is inactive (``ClusterQueueDoesNotExist``) and its workloads pend ``ClusterQueue  doesn't exist``, as one
+    naming a ClusterQueue that does not exist (localqueue_controller.go Reconcile, workload_controller.go
+    getQueueBlocker); the CEL rule ``self == oldSelf`` lets an update name one later (docs/lifecycle.md)."""
+
+    cluster_queue: OptionalObjectName = ""
     stop_policy: StopPolicy = "None"
     fair_sharing: FairSharing | None = None
 
 
 class LocalQueue(_Model, frozen=True, kw_only=True):
-    """kueue.x-k8s.io/v1beta2 LocalQueue (namespaced)."""
+    """kueue.x-k8s.io/v1beta2 LocalQueue (namespaced); ``spec`` is optional, as Kueue's (schema version 13)."""
 
     metadata: ObjectMeta
-    spec: LocalQueueSpec
+    spec: LocalQueueSpec = LocalQueueSpec()
 
 
 class WorkloadPriorityClass(_Model, frozen=True, kw_only=True):

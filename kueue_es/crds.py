@@ -120,6 +120,11 @@ WIRE: dict[str, dict[str, dict[str, Any] | None]] = {
     "Workload": {"owner": DROP, "onHold": DROP, "openPreemptionGates": DROP},
     "AdmissionCheck": {"active": DROP},  # status.conditions Active on the wire
     "MultiKueueCluster": {"status": DROP},  # the status subresource: Kueue's schema (kueue_status.json)
+    # optional, as Kueue's, but a name when given: the model reads an absent one as "" (its pattern admits "",
+    # OptionalObjectName), Kueue's CRD refuses a written "" (ClusterQueueReference's pattern, localqueue_types.go)
+    "LocalQueueSpec": {
+        "clusterQueue": {"type": "string", "pattern": models.DNS_SUBDOMAIN_PATTERN, "maxLength": 253},
+    },
 }
 
 #: Per model struct: wire fields the models do not carry, with their required fields.

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from kueue_es import cli, crds
-from kueue_es.events import manifests
+from kueue_es.events import manifests, models
 from tests.deploy import schemas
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -258,7 +258,7 @@ def test_kueue_example_validates_against_our_crd(label: str, obj: dict[str, Any]
             },
             "does not match",
         ),
-        ("LocalQueue", {"spec": {}}, "'clusterQueue' is a required property"),
+        ("LocalQueue", {"spec": {"clusterQueue": ""}}, "does not match"),  # optional, never empty (Kueue's pattern)
         ("Workload", {"spec": {"podSets": [{"name": "main", "count": 1}]}}, "'template' is a required property"),
         ("WorkloadPriorityClass", {}, "'value' is a required property"),
     ],
@@ -267,6 +267,16 @@ def test_invalid_objects_are_refused(kind: str, obj: dict[str, Any], problem: st
     full = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, "metadata": {"name": "x"}, **obj}
     errors = schemas.validation_errors(SCHEMAS[kind], full)
     assert any(problem in e for e in errors), errors
+
+
+@pytest.mark.parametrize("obj", [{}, {"spec": {}}, {"spec": {"stopPolicy": "Hold"}}])
+def test_a_local_queue_may_name_no_cluster_queue(obj: dict[str, Any]) -> None:
+    """Kueue's LocalQueue ``spec`` and ``spec.clusterQueue`` are ``+optional`` (localqueue_types.go; its kueuectl
+    tests create such queues): the CRD takes one without them, and kueue-es reads it as naming none."""
+    full = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq"}, **obj}
+    assert schemas.validation_errors(SCHEMAS["LocalQueue"], full) == []
+    parsed = manifests.parse_object(full)
+    assert isinstance(parsed, models.LocalQueue) and parsed.spec.cluster_queue == ""
 
 
 def test_misspelt_field_is_pruned_not_kept() -> None:

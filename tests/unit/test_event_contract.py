@@ -87,9 +87,20 @@ def test_the_schema_is_the_one_committed_for_its_version() -> None:
     assert _without_prose(codec.json_schema()) == _without_prose(committed)
 
 
+#: Properties a version made optional, by (definition, property): the version and the widening, a function of the
+#: property's earlier schema giving the later one. Each only lets more through (an absent value, read as its
+#: default), so every earlier payload stays valid and keeps its bytes.
+WIDENED = {
+    # 13: a LocalQueue may name no ClusterQueue, as Kueue's (localqueue_types.go +optional); "" is the model's
+    # reading of an absent one, left out when encoded
+    ("LocalQueue", "spec"): (13, lambda was: {**was, "default": {}}),
+    ("LocalQueueSpec", "clusterQueue"): (13, lambda was: {**was, "default": "", "pattern": "^$|" + was["pattern"]}),
+}
+
+
 def test_every_earlier_schema_is_a_subset_of_this_one() -> None:
     """Versions only grow: every definition of an earlier version is still here, with no new
-    required property and no property whose schema changed."""
+    required property and no property whose schema changed, but for the widenings of :data:`WIDENED`."""
     now = codec.json_schema()["$defs"]
     for version in types.EARLIER_SCHEMA_VERSIONS:
         old = json.loads((EVENTS / f"v{version}" / "schema.json").read_text())["$defs"]
@@ -101,7 +112,30 @@ def test_every_earlier_schema_is_a_subset_of_this_one() -> None:
                 was, now_is = _without_prose(prop_schema), _without_prose(current["properties"][prop])
                 if (name, prop) == ("DecisionRecord", "schemaVersion"):  # its default is the version itself
                     was, now_is = {**was, "default": None}, {**now_is, "default": None}
+                widened, widen = WIDENED.get((name, prop), (0, None))
+                if widen is not None and version < widened:
+                    was = widen(was)
                 assert now_is == was, (name, prop)
+
+
+def test_a_local_queue_without_a_cluster_queue_is_valid_from_version_13_only() -> None:
+    """Kueue's LocalQueue may name no ClusterQueue (spec.clusterQueue and spec are ``+optional``): from version 13
+    such a payload decodes (``cluster_queue`` "") and re-encodes to its bytes; version 12's schema refused it.
+    One that names a ClusterQueue keeps its version 12 bytes."""
+    bare = {"type": "LocalQueueObserved", "localQueue": {"metadata": {"name": "lq", "namespace": "ns"}}}
+    for payload in (bare, {**bare, "localQueue": {**bare["localQueue"], "spec": {"stopPolicy": "Hold"}}}):
+        data = json.dumps(payload, separators=(",", ":")).encode()
+        event = codec.decode(data)
+        assert isinstance(event, types.LocalQueueObserved) and event.local_queue.spec.cluster_queue == ""
+        assert codec.encode(event) == data
+        validator().validate(payload)
+        assert not validator(12).is_valid(payload)
+    with pytest.raises(codec.DecodeError, match="clusterQueue"):  # still a name when given
+        codec.decode(
+            b'{"type":"LocalQueueObserved","localQueue":{"metadata":{"name":"lq"},"spec":{"clusterQueue":"A"}}}'
+        )
+    golden = json.loads((EVENTS / "v12" / "LocalQueueObserved.json").read_text())
+    assert codec.encode(codec.decode(raw_bytes(golden))) == raw_bytes(golden)
 
 
 @pytest.mark.parametrize("path", GOLDENS, ids=lambda p: f"{p.parent.name}/{p.stem}")

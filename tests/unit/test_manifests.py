@@ -127,9 +127,15 @@ def workload(pod_set_extra: dict) -> dict:
             "not a kind",
         ),
         (
-            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq"}, "spec": {}},
+            # optional, as Kueue's, but never empty when written (Kueue's CRD pattern)
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "LocalQueue",
+                "metadata": {"name": "lq"},
+                "spec": {"clusterQueue": ""},
+            },
             "spec.clusterQueue",
-            "missing required field",
+            "leave the field out",
         ),
         # a misspelt field is refused, as strict field validation does, not silently dropped
         (
