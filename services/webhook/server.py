@@ -79,12 +79,15 @@ MultiKueueLookup = Callable[[str, str], Awaitable[bool]]
 
 def api_multikueue_lookup(api: k8s_client.ApiClient) -> MultiKueueLookup:
     """The lookup through the Kubernetes API: GET the LocalQueue and its ClusterQueue, LIST the
-    AdmissionChecks (:func:`webhooks.uses_multikueue`); a missing queue is no MultiKueue."""
+    AdmissionChecks (:func:`webhooks.uses_multikueue`); a missing queue, or a LocalQueue that names no
+    ClusterQueue (``spec.clusterQueue`` is optional), is no MultiKueue."""
 
     async def uses(namespace: str, queue: str) -> bool:
         try:
             local_queue = await client.get_object(api, resources.LOCAL_QUEUES, namespace=namespace, name=queue)
             cq_name = str((local_queue.get("spec") or {}).get("clusterQueue") or "")
+            if not cq_name:  # a GET of no name would read the whole ClusterQueue collection
+                return False
             cluster_queue = await client.get_object(api, resources.CLUSTER_QUEUES, name=cq_name)
         except errors.NotFoundError:
             return False

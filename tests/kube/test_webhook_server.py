@@ -651,3 +651,27 @@ async def test_a_job_of_a_multikueue_queue_is_managed_by_multikueue(tmp_path: Pa
                 await task
         finally:
             await api.close()
+
+
+async def test_a_local_queue_naming_no_cluster_queue_is_no_multikueue_queue(
+    api: k8s_client.ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kueue's LocalQueue may name no ClusterQueue (spec.clusterQueue optional): the MultiKueue lookup of the Job
+    webhook (ApplyDefaultForManagedBy) finds no ClusterQueue for it and reads no other object: a GET of the name
+    "" would be a LIST of every ClusterQueue."""
+    await client.create_object(
+        api,
+        resources.LOCAL_QUEUES,
+        namespace="default",
+        body={"apiVersion": resources.KUEUE_V1BETA2, "kind": "LocalQueue", "metadata": {"name": "lq"}, "spec": {}},
+    )
+    read: list[tuple[str, str]] = []
+    get_object = client.get_object
+
+    async def recording(api: k8s_client.ApiClient, ref: resources.ResourceRef, **kwargs: Any) -> dict[str, Any]:
+        read.append((ref.kind, kwargs["name"]))
+        return await get_object(api, ref, **kwargs)
+
+    monkeypatch.setattr(client, "get_object", recording)
+    assert await server.api_multikueue_lookup(api)("default", "lq") is False
+    assert read == [("LocalQueue", "lq")]
