@@ -700,3 +700,31 @@ async def test_the_visibility_apis_flow_control_applies(kubectl: Kubectl) -> Non
     schemas = table(await kubectl.ok("get", "flowschemas"))
     assert schemas[0][:4] == ["NAME", "PRIORITYLEVEL", "MATCHINGPRECEDENCE", "DISTINGUISHERMETHOD"]
     assert schemas[1][:4] == ["visibility", "visibility", "9000", "ByUser"]
+
+
+async def test_a_local_queue_without_a_cluster_queue_prints_an_empty_cluster_queue_cell(kubectl: Kubectl) -> None:
+    """Kueue's LocalQueue may name no ClusterQueue (localqueue_types.go ``+optional``): ``kubectl create`` takes
+    one without ``spec.clusterQueue`` (or without a spec), and ``kubectl get lq`` prints nothing in the CRD's
+    ClusterQueue column (``.spec.clusterQueue``: no value, a null cell; no status here either, as no controller
+    runs). ``""`` written is refused by Kueue's pattern."""
+    manifest = "".join(
+        f"---\n{yaml.safe_dump({'apiVersion': 'kueue.x-k8s.io/v1beta2', 'kind': 'LocalQueue', **body})}"
+        for body in (
+            {"metadata": {"name": "lq-no-spec", "namespace": "default"}},
+            {"metadata": {"name": "lq-empty-spec", "namespace": "default"}, "spec": {}},
+        )
+    )
+    assert await kubectl.ok("create", "-f", "-", stdin=manifest) == (
+        "localqueue.kueue.x-k8s.io/lq-no-spec created\nlocalqueue.kueue.x-k8s.io/lq-empty-spec created\n"
+    )
+    out = await kubectl.ok("get", "lq", "-n", "default")
+    assert table(out) == [
+        ["NAME", "CLUSTERQUEUE", "PENDING WORKLOADS", "ADMITTED WORKLOADS"],
+        ["lq-empty-spec"],
+        ["lq-no-spec"],
+    ]
+    empty = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "lq-empty-name"}}
+    code, _, err = await kubectl.run(
+        "create", "-n", "default", "-f", "-", stdin=yaml.safe_dump({**empty, "spec": {"clusterQueue": ""}})
+    )
+    assert code == 1 and "spec.clusterQueue: Invalid value" in err, err

@@ -612,10 +612,10 @@ async def test_stop_and_resume_queues_and_their_dry_runs(kueuectl: Kueuectl, api
     where = ["--namespace", ns] if namespace else []
 
     async def make(name: str, stop_policy: str | None = None) -> None:
-        # Kueue's LocalQueues here name no ClusterQueue; kueue-es's CRD requires spec.clusterQueue (Kueue's
-        # does not), so these name one that does not exist, which stopping and resuming never reads
-        body = local_queue(name, ns, "cq", stop_policy) if namespace else cluster_queue(name, stop_policy)
-        await _create(api, ref, body, namespace)
+        # Kueue's LocalQueues here name no ClusterQueue (MakeLocalQueue(name, ns), spec.clusterQueue optional)
+        body = local_queue(name, ns, stop_policy=stop_policy) if namespace else cluster_queue(name, stop_policy)
+        created = await _create(api, ref, body, namespace)
+        assert "clusterQueue" not in created.get("spec", {})
 
     async def policy(name: str) -> str:
         return str((await _get(api, ref, name, namespace) or {})["spec"].get("stopPolicy") or "None")
@@ -637,6 +637,24 @@ async def test_stop_and_resume_queues_and_their_dry_runs(kueuectl: Kueuectl, api
         await make(f"q-resume-{strategy}", "HoldAndDrain")
         await kueuectl.ok("resume", kind, f"q-resume-{strategy}", *where, "--dry-run", strategy)
         assert await policy(f"q-resume-{strategy}") == "HoldAndDrain"
+
+
+async def test_list_local_queues_prints_an_empty_cluster_queue_for_a_queue_without_one(
+    kueuectl: Kueuectl, api: Any, ns: str
+) -> None:
+    """A LocalQueue as stop_test.go's (MakeLocalQueue(name, ns): no ClusterQueue) lists with an empty ClusterQueue
+    cell (list_localqueue_printer.go prints ``Spec.ClusterQueue``, ""), and ``--clusterqueue`` leaves it out."""
+    await _create(api, resources.LOCAL_QUEUES, local_queue("lq-none", ns), ns)
+    await _create(api, resources.LOCAL_QUEUES, local_queue("lq-cq", ns, "cq1"), ns)
+    out = await kueuectl.ok("list", "localqueue", "--namespace", ns)
+    assert out == with_ages(
+        "NAME      CLUSTERQUEUE   PENDING WORKLOADS   ADMITTED WORKLOADS   AGE\n"
+        "lq-cq     cq1            0                   0                    {}\n"
+        "lq-none                  0                   0                    {}\n",
+        out,
+    )
+    out = await kueuectl.ok("list", "localqueue", "--namespace", ns, "-c", "cq1", "-o", "name")
+    assert out == "localqueue.kueue.x-k8s.io/lq-cq\n"
 
 
 # -- passthrough_test.go ---------------------------------------------------------------------------------------------
