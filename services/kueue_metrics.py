@@ -298,7 +298,7 @@ def _unadmitted(state: ClusterState, out: _Series) -> None:
     counts them (pkg/cache/queue/unadmitted_workloads.go) with its gate UnadmittedWorkloadsObservability on
     (the default; off: no samples). Every workload that is not admitted, finished or deleted counts, in the
     ClusterQueue its LocalQueue names (none when its LocalQueue is missing or stopped: Kueue's queue manager
-    does not have it). Not reserved: ``NoReservation`` and its pending reason (``PendingEvaluation`` before
+    does not have it; nor when its LocalQueue names no ClusterQueue: Kueue skips the name ""). Not reserved: ``NoReservation`` and its pending reason (``PendingEvaluation`` before
     the admitter first looked at it); reserved and waiting for its admission checks or topology:
     ``UnsatisfiedAdmissionChecks`` and "". A ConcurrentAdmission variant never counts (its parent does: Kueue's
     getUnadmittedWorkloadStatus), and a parent counts until one of its variants is admitted (the fold holds no
@@ -313,7 +313,7 @@ def _unadmitted(state: ClusterState, out: _Series) -> None:
             continue
         meta = wl.workload.metadata
         lq = state.local_queues.get((meta.namespace, wl.workload.spec.queue_name))
-        if lq is None or lq.spec.stop_policy != "None":
+        if lq is None or lq.spec.stop_policy != "None" or not lq.spec.cluster_queue:
             continue
         if wl.reservation is not None:
             reason, cause = "UnsatisfiedAdmissionChecks", ""

@@ -532,6 +532,27 @@ def test_unadmitted_workloads_by_their_admitted_reason_and_underlying_cause() ->
     assert not [name for name, _ in _samples(state) if name.endswith("unadmitted_workloads")]
 
 
+def test_a_workload_of_a_local_queue_naming_no_cluster_queue_is_in_no_unadmitted_series() -> None:
+    """Kueue's unadmitted workload metrics are per ClusterQueue: a workload whose LocalQueue names none
+    (spec.clusterQueue optional) resolves to the name "" and is reported in neither family
+    (unadmitted_workloads.go updateUnadmittedWorkloadMetric: "Skipping ... due to empty ClusterQueue"); one whose
+    LocalQueue names a ClusterQueue that does not exist is, under that name."""
+    state = ClusterState()
+    for name, cq in (("lq-none", ""), ("lq-missing", "cq-missing")):
+        state.local_queues[("ns", name)] = models.LocalQueue(
+            metadata=models.ObjectMeta(name=name, namespace="ns"), spec=models.LocalQueueSpec(cluster_queue=cq)
+        )
+        wl = models.Workload(
+            metadata=models.ObjectMeta(name=f"wl-{name}", namespace="ns", uid=name),
+            spec=models.WorkloadSpec(queue_name=name, pod_sets=[models.PodSet(requests={"cpu": 1000})]),
+        )
+        state.workloads[f"ns/wl-{name}"] = WorkloadState(workload=wl, observed_seq=1, pending_reason="Misconfigured")
+    samples = _samples(state)
+    for family in ("kueue_unadmitted_workloads", "kueue_local_queue_unadmitted_workloads"):
+        queues = {dict(labels)["cluster_queue"] for (name, labels) in samples if name == family}
+        assert queues == {"cq-missing"}, family
+
+
 def test_a_reservation_waiting_for_its_checks_is_unadmitted_for_unsatisfied_checks() -> None:
     """A workload holding quota and not admitted yet (its admission checks not Ready) is counted with
     Admitted's reason UnsatisfiedAdmissionChecks and no underlying cause (QuotaReserved is True); one of a
