@@ -85,6 +85,31 @@ async def test_an_update_is_validated_too(api: k8s_client.ApiClient) -> None:
     assert stored["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "4"
 
 
+async def test_a_local_queues_cluster_queue_is_optional_and_immutable_between_two_names(
+    api: k8s_client.ApiClient,
+) -> None:
+    """Kueue's ``spec.clusterQueue`` is ``+optional`` with the transition rule ``self == oldSelf``, which a
+    Kubernetes API server runs only when the old and the new object both have the field: created without one,
+    a LocalQueue may name one later and leave it out again, but not change one name into another; ``""`` written
+    is refused by the pattern of ClusterQueueReference."""
+    where = {"namespace": "default", "name": "lq"}
+    body = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": where, "spec": {}}
+    created = await client.create_object(api, resources.LOCAL_QUEUES, namespace="default", body=body)
+    assert "clusterQueue" not in created["spec"]
+    named = await client.patch_object(api, resources.LOCAL_QUEUES, **where, patch={"spec": {"clusterQueue": "cq-a"}})
+    assert named["spec"]["clusterQueue"] == "cq-a"
+    with pytest.raises(errors.ApiError) as refused:
+        await client.patch_object(api, resources.LOCAL_QUEUES, **where, patch={"spec": {"clusterQueue": "cq-b"}})
+    [cause] = refused.value.body["details"]["causes"]
+    assert (refused.value.status, cause["field"]) == (422, "spec.clusterQueue")
+    assert cause["message"].endswith(": field is immutable")
+    left_out = await client.patch_object(api, resources.LOCAL_QUEUES, **where, patch={"spec": {"clusterQueue": None}})
+    assert "clusterQueue" not in left_out["spec"]
+    with pytest.raises(errors.ApiError, match=r"spec.clusterQueue in body should match") as refused:
+        await client.patch_object(api, resources.LOCAL_QUEUES, **where, patch={"spec": {"clusterQueue": ""}})
+    assert refused.value.status == 422
+
+
 async def test_a_misspelt_field_is_refused_under_strict_and_pruned_otherwise(cluster: emulator.ClusterEmulator) -> None:
     url = f"{cluster.url}{resources.CLUSTER_QUEUES.path()}"
     typo = cluster_queue(cohrtName="team")
