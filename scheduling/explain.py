@@ -880,7 +880,11 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
     cq_name = lq.spec.cluster_queue
     cq = state.cluster_queues.get(cq_name)
     if cq is None:
-        blocked.append(f"ClusterQueue {cq_name} does not exist")
+        # spec.clusterQueue is optional: a LocalQueue naming none is said so, not as a ClusterQueue of no name
+        if cq_name:
+            blocked.append(f"ClusterQueue {cq_name} does not exist")
+        else:
+            blocked.append(f"LocalQueue {lq_key[0]}/{lq_key[1]} names no ClusterQueue (spec.clusterQueue)")
         return Needs(
             key=key,
             status="pending",

@@ -386,6 +386,8 @@ def test_needs_name_what_blocks_besides_quota() -> None:
     log.manifest(workload("first", queue="held", cpu="8", created=1))
     log.manifest(workload("second", queue="held", cpu="1", created=2))
     log.manifest(workload("lost", queue="nowhere", cpu="1", created=3))
+    log.manifest({**local_queue("unbacked", "x"), "spec": {}})  # spec.clusterQueue is optional, as Kueue's
+    log.manifest(workload("unbacked", queue="unbacked", cpu="1", created=4))
     log.settle()
     second = core.needs(log.state, "default/second", now_ms=log.clock)
     assert "ClusterQueue held-cq is stopped (stopPolicy Hold)" in second.blocked
@@ -393,6 +395,9 @@ def test_needs_name_what_blocks_besides_quota() -> None:
     assert "it fits now: the admitter tries it again in its next cycle" not in second.summary()
     lost = core.needs(log.state, "default/lost", now_ms=log.clock)
     assert lost.blocked == ("LocalQueue default/nowhere does not exist",)
+    unbacked = core.needs(log.state, "default/unbacked", now_ms=log.clock)
+    assert unbacked.blocked == ("LocalQueue default/unbacked names no ClusterQueue (spec.clusterQueue)",)
+    assert unbacked.message == "ClusterQueue  doesn't exist"  # Kueue's pending message, as the admitter wrote it
     first = core.needs(log.state, "default/first", now_ms=log.clock)
     [[cpu_in]] = [[flavor.resources[0] for flavor in group] for group in first.groups]
     assert cpu_in.never and "never fits in flavor default-flavor of held-cq" in "\n".join(first.summary())
