@@ -14,6 +14,8 @@ tests hold them and the service stay a thin runner:
   ``kueue.x-k8s.io/prebuilt-workload-name`` and the origin) so the worker's Kueue adopts the Workload;
 - :func:`mirrored_job_status`: the remote job's status as the manager's job takes it (batch Job:
   only while the manager's job runs, both are suspended, or the remote one finished);
+- :func:`pods_of_owner`, :func:`remote_pods_of_group`: the Pods a Pod-owned workload runs on the winner,
+  every Pod of its group as Kueue's pod adapter lists them (pod_multikueue_adapter.go), and those to delete;
 - :func:`kubeconfig_source`: where a MultiKueueCluster's kubeconfig is (a Secret key or a path);
 - :func:`insecure_kubeconfig`, :func:`path_problem`, :func:`cluster_source_problem`: Kueue's checks on
   it before connecting, each a :class:`KubeconfigProblem` with the cluster's ``Active=False`` reason.
@@ -24,11 +26,12 @@ from __future__ import annotations
 import copy
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from kueue_es.jobframework import pods as pod_groups
 from kueue_es.services.multikueue_edge.core import Priority
 
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
@@ -144,6 +147,47 @@ def remote_job(local: Mapping[str, Any], *, workload_name: str, origin: str) -> 
         "metadata": _clean_metadata(local.get("metadata") or {}, labels=labels),
         "spec": remote_spec,
     }
+
+
+def pods_of_owner(owner_name: str, pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The manager's Pods that a workload owned by Pod ``owner_name`` runs on its worker, sorted by name.
+
+    ``pods``: the Pods of the workload's namespace on the manager (raw dicts). A single Pod (no
+    ``kueue.x-k8s.io/pod-group-name``) is just itself; a Pod of a group brings every Pod of that
+    namespace with the same group name, finished or replaced ones too, as Kueue's pod adapter lists them
+    by its group-name index (pod_multikueue_adapter.go SyncJob, syncPodGroup, listLocalPods). ``[]`` when
+    the owner is not among ``pods`` (deleted meanwhile: nothing to copy).
+    """
+    by_name = {str((p.get("metadata") or {}).get("name") or ""): p for p in pods}
+    owner = by_name.get(owner_name)
+    if owner is None:
+        return []
+    group = pod_groups.group_name(owner)
+    if not group:
+        return [owner]
+    return [by_name[name] for name in sorted(by_name) if pod_groups.group_name(by_name[name]) == group]
+
+
+def remote_pods_of_group(owner: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], *, origin: str) -> list[str]:
+    """The names of a worker's Pods to delete with the remote Pod ``owner`` (the workload's owner's copy), sorted.
+
+    Only a copy of this ``origin`` is deleted (jobframework/utils.go DeleteRemoteObjectIfOwned); a single Pod
+    alone; a Pod of a group with every Pod of the worker's ``pods`` (its namespace) of the same group and origin.
+    Kueue deletes the worker's Pods named as the manager's group members (pod_multikueue_adapter.go
+    DeleteRemoteObject); listing the worker's own also removes the copy of a member already deleted on the
+    manager, which Kueue would leave running.
+    """
+    if not owned_by_origin(owner, origin):
+        return []
+    name = str((owner.get("metadata") or {}).get("name") or "")
+    group = pod_groups.group_name(owner)
+    if not group:
+        return [name]
+    return sorted(
+        str((p.get("metadata") or {}).get("name") or "")
+        for p in pods
+        if pod_groups.group_name(p) == group and owned_by_origin(p, origin)
+    )
 
 
 def _suspended(job: Mapping[str, Any]) -> bool:

@@ -585,10 +585,15 @@ class Edge:
                 await _retry()(client.create_object)(api, resources.WORKLOADS, namespace=ref.namespace, body=body)
             elif isinstance(action, core.CreateJob):
                 job_ref = resources.ref_for(action.job.api_version, action.job.kind)
-                local_job = await client.get_object(self.api, job_ref, namespace=ref.namespace, name=action.job.name)
-                body = remote.remote_job(local_job, workload_name=ref.name, origin=self.origin)
-                with contextlib.suppress(errors.ConflictError):  # created before: the worker has it
-                    await _retry()(client.create_object)(api, job_ref, namespace=ref.namespace, body=body)
+                if action.job.kind == "Pod":
+                    # a pod group runs whole on the winner: every Pod of it (pod_multikueue_adapter.go SyncJob)
+                    local_jobs = await self._local_pods(ref.namespace, action.job.name)
+                else:
+                    local_jobs = [
+                        await client.get_object(self.api, job_ref, namespace=ref.namespace, name=action.job.name)
+                    ]
+                for local_job in local_jobs:
+                    await self._create_remote(api, job_ref, local_job, ref)
                 worker.jobs.add(ref.key)  # the worker's Kueue adopts its admitted copy and starts it
             elif isinstance(action, core.UpdatePriority):
                 patch = {"spec": remote.priority_patch(action.priority)}
@@ -627,10 +632,28 @@ class Edge:
             return  # tried again at the next tick
         await self._publish_result(action, result)
 
+    async def _create_remote(
+        self,
+        api: k8s_client.ApiClient,
+        job_ref: resources.ResourceRef,
+        local_job: Mapping[str, Any],
+        ref: types.WorkloadRef,
+    ) -> None:
+        """Create the worker's copy of the manager's job (or Pod) ``local_job`` for workload ``ref``."""
+        body = remote.remote_job(local_job, workload_name=ref.name, origin=self.origin)
+        with contextlib.suppress(errors.ConflictError):  # created before: the worker has it
+            await _retry()(client.create_object)(api, job_ref, namespace=ref.namespace, body=body)
+
+    async def _local_pods(self, namespace: str, owner: str) -> list[Mapping[str, Any]]:
+        """The manager's Pods a workload owned by Pod ``owner`` runs on its worker (:func:`remote.pods_of_owner`)."""
+        items, _ = await client.list_objects(self.api, resources.PODS, namespace=namespace)
+        return remote.pods_of_owner(owner, items)
+
     async def _delete_job_if_owned(self, api: k8s_client.ApiClient, namespace: str, job: core.JobRef) -> None:
         """Delete the worker's job named as the manager's only when it carries this origin's label: a job of
         the same name the worker had of its own is not MultiKueue's (Kueue jobframework/utils.go
-        DeleteRemoteObjectIfOwned, issue 11849)."""
+        DeleteRemoteObjectIfOwned, issue 11849). A Pod of a group goes with the rest of its group there
+        (:func:`remote.remote_pods_of_group`)."""
         job_ref = resources.ref_for(job.api_version, job.kind)
         try:
             found = await _retry()(client.get_object)(api, job_ref, namespace=namespace, name=job.name)
@@ -639,13 +662,19 @@ class Edge:
         if not remote.owned_by_origin(found, self.origin):
             log.info("remote_job_not_ours", job=f"{namespace}/{job.name}", kind=job.kind)
             return
-        with contextlib.suppress(errors.NotFoundError):
-            await _retry()(client.delete_object)(api, job_ref, namespace=namespace, name=job.name)
+        names = [job.name]
+        if job.kind == "Pod":
+            pods, _ = await _retry()(client.list_objects)(api, resources.PODS, namespace=namespace)
+            names = remote.remote_pods_of_group(found, pods, origin=self.origin)
+        for name in names:
+            with contextlib.suppress(errors.NotFoundError):
+                await _retry()(client.delete_object)(api, job_ref, namespace=namespace, name=name)
 
     async def _delete_owned_jobs(self, api: k8s_client.ApiClient, ref: types.WorkloadRef) -> None:
-        """GC: delete the remote Jobs and JobSets that name ``ref`` as their prebuilt Workload."""
+        """GC: delete the remote Jobs, JobSets and Pods (a pod group's every Pod) that name ``ref`` as their
+        prebuilt Workload."""
         selector = f"{remote.PREBUILT_WORKLOAD_LABEL}={ref.name},{remote.ORIGIN_LABEL}={self.origin}"
-        for job_ref in (resources.JOBS, resources.JOBSETS):
+        for job_ref in (resources.JOBS, resources.JOBSETS, resources.PODS):
             with contextlib.suppress(errors.KubeError):
                 jobs, _ = await client.list_objects(api, job_ref, namespace=ref.namespace, label_selector=selector)
                 for job in jobs:
@@ -703,27 +732,62 @@ class Edge:
             job_ref = resources.ref_for(local.job.api_version, local.job.kind)
             try:
                 async with asyncio.timeout(5.0):
+                    if local.job.kind == "Pod":
+                        await self._sync_pods(worker, local)
+                        continue
                     remote_job = await client.get_object(
                         worker.api, job_ref, namespace=local.ref.namespace, name=local.job.name
                     )
                     local_job = await client.get_object(
                         self.api, job_ref, namespace=local.ref.namespace, name=local.job.name
                     )
-                    status = remote.mirrored_job_status(local_job, remote_job)
-                    if status is not None:
-                        await client.patch_object(
-                            self.api,
-                            job_ref,
-                            namespace=local.ref.namespace,
-                            name=local.job.name,
-                            subresource="status",
-                            patch=status_patch(local_job, status),
-                        )
-                        log.info(
-                            "job_status_mirrored", job=f"{local.ref.namespace}/{local.job.name}", cluster=local.chosen
-                        )
+                    await self._mirror_status(job_ref, local_job, remote_job, cluster=local.chosen)
             except Exception as err:  # the worker went away meanwhile: the next tick tries again
                 log.info("job_status_not_mirrored", workload=key, error=f"{type(err).__name__}: {err}")
+
+    async def _sync_pods(self, worker: Worker, local: core.LocalWorkload) -> None:
+        """Each manager Pod of a Pod-owned workload takes its worker copy's status; one without a copy there (a
+        member that came later) gets one (Kueue pod_multikueue_adapter.go syncLocalPodWithRemote)."""
+        assert worker.api is not None and local.job is not None
+        namespace = local.ref.namespace
+        for local_pod in await self._local_pods(namespace, local.job.name):
+            name = str(local_pod["metadata"]["name"])
+            try:
+                remote_pod = await client.get_object(worker.api, resources.PODS, namespace=namespace, name=name)
+            except errors.NotFoundError:
+                await self._create_remote(worker.api, resources.PODS, local_pod, local.ref)
+                continue
+            if (local_pod.get("metadata") or {}).get("deletionTimestamp"):
+                continue  # a terminating manager Pod keeps its status (syncLocalPodWithRemote)
+            await self._mirror_status(resources.PODS, local_pod, remote_pod, cluster=local.chosen)
+
+    async def _mirror_status(
+        self,
+        job_ref: resources.ResourceRef,
+        local_job: Mapping[str, Any],
+        remote_job: Mapping[str, Any],
+        *,
+        cluster: str,
+    ) -> None:
+        """Give the manager's ``local_job`` its worker copy's status, by :func:`remote.mirrored_job_status`."""
+        status = remote.mirrored_job_status(local_job, remote_job)
+        if status is None:
+            return
+        meta = local_job["metadata"]
+        await client.patch_object(
+            self.api,
+            job_ref,
+            namespace=meta["namespace"],
+            name=meta["name"],
+            subresource="status",
+            patch=status_patch(local_job, status),
+        )
+        log.info(
+            "job_status_mirrored",
+            job=f"{meta['namespace']}/{meta['name']}",
+            kind=local_job.get("kind"),
+            cluster=cluster,
+        )
 
 
 def status_patch(job: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, Any]:

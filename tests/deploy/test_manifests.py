@@ -204,7 +204,8 @@ def test_dispatcher_has_only_the_verbs_it_uses() -> None:
 
 def test_multikueue_edge_has_only_the_verbs_it_uses_on_the_manager() -> None:
     """The edge reads the MultiKueueClusters (and writes their Active condition), the Workloads and jobs it
-    copies, mirrors job status, and reads the kubeconfig Secrets (a Role in kueue-es's namespace)."""
+    copies (a pod group's Pods listed), mirrors job status, and reads the kubeconfig Secrets (a Role in
+    kueue-es's namespace)."""
     assert grants(rules_of("multikueue-edge")) == {
         ("kueue.x-k8s.io", "multikueueclusters", "get"),
         ("kueue.x-k8s.io", "multikueueclusters", "list"),
@@ -215,6 +216,9 @@ def test_multikueue_edge_has_only_the_verbs_it_uses_on_the_manager() -> None:
         ("batch", "jobs/status", "patch"),
         ("jobset.x-k8s.io", "jobsets", "get"),
         ("jobset.x-k8s.io", "jobsets/status", "patch"),
+        ("", "pods", "get"),
+        ("", "pods", "list"),
+        ("", "pods/status", "patch"),
     }
     role = find("Role", "kueue-es-multikueue-edge")
     assert grants(role["rules"]) == {("", "secrets", "get")}

@@ -744,3 +744,183 @@ def test_a_jobs_workload_priority_is_its_classs_value() -> None:
     )
     local = _local(chosen="w1", chosen_seq=3, priority=unknown)
     assert core.plan({"default/wl": local}, {"w1": {"default/wl": copy}}, connected={"w1"}) == []
+
+
+# -- pod_test.go "Should create a pod group on worker if admitted" (pod_multikueue_adapter.go) ----------------
+
+GROUP_REF = types.WorkloadRef(namespace="default", name="test-group", uid="wl-uid")
+GROUP_OWNER = core.JobRef(api_version="v1", kind="Pod", name="test-group-0")
+
+
+def _group_pod(name: str, *, group: str = "test-group", labels: dict | None = None, status: dict | None = None) -> dict:
+    """A manager Pod of Kueue's MakeGroup(3): queued, gated, Kueue's finalizer, the group label and total count."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "finalizers": ["kueue.x-k8s.io/managed"],
+            "labels": {
+                "kueue.x-k8s.io/queue-name": "lq",
+                "kueue.x-k8s.io/managed": "true",
+                "kueue.x-k8s.io/pod-group-name": group,
+                **(labels or {}),
+            },
+            "annotations": {"kueue.x-k8s.io/pod-group-total-count": "3"},
+        },
+        "spec": {
+            "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+            "containers": [{"name": "c", "image": "pause"}],
+        },
+        "status": status or {"phase": "Pending"},
+    }
+
+
+def test_a_pod_group_runs_whole_and_a_single_pod_alone() -> None:
+    """Kueue's pod adapter lists every Pod of the owner's group in its namespace (syncPodGroup, listLocalPods)."""
+    group = [_group_pod(f"test-group-{i}") for i in (2, 0, 1)]
+    other = _group_pod("other-0", group="other")
+    lone = {"metadata": {"name": "lone", "namespace": "default", "labels": {}}}
+    names = [p["metadata"]["name"] for p in remote.pods_of_owner("test-group-0", [*group, other, lone])]
+    assert names == ["test-group-0", "test-group-1", "test-group-2"]
+    assert remote.pods_of_owner("lone", [*group, other, lone]) == [lone]
+    assert remote.pods_of_owner("gone", [*group, lone]) == []
+    # the group may be named by the annotation too (GetPodGroupName reads it first)
+    annotated = copy.deepcopy(lone)
+    annotated["metadata"]["name"] = "by-annotation-0"
+    annotated["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-name": "test-group"}
+    assert len(remote.pods_of_owner("test-group-0", [*group, annotated])) == 4
+
+
+def test_a_pod_groups_remote_copies_go_together_and_only_this_origins() -> None:
+    """pod_multikueue_adapter.go DeleteRemoteObject after DeleteRemoteObjectIfOwned: the owner's copy decides."""
+    ours = {remote.ORIGIN_LABEL: "multikueue"}
+    worker_pods = [_group_pod(f"test-group-{i}", labels=ours) for i in range(3)]
+    worker_pods.append(_group_pod("test-group-own", labels={remote.ORIGIN_LABEL: "elsewhere"}))
+    worker_pods.append(_group_pod("other-0", group="other", labels=ours))
+    owner = worker_pods[0]
+    assert remote.remote_pods_of_group(owner, worker_pods, origin="multikueue") == [
+        "test-group-0",
+        "test-group-1",
+        "test-group-2",
+    ]
+    assert remote.remote_pods_of_group(owner, worker_pods, origin="other-manager") == []
+    lone = {"metadata": {"name": "lone", "labels": ours}}
+    assert remote.remote_pods_of_group(lone, worker_pods, origin="multikueue") == ["lone"]
+
+
+def _pods_api(monkeypatch: pytest.MonkeyPatch, clusters: dict[str, dict[str, dict]]) -> list[tuple[str, str, object]]:
+    """Fake API servers by name ("manager" and the workers), each its Pods by name; returns the writes made."""
+    from kueue_es.services.kube import client, errors
+
+    writes: list[tuple[str, str, object]] = []
+
+    async def list_objects(api, ref, *, namespace=None, **_kw):
+        return [copy.deepcopy(p) for p in clusters[api].values()], "1"
+
+    async def get_object(api, ref, *, namespace=None, name, **_kw):
+        if name not in clusters[api]:
+            raise errors.NotFoundError(status=404, reason="NotFound", message=f'pods "{name}" not found')
+        return copy.deepcopy(clusters[api][name])
+
+    async def create_object(api, ref, *, namespace, body):
+        writes.append((api, "create", body))
+        clusters[api][body["metadata"]["name"]] = body
+        return body
+
+    async def patch_object(api, ref, *, namespace, name, patch, subresource=None, **_kw):
+        writes.append((api, f"patch {name}", patch))
+        return {}
+
+    async def delete_object(api, ref, *, namespace, name, **_kw):
+        writes.append((api, f"delete {ref.kind} {name}", None))
+        clusters[api].pop(name, None)
+
+    for name, fn in (
+        ("list_objects", list_objects),
+        ("get_object", get_object),
+        ("create_object", create_object),
+        ("patch_object", patch_object),
+        ("delete_object", delete_object),
+    ):
+        monkeypatch.setattr(client, name, fn)
+    return writes
+
+
+def _pod_edge(chosen_seq: int = 0):  # type: ignore[no-untyped-def]
+    from kueue_es.events.bus.memory import MemoryBus
+    from kueue_es.services.multikueue_edge import service
+
+    edge = service.Edge(bus=MemoryBus(), api="manager", namespace="kueue-es")  # type: ignore[arg-type]
+    edge.workers["worker1"] = service.Worker(name="worker1", spec={}, api="worker1", active=True)  # type: ignore[arg-type]
+    return edge
+
+
+async def test_every_pod_of_a_group_is_created_on_the_winner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pod_test.go "Should create a pod group on worker if admitted": the worker gets every Pod of the group (same
+    spec, its gate included, labels plus the prebuilt Workload and the origin, no finalizer); the edge created only
+    the Pod the Workload names as its owner."""
+    manager = {f"test-group-{i}": _group_pod(f"test-group-{i}") for i in range(3)}
+    manager["other-0"] = _group_pod("other-0", group="other")
+    clusters: dict[str, dict[str, dict]] = {"manager": manager, "worker1": {}}
+    writes = _pods_api(monkeypatch, clusters)
+    edge = _pod_edge()
+    await edge._write(core.CreateJob(cluster="worker1", workload=GROUP_REF, job=GROUP_OWNER, decision_seq=9))
+    created = [body for api, what, body in writes if (api, what) == ("worker1", "create")]
+    assert [b["metadata"]["name"] for b in created] == ["test-group-0", "test-group-1", "test-group-2"]  # type: ignore[index]
+    for body in created:
+        meta = body["metadata"]  # type: ignore[index]
+        assert meta["labels"][remote.PREBUILT_WORKLOAD_LABEL] == "test-group"
+        assert meta["labels"][remote.ORIGIN_LABEL] == "multikueue"
+        assert meta["labels"]["kueue.x-k8s.io/pod-group-name"] == "test-group"
+        assert meta["annotations"]["kueue.x-k8s.io/pod-group-total-count"] == "3"
+        assert "finalizers" not in meta and "uid" not in meta and "status" not in body  # type: ignore[operator]
+        assert body["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/admission"}]  # type: ignore[index]
+    assert "worker1" in edge.workers and "default/test-group" in edge.workers["worker1"].jobs
+
+
+async def test_each_manager_pod_of_a_group_takes_its_copys_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pod_test.go "finishing the worker pod" (syncPodGroup): every manager Pod of the group takes the status of its
+    copy on the winner, and a member with no copy there gets one; the edge mirrored the owner Pod alone."""
+    from kueue_es.services.multikueue_edge import service
+
+    manager = {f"test-group-{i}": _group_pod(f"test-group-{i}") for i in range(3)}
+    ours = {remote.ORIGIN_LABEL: "multikueue", remote.PREBUILT_WORKLOAD_LABEL: "test-group"}
+    done = {"phase": "Succeeded", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    worker = {f"test-group-{i}": _group_pod(f"test-group-{i}", labels=ours, status=done) for i in range(2)}
+    clusters: dict[str, dict[str, dict]] = {"manager": manager, "worker1": worker}
+    writes = _pods_api(monkeypatch, clusters)
+    edge = _pod_edge()
+    edge.workers["worker1"].jobs.add(GROUP_REF.key)
+    local = core.LocalWorkload(ref=GROUP_REF, live=True, chosen="worker1", chosen_seq=5, job=GROUP_OWNER)
+    monkeypatch.setattr(edge, "locals", lambda: {GROUP_REF.key: local})
+    monkeypatch.setattr(service, "_live", lambda _wl: True)
+    await edge._mirror_jobs()
+    patched = {what.removeprefix("patch "): body for api, what, body in writes if api == "manager"}
+    assert set(patched) == {"test-group-0", "test-group-1"}
+    assert all(body["status"]["phase"] == "Succeeded" for body in patched.values())  # type: ignore[index]
+    [(api, what, body)] = [w for w in writes if w[0] == "worker1"]
+    assert what == "create" and body["metadata"]["name"] == "test-group-2"  # type: ignore[index]
+
+
+async def test_a_pod_groups_copies_are_deleted_with_its_workloads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pod_test.go waitForWorkloadToFinishAndRemoteWorkloadToBeDeleted, DeleteRemoteObject: the finished group's
+    Pods go from the worker with its copy; the edge deleted the owner's Pod alone and left the others running."""
+    ours = {remote.ORIGIN_LABEL: "multikueue"}
+    worker = {f"test-group-{i}": _group_pod(f"test-group-{i}", labels=ours) for i in range(3)}
+    worker["test-group-x"] = _group_pod("test-group-x", labels={remote.ORIGIN_LABEL: "elsewhere"})
+    clusters: dict[str, dict[str, dict]] = {"manager": {}, "worker1": worker}
+    writes = _pods_api(monkeypatch, clusters)
+    edge = _pod_edge()
+    await edge._write(
+        core.DeleteRemote(cluster="worker1", workload=GROUP_REF, why="local-done", decision_seq=11, job=GROUP_OWNER)
+    )
+    assert [what for api, what, _ in writes if api == "worker1"] == [
+        "delete Pod test-group-0",
+        "delete Pod test-group-1",
+        "delete Pod test-group-2",
+        "delete Workload test-group",
+    ]
+    assert set(clusters["worker1"]) == {"test-group-x"}
