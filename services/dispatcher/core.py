@@ -1172,7 +1172,7 @@ def late_start(view: DispatchState, key: str) -> StartPods | None:
     replaces them; Kueue's pod group reconciler ungates every gated pod of a group whose workload
     is admitted (pod_controller.go Run for a workload already admitted). None unless workload
     ``key`` (``namespace/name``) is a Pod group's, admitted with a reservation, not being evicted,
-    and started (its :attr:`DispatchState.started` pod set information).
+    and started (its :attr:`DispatchState.started` pod set information), nor with a MultiKueue check.
     """
     wl = view.cluster.workloads.get(key)
     if wl is None or wl.gone or not wl.admitted or wl.reservation is None or wl.eviction is not None:
@@ -1181,6 +1181,10 @@ def late_start(view: DispatchState, key: str) -> StartPods | None:
     infos = view.started.get(key)
     group = _group_of(wl)
     if owner is None or owner.kind != "Pod" or not group or not isinstance(infos, list):
+        return None
+    if multikueue.has_multikueue_check(wl, view.cluster.admission_checks):
+        # a MultiKueue group runs on its worker: its Pods here stay gated as they take the copies' statuses, as
+        # at its start (reconciler.go startJob skips a ComposableJob's local run, ShouldSkipLocalExecution)
         return None
     meta = wl.workload.metadata
     return StartPods(

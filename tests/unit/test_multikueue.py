@@ -479,3 +479,19 @@ def test_the_managers_pods_stay_gated_when_a_worker_runs_them() -> None:
     job = run("evicted-on-worker-retries").state
     started = dispatcher.start_of(dispatcher.DispatchState(cluster=job), job.workloads["default/w1"])
     assert isinstance(started, dispatcher.StartJob)
+
+
+def test_a_pod_groups_manager_pods_stay_gated_when_their_statuses_come_back() -> None:
+    """pod_test.go "Should create a pod group on worker if admitted": the manager's Pods of a group stay gated while
+    the worker runs it. The edge's status writes marked the group, and the dispatcher's late start of an admitted
+    group's gated Pods (pod_controller.go Run) ungated them all on the manager; Kueue's startJob skips that run too
+    (ShouldSkipLocalExecution)."""
+    from kueue_es.services.dispatcher import core as dispatcher
+
+    state = run("pod-group-admitted-on-a-worker").state
+    wl = state.workloads["default/test-group"]
+    assert wl.admitted and multikueue.has_multikueue_check(wl, state.admission_checks)
+    view = dispatcher.DispatchState(cluster=state)
+    view.started[wl.workload.key] = dispatcher.pod_set_infos(state, wl, None)
+    assert dispatcher.start_of(view, wl) is None
+    assert dispatcher.late_start(view, wl.workload.key) is None
