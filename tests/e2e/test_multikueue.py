@@ -15,6 +15,7 @@ here, on the API servers and on the manager's log:
 - a MultiKueueCluster whose Secret is missing is Active=False ``BadKubeConfig`` (setup_test.go);
 - the admission on a worker is a ``MultiKueue`` Event on the manager's Workload (jobs_test.go);
 - a plain Pod runs on a worker only: the manager's stays gated and takes the remote one's status (pod_test.go);
+- a pod group runs whole on a worker, each manager Pod taking its copy's status, and finishes (pod_test.go);
 - a running Job's priority class changed on the manager reaches its copy on the worker (scheduler_test.go).
 """
 
@@ -192,6 +193,58 @@ async def _a_pod_runs_on_a_worker(manager: Cluster, workers: list[Cluster]) -> N
     assert {"name": "kueue.x-k8s.io/admission"} in local_pod["spec"]["schedulingGates"]
 
 
+async def _a_pod_group_runs_on_a_worker(manager: Cluster, workers: list[Cluster]) -> None:
+    """A pod group through MultiKueue (pod_test.go "Should create a pod group on worker if admitted"): every Pod of
+    it is copied to the winner; each finished there, the manager's take their statuses and stay gated, the workload
+    finishes "Pods succeeded: 3/3." and the copies and their Pods leave the workers."""
+    names = [f"test-group-{i}" for i in range(3)]
+    for name in names:
+        pod = _pod(name)
+        pod["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"] = "test-group"
+        pod["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] = "3"
+        await kube.create_object(manager.api, resources.PODS, namespace="default", body=pod)
+    [winner] = await eventually(lambda: _chosen(manager, "default/test-group"), what="the pod group's worker")
+    cluster = {w.name: w for w in workers}[winner]
+    gate = {"name": "kueue.x-k8s.io/admission"}
+    for name in names:
+        remote_pod = await eventually(
+            lambda n=name: _get(cluster, resources.PODS, n),
+            lambda p: p is not None and gate not in (p.get("spec") or {}).get("schedulingGates", []),
+            what=f"the remote Pod {name} ungated by its worker",
+        )
+        assert remote_pod["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL] == "test-group"
+        await kube.patch_object(
+            cluster.api,
+            resources.PODS,
+            namespace="default",
+            name=name,
+            subresource="status",
+            patch={"status": {"phase": "Succeeded"}},
+        )
+    finished = await eventually(
+        lambda: _get(manager, resources.WORKLOADS, "test-group"),
+        lambda wl: any(
+            (c["type"], c["status"], c["reason"], c.get("message"))
+            == ("Finished", "True", "Succeeded", "Pods succeeded: 3/3.")
+            for c in ((wl or {}).get("status") or {}).get("conditions") or []
+        ),
+        what="the manager's pod group workload finished",
+        timeout=60,
+    )
+    assert finished is not None
+    for name in names:
+        local_pod = await _get(manager, resources.PODS, name)
+        assert local_pod is not None and local_pod["status"]["phase"] == "Succeeded"
+        assert gate in local_pod["spec"]["schedulingGates"]
+    for worker in workers:
+        await eventually(lambda w=worker: _workloads(w), lambda wls: "test-group" not in wls, what="the copies gone")
+    await eventually(
+        lambda: kube.list_objects(cluster.api, resources.PODS, namespace="default"),
+        lambda listed: not {p["metadata"]["name"] for p in listed[0]} & set(names),
+        what="the group's Pods gone from the worker",
+    )
+
+
 async def _events_about(cluster: Cluster, workload: str) -> list[tuple[str, str, str]]:
     """(type, reason, message) of the Events about Workload ``workload`` on ``cluster``."""
     items, _ = await kube.list_objects(cluster.api, resources.EVENTS, namespace="default")
@@ -310,6 +363,7 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
 
         # a plain Pod, beside the JobSet (pod_test.go): run by a worker only, the manager's stays gated
         pod_step = asyncio.create_task(_a_pod_runs_on_a_worker(manager, workers))
+        group_step = asyncio.create_task(_a_pod_group_runs_on_a_worker(manager, workers))
         # a JobSet, dispatched the same way; finished by its (absent) controller's status on the worker
         await kube.create_object(manager.api, resources.JOBSETS, namespace="default", body=_jobset("js"))
         js = await _manager_workload_of(manager, "js")
@@ -345,6 +399,7 @@ async def test_multikueue_end_to_end(tmp_path: Path) -> None:
         )
 
         await pod_step  # ran beside the JobSet's
+        await group_step
 
         # a worker lost while it runs a Job: dispatched again to the other one after workerLostTimeout;
         # first its priority class is changed on the manager, and its copy gets it (scheduler_test.go)
