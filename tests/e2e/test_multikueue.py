@@ -191,6 +191,26 @@ async def _a_pod_runs_on_a_worker(manager: Cluster, workers: list[Cluster]) -> N
         timeout=60,
     )
     assert {"name": "kueue.x-k8s.io/admission"} in local_pod["spec"]["schedulingGates"]
+    # waitForWorkloadToFinishAndRemoteWorkloadToBeDeleted(key, ""): a single Pod's finish has no message
+    await _finished_and_gone(manager, workers, lone, message="")
+
+
+async def _finished_and_gone(manager: Cluster, workers: list[Cluster], workload: str, *, message: str) -> None:
+    """pod_test.go's waitForWorkloadToFinishAndRemoteWorkloadToBeDeleted: the manager's Workload Finished, True,
+    Succeeded with ``message``, and no copy of it left on any worker."""
+    await eventually(
+        lambda: _get(manager, resources.WORKLOADS, workload),
+        lambda wl: any(
+            (c["type"], c["status"], c["reason"], c.get("message") or "") == ("Finished", "True", "Succeeded", message)
+            for c in ((wl or {}).get("status") or {}).get("conditions") or []
+        ),
+        what=f"the manager's {workload} finished",
+        timeout=60,
+    )
+    for worker in workers:
+        await eventually(
+            lambda w=worker: _workloads(w), lambda wls: workload not in wls, what=f"{workload}'s copies gone"
+        )
 
 
 async def _a_pod_group_runs_on_a_worker(manager: Cluster, workers: list[Cluster]) -> None:
@@ -205,6 +225,23 @@ async def _a_pod_group_runs_on_a_worker(manager: Cluster, workers: list[Cluster]
         await kube.create_object(manager.api, resources.PODS, namespace="default", body=pod)
     [winner] = await eventually(lambda: _chosen(manager, "default/test-group"), what="the pod group's worker")
     cluster = {w.name: w for w in workers}[winner]
+    admitted_on = f'The workload was admitted on "{winner}"'
+    await eventually(
+        lambda: _get(manager, resources.WORKLOADS, "test-group"),
+        lambda wl: (
+            any(
+                (c.get("state"), c.get("message")) == ("Ready", admitted_on)
+                for c in ((wl or {}).get("status") or {}).get("admissionChecks") or []
+            )
+            and _conditions(wl).get("Admitted") == "True"
+        ),
+        what="the group admitted, its MultiKueue check Ready",
+    )
+    await eventually(
+        lambda: _events_about(manager, "test-group"),
+        lambda found: ("Normal", "MultiKueue", admitted_on) in found,
+        what="the group's MultiKueue Event",
+    )
     gate = {"name": "kueue.x-k8s.io/admission"}
     for name in names:
         remote_pod = await eventually(
@@ -221,23 +258,11 @@ async def _a_pod_group_runs_on_a_worker(manager: Cluster, workers: list[Cluster]
             subresource="status",
             patch={"status": {"phase": "Succeeded"}},
         )
-    finished = await eventually(
-        lambda: _get(manager, resources.WORKLOADS, "test-group"),
-        lambda wl: any(
-            (c["type"], c["status"], c["reason"], c.get("message"))
-            == ("Finished", "True", "Succeeded", "Pods succeeded: 3/3.")
-            for c in ((wl or {}).get("status") or {}).get("conditions") or []
-        ),
-        what="the manager's pod group workload finished",
-        timeout=60,
-    )
-    assert finished is not None
+    await _finished_and_gone(manager, workers, "test-group", message="Pods succeeded: 3/3.")
     for name in names:
         local_pod = await _get(manager, resources.PODS, name)
         assert local_pod is not None and local_pod["status"]["phase"] == "Succeeded"
         assert gate in local_pod["spec"]["schedulingGates"]
-    for worker in workers:
-        await eventually(lambda w=worker: _workloads(w), lambda wls: "test-group" not in wls, what="the copies gone")
     await eventually(
         lambda: kube.list_objects(cluster.api, resources.PODS, namespace="default"),
         lambda listed: not {p["metadata"]["name"] for p in listed[0]} & set(names),
