@@ -924,3 +924,33 @@ async def test_a_pod_groups_copies_are_deleted_with_its_workloads(monkeypatch: p
         "delete Workload test-group",
     ]
     assert set(clusters["worker1"]) == {"test-group-x"}
+
+
+async def test_the_gc_takes_a_pod_groups_pods_with_its_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """multikueuecluster.go runGC deletes a copy the manager no longer has with its job; a pod group's Pods name the
+    copy as their prebuilt Workload. The edge's GC listed only Jobs and JobSets, leaving the Pods running."""
+    from kueue_es.services.kube import client
+
+    listed: list[tuple[str, str]] = []
+    deleted: list[tuple[str, str]] = []
+    pods = [{"metadata": {"name": f"test-group-{i}"}} for i in range(3)]
+
+    async def list_objects(api, ref, *, namespace=None, label_selector="", **_kw):
+        listed.append((ref.kind, label_selector))
+        return (pods if ref.kind == "Pod" else []), "1"
+
+    async def delete_object(api, ref, *, namespace, name, **_kw):
+        deleted.append((ref.kind, name))
+
+    monkeypatch.setattr(client, "list_objects", list_objects)
+    monkeypatch.setattr(client, "delete_object", delete_object)
+    edge = _pod_edge()
+    await edge._write(core.DeleteRemote(cluster="worker1", workload=GROUP_REF, why="garbage", decision_seq=0))
+    selector = f"{remote.PREBUILT_WORKLOAD_LABEL}=test-group,{remote.ORIGIN_LABEL}=multikueue"
+    assert ("Pod", selector) in listed
+    assert deleted == [
+        ("Pod", "test-group-0"),
+        ("Pod", "test-group-1"),
+        ("Pod", "test-group-2"),
+        ("Workload", "test-group"),
+    ]
