@@ -895,7 +895,11 @@ class QueueStatusSync:
             ref, wanted = resources.CLUSTER_QUEUES, status.cluster_queue_status(state, name, feeding=self._feeding())
             generation = state.cluster_queues[name].metadata.generation
         elif kind == "LocalQueue" and (namespace, name) in state.local_queues:
-            ref, wanted = resources.LOCAL_QUEUES, status.local_queue_status(state, namespace, name)
+            stored_fair = ((self.stored.objects.get(ident) or {}).get("status") or {}).get("fairSharing")
+            wanted = status.local_queue_status(
+                state, namespace, name, previous_fair_sharing=stored_fair, now_ms=self.clock()
+            )
+            ref = resources.LOCAL_QUEUES
             generation = state.local_queues[(namespace, name)].metadata.generation
         elif kind == "Cohort" and name in state.cohorts:
             ref, wanted = resources.COHORTS, status.cohort_status(state, name)

@@ -55,15 +55,16 @@ import copy
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import ROUND_DOWN, Decimal, localcontext
 from typing import Any, assert_never
 
 import msgspec
 
 from kueue_es.events import manifests, models, slices, types
-from kueue_es.events.quantities import to_quantity
+from kueue_es.events.quantities import Format, format_quantity, to_quantity
 from kueue_es.jobframework import integrations, workloads
 from kueue_es.jobframework.integrations import serving
-from kueue_es.projections import multikueue, quota
+from kueue_es.projections import afs, multikueue, quota
 from kueue_es.projections.cluster import (
     ON_HOLD_CLEARED_MESSAGE,
     ON_HOLD_MESSAGE,
@@ -1661,14 +1662,20 @@ def _pending_in(state: ClusterState, queue: tuple[str, str]) -> int:
     )
 
 
-def local_queue_status(state: ClusterState, namespace: str, name: str) -> dict[str, Any]:
+def local_queue_status(
+    state: ClusterState, namespace: str, name: str, *, previous_fair_sharing: Any = None, now_ms: int = 0
+) -> dict[str, Any]:
     """LocalQueue ``status`` (localqueue_controller.go updateStatusIfChanged, cache.LocalQueueUsage): the same
-    counts and usage for its own workloads, no ``borrowed``; no pending count while it is stopped."""
+    counts and usage for its own workloads, no ``borrowed``; no pending count while it is stopped; under
+    admission fair sharing ``fairSharing`` (:func:`local_queue_fair_sharing`, which ``previous_fair_sharing``,
+    the stored one, and ``now_ms`` are for)."""
     lq = state.local_queues[(namespace, name)]
     pending = _pending_in(state, (namespace, name)) if lq.spec.stop_policy == "None" else 0
+    fair = local_queue_fair_sharing(state, namespace, name, previous=previous_fair_sharing, now_ms=now_ms)
+    with_fair = {"fairSharing": fair} if fair is not None else {}
     cq = state.cluster_queues.get(lq.spec.cluster_queue)
     if cq is None:
-        return {"pendingWorkloads": pending, "reservingWorkloads": 0, "admittedWorkloads": 0}
+        return {"pendingWorkloads": pending, "reservingWorkloads": 0, "admittedWorkloads": 0, **with_fair}
     reserved, admitted, count, admitted_count = _usage(state, cq.metadata.name, local_queue=(namespace, name))
 
     def usage_list(usage: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
@@ -1692,7 +1699,65 @@ def local_queue_status(state: ClusterState, namespace: str, name: str) -> dict[s
     if cq.spec.resource_groups:
         status["flavorsReservation"] = usage_list(reserved)
         status["flavorsUsage"] = usage_list(admitted)
-    return status
+    return status | with_fair
+
+
+def local_queue_fair_sharing(
+    state: ClusterState, namespace: str, name: str, *, previous: Any, now_ms: int
+) -> dict[str, Any] | None:
+    """LocalQueue ``status.fairSharing`` under admission fair sharing (localqueue_controller.go Reconcile,
+    initializeAfsIfNeeded, reconcileConsumedUsage; localqueue_types.go LocalQueueFairSharingStatus), or None
+    when there is none to write.
+
+    ``weightedShare`` is 0: Kueue computes it for ClusterQueues and Cohorts only and leaves a LocalQueue's at
+    its zero value. ``admissionFairSharingStatus.consumedResources`` is the decayed usage of the LocalQueue's
+    ledger (:class:`kueue_es.projections.afs.Ledger`) exactly as the admitter folded it, settled entry penalties
+    included, pending ones not (Kueue's status leaves them out), each resource as :func:`consumed_quantity`
+    writes it; ``lastUpdate`` the time it was folded at (the last admission or release in the LocalQueue),
+    RFC 3339 seconds. Kueue samples it every ``usageSamplingInterval`` instead: between two changes the value
+    follows from this one in closed form (SEMANTICS §8), so the dispatcher, which has no clock of its own,
+    writes it only when the fold changes it. A LocalQueue without a ledger yet (nothing admitted) has
+    ``consumedResources: {}`` and the ``lastUpdate`` of ``previous`` (the stored ``fairSharing``), else
+    ``now_ms`` (Kueue stamps its first reconcile). A zero ``usageHalfLifeTime`` keeps no history: ``{}``.
+
+    Kueue writes it only past the early returns of its Reconcile: for a stopped LocalQueue, or one whose
+    ClusterQueue is missing or inactive, the field stays as it was (``previous``, None when there is none).
+    Written only for the LocalQueues of a ClusterQueue whose admission mode is
+    ``UsageBasedAdmissionFairSharing``: the fold keeps ledgers for those only."""
+    config = state.configuration
+    if config.admission_fair_sharing is None or not config.feature_gates.get("AdmissionFairSharing", True):
+        return None
+    kept = previous if isinstance(previous, dict) else None
+    lq = state.local_queues[(namespace, name)]
+    cq = state.cluster_queues.get(lq.spec.cluster_queue)
+    if lq.spec.stop_policy != "None" or cq is None or not readiness.cluster_queue_active(cq, state=state).status:
+        return kept
+    if not afs.active(cq, config):
+        return kept
+    ledger = state.afs_ledgers.get((namespace, name))
+    consumed: dict[str, str] = {}
+    if ledger is None:
+        kept_afs = (kept or {}).get("admissionFairSharingStatus")
+        last = kept_afs.get("lastUpdate") if isinstance(kept_afs, dict) else None
+        last_update = last if isinstance(last, str) and last else manifests.format_time_ms(now_ms)
+    else:
+        if afs.half_life_s(config) > 0:
+            consumed = {r: consumed_quantity(v) for r, v in sorted(ledger.consumed.items())}
+        last_update = manifests.format_time_ms(ledger.last_ms)
+    return {
+        "weightedShare": 0,
+        "admissionFairSharingStatus": {"consumedResources": consumed, "lastUpdate": last_update},
+    }
+
+
+def consumed_quantity(value: float) -> str:
+    """A consumed amount in Kueue's float units (cpu in cores, the rest in their base unit) as Kueue writes it
+    in ``consumedResources``: its decimal value rounded down to nano units and written DecimalSI, also memory
+    (pkg/util/resource MulByFloat: ``0.5`` cpu is ``500m``, 2 GiB is ``2147483648``)."""
+    with localcontext() as ctx:
+        ctx.prec = 80
+        exact = Decimal(repr(value)).quantize(Decimal("1e-9"), rounding=ROUND_DOWN)
+    return format_quantity(exact, Format.DECIMAL_SI)
 
 
 def _usage(

@@ -8,13 +8,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kueue_es.events import types
+from kueue_es.events import manifests, types
 from kueue_es.projections import afs
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.scenarios import specs
 from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
 from kueue_es.services.admitter import core as admitter
+from kueue_es.services.dispatcher import status as dispatcher_status
 from kueue_es.services.preemptor import core as preemptor
 from tests.scenario_states import before_first_record
 
@@ -157,3 +158,77 @@ def test_an_ignored_undeclared_resource_is_not_in_the_entry_penalty() -> None:
     ledger = state.afs_ledgers[("default", "test-lq")]
     assert set(ledger.consumed) == {"cpu"} and set(ledger.admitted) == {"cpu"}
     assert ledger.pending == {}
+
+
+# LocalQueue status.fairSharing (Kueue localqueue_controller.go reconcileConsumedUsage; fair_sharing_test.go
+# 'should update consumed resources and subtract entry penalties on workload admission', 'should maintain
+# non-zero CPU ConsumedResources across sampling intervals', dra_fair_sharing_test.go 'LocalQueue status
+# ConsumedResources includes DRA logical resources' for the shape).
+
+
+def test_local_queue_fair_sharing_status_shows_the_ledger_the_admitter_folded() -> None:
+    """a-1 (4 CPU) admitted through check1: the status holds lq-a's consumed usage as folded at its admission
+    (the settled entry penalty, alpha(1 s, 1 s) x 4 = 2 cores), stamped with that time; weightedShare 0."""
+    state = _run_a1(specs.CheckEvent(workload="default/a-1", check="check1", state="Ready"))
+    ledger = state.afs_ledgers[_LQ_A]
+    fair = dispatcher_status.local_queue_status(state, "default", "lq-a")["fairSharing"]
+    assert fair == {
+        "weightedShare": 0,
+        "admissionFairSharingStatus": {
+            "consumedResources": {"cpu": "2"},
+            "lastUpdate": manifests.format_time_ms(ledger.last_ms),
+        },
+    }
+
+
+def test_local_queue_fair_sharing_status_leaves_pending_penalties_out() -> None:
+    """a-1 waits for check1: its entry penalty is pending (it orders the queues) but Kueue's status shows only
+    the consumed history, empty here; lq-b, with no ledger, is stamped at the first write (``now_ms``)."""
+    state = _run_a1()
+    assert state.afs_ledgers[_LQ_A].pending
+    fair = dispatcher_status.local_queue_status(state, "default", "lq-a", now_ms=0)["fairSharing"]
+    assert fair["admissionFairSharingStatus"]["consumedResources"] == {}
+    lq_b = dispatcher_status.local_queue_status(state, "default", "lq-b", now_ms=1_767_225_600_000)["fairSharing"]
+    assert lq_b == {
+        "weightedShare": 0,
+        "admissionFairSharingStatus": {"consumedResources": {}, "lastUpdate": "2026-01-01T00:00:00Z"},
+    }
+    kept = {"weightedShare": 0, "admissionFairSharingStatus": {"consumedResources": {}, "lastUpdate": "X"}}
+    again = dispatcher_status.local_queue_status(state, "default", "lq-b", previous_fair_sharing=kept, now_ms=5)
+    assert again["fairSharing"] == kept  # the first stamp stays
+
+
+def test_local_queue_fair_sharing_status_is_kept_while_the_local_queue_is_stopped() -> None:
+    """Kueue's Reconcile returns before its AFS update for a stopped LocalQueue: the field stays as stored."""
+    state = _run_a1(specs.CheckEvent(workload="default/a-1", check="check1", state="Ready"))
+    lq = state.local_queues[_LQ_A]
+    state.local_queues[_LQ_A] = msgspec.structs.replace(lq, spec=msgspec.structs.replace(lq.spec, stop_policy="Hold"))
+    assert "fairSharing" not in dispatcher_status.local_queue_status(state, "default", "lq-a")
+    kept = {"weightedShare": 0, "admissionFairSharingStatus": {"consumedResources": {"cpu": "1"}, "lastUpdate": "X"}}
+    stopped = dispatcher_status.local_queue_status(state, "default", "lq-a", previous_fair_sharing=kept)
+    assert stopped["fairSharing"] == kept
+
+
+def test_no_local_queue_fair_sharing_status_without_admission_fair_sharing() -> None:
+    state = _run_a1(specs.CheckEvent(workload="default/a-1", check="check1", state="Ready"))
+    state.configuration = msgspec.structs.replace(state.configuration, admission_fair_sharing=None)
+    assert "fairSharing" not in dispatcher_status.local_queue_status(state, "default", "lq-a")
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        (0.5, "500m"),
+        (2.0, "2"),
+        (1.5, "1500m"),
+        (0.0, "0"),
+        (1e-10, "0"),  # below nano units: rounded down, as MulByFloat
+        (0.6931471805599453, "693147180n"),
+        (2147483648.0, "2147483648"),  # memory is DecimalSI too, not 2Gi
+        (1073741824.25, "1073741824250m"),
+        (3000.0, "3k"),
+    ],
+)
+def test_consumed_quantities_are_written_as_kueues_mul_by_float(value: float, written: str) -> None:
+    assert dispatcher_status.consumed_quantity(value) == written
+
