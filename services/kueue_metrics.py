@@ -288,7 +288,8 @@ def _local_queues(state: ClusterState, held: _Held, out: _Series) -> None:
             out.set("kueue_local_queue_resource_usage", labels, amount(resource, used))
         if cq is not None and afs.active(cq, state.configuration):
             ledger = state.afs_ledgers.get(lq_ref)
-            usage = afs.usage_value(ledger, now_ms=now_ms, config=state.configuration, lq=lq)
+            # Kueue's reportAfsUsage counts the entry penalties still pending (localqueue_controller.go)
+            usage = afs.usage_value(ledger, now_ms=now_ms, config=state.configuration, lq=lq, pending=True)
             out.set("kueue_local_queue_admission_fair_sharing_usage", (name, namespace, lq.spec.cluster_queue), usage)
 
 

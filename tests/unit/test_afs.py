@@ -14,6 +14,7 @@ from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.scenarios import specs
 from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
+from kueue_es.services import kueue_metrics
 from kueue_es.services.admitter import core as admitter
 from kueue_es.services.dispatcher import status as dispatcher_status
 from kueue_es.services.preemptor import core as preemptor
@@ -232,3 +233,10 @@ def test_no_local_queue_fair_sharing_status_without_admission_fair_sharing() -> 
 def test_consumed_quantities_are_written_as_kueues_mul_by_float(value: float, written: str) -> None:
     assert dispatcher_status.consumed_quantity(value) == written
 
+
+def test_admission_fair_sharing_usage_metric_counts_pending_penalties() -> None:
+    """Kueue's reportAfsUsage adds the pending entry penalties: a-1 waiting for check1 makes lq-a's usage 2."""
+    state = _run_a1()
+    gauges = kueue_metrics.gauges(state)["kueue_local_queue_admission_fair_sharing_usage"]
+    assert gauges[("lq-a", "default", "cq-with-check")] == pytest.approx(2.0)
+    assert gauges[("lq-b", "default", "cq-with-check")] == 0.0
