@@ -830,6 +830,7 @@ class QueueStatusSync:
         self.writing = 0  # queue status writes under way (popped from the dirty set, not yet answered)
         self._feeding_cache: dict[str, list[tuple[str, str]]] = {}
         self._feeding_at = -1
+        self._afs_tick = -1  # the sampling tick the LocalQueues' fair sharing status was last marked for
 
     def pending(self) -> int:
         """How many queues' status is still to be written (changed, and not yet written or its write not
@@ -840,12 +841,28 @@ class QueueStatusSync:
         """Move the queues the fold marked dirty into the dirty set (with the Cohorts above a dirty
         ClusterQueue while fair sharing is on: their weighted share follows their ClusterQueues' usage)."""
         taken = self.view.take_dirty_queues()
+        self._afs_sample()
         if not taken:
             return
         state = self.view.cluster
         if state.configuration.fair_sharing is not None:
             taken = _with_cohorts_above(state, taken)
         self.dirty.mark(taken, self.monotonic())
+
+    def _afs_sample(self) -> None:
+        """At each tick of admission fair sharing's ``usageSamplingInterval``, mark the LocalQueues that have a
+        usage ledger dirty: their ``consumedResources`` decay between the fold's changes, as Kueue's LocalQueue
+        controller samples them (:func:`status.local_queue_fair_sharing`)."""
+        state = self.view.cluster
+        interval = status.afs_sampling_ms(state)
+        if interval <= 0 or not state.afs_ledgers:
+            return
+        tick = self.clock() // interval
+        if tick == self._afs_tick:
+            return
+        self._afs_tick = tick
+        marked = [("LocalQueue", ns, name) for ns, name in state.afs_ledgers if (ns, name) in state.local_queues]
+        self.dirty.mark(marked, self.monotonic())
 
     async def sync(self) -> None:
         """Write the status of every dirty queue that is due now and differs from what the server has (each

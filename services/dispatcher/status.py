@@ -1711,14 +1711,16 @@ def local_queue_fair_sharing(
 
     ``weightedShare`` is 0: Kueue computes it for ClusterQueues and Cohorts only and leaves a LocalQueue's at
     its zero value. ``admissionFairSharingStatus.consumedResources`` is the decayed usage of the LocalQueue's
-    ledger (:class:`kueue_es.projections.afs.Ledger`) exactly as the admitter folded it, settled entry penalties
-    included, pending ones not (Kueue's status leaves them out), each resource as :func:`consumed_quantity`
-    writes it; ``lastUpdate`` the time it was folded at (the last admission or release in the LocalQueue),
-    RFC 3339 seconds. Kueue samples it every ``usageSamplingInterval`` instead: between two changes the value
-    follows from this one in closed form (SEMANTICS §8), so the dispatcher, which has no clock of its own,
-    writes it only when the fold changes it. A LocalQueue without a ledger yet (nothing admitted) has
-    ``consumedResources: {}`` and the ``lastUpdate`` of ``previous`` (the stored ``fairSharing``), else
-    ``now_ms`` (Kueue stamps its first reconcile). A zero ``usageHalfLifeTime`` keeps no history: ``{}``.
+    ledger (:class:`kueue_es.projections.afs.Ledger`), settled entry penalties included, pending ones not
+    (Kueue's status leaves them out), decayed to :func:`afs_sample_ms` (the last sampling tick of
+    ``usageSamplingInterval`` at ``now_ms``, or the ledger's last change when that is later: then exactly
+    what the admitter folded), each resource as :func:`consumed_quantity` writes it; ``lastUpdate`` that
+    time, RFC 3339 seconds. Kueue samples it every ``usageSamplingInterval`` from its reconcile's clock; here
+    the ticks are on the interval's grid, so one ledger renders the same bytes until the next tick or change,
+    and the value is the one the admitter computes for that time from the same ledger (SEMANTICS §8). A
+    LocalQueue without a ledger yet (nothing admitted) has ``consumedResources: {}`` and the ``lastUpdate``
+    of ``previous`` (the stored ``fairSharing``), else ``now_ms`` (Kueue stamps its first reconcile). A zero
+    ``usageHalfLifeTime`` keeps no history: ``{}``.
 
     Kueue writes it only past the early returns of its Reconcile: for a stopped LocalQueue, or one whose
     ClusterQueue is missing or inactive, the field stays as it was (``previous``, None when there is none).
@@ -1741,13 +1743,32 @@ def local_queue_fair_sharing(
         last = kept_afs.get("lastUpdate") if isinstance(kept_afs, dict) else None
         last_update = last if isinstance(last, str) and last else manifests.format_time_ms(now_ms)
     else:
-        if afs.half_life_s(config) > 0:
-            consumed = {r: consumed_quantity(v) for r, v in sorted(ledger.consumed.items())}
-        last_update = manifests.format_time_ms(ledger.last_ms)
+        at_ms = afs_sample_ms(state, ledger, now_ms=now_ms)
+        half_life = afs.half_life_s(config)
+        if half_life > 0:
+            consumed = {r: consumed_quantity(v) for r, v in ledger.decayed(at_ms, half_life).items()}
+        last_update = manifests.format_time_ms(at_ms)
     return {
         "weightedShare": 0,
         "admissionFairSharingStatus": {"consumedResources": consumed, "lastUpdate": last_update},
     }
+
+
+def afs_sampling_ms(state: ClusterState) -> int:
+    """The Configuration's ``admissionFairSharing.usageSamplingInterval`` in ms (0 without one)."""
+    settings = state.configuration.admission_fair_sharing
+    if settings is None:
+        return 0
+    return round(afs.go_duration_seconds(settings.usage_sampling_interval) * 1000)
+
+
+def afs_sample_ms(state: ClusterState, ledger: afs.Ledger, *, now_ms: int) -> int:
+    """The time a LocalQueue's consumed usage is shown at: the last multiple of the sampling interval at or
+    before ``now_ms`` (ms since the epoch), or the ledger's last change when that is later (a zero interval:
+    always the last change)."""
+    interval = afs_sampling_ms(state)
+    tick = now_ms - now_ms % interval if interval > 0 else 0
+    return max(tick, ledger.last_ms)
 
 
 def consumed_quantity(value: float) -> str:

@@ -8,12 +8,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kueue_es.events import manifests, types
+from kueue_es.events import manifests, quantities, types
 from kueue_es.projections import afs
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.scenarios import specs
 from kueue_es.scenarios.core_engine import run_scenario
-from kueue_es.scenarios.loading import load_scenario
+from kueue_es.scenarios.loading import load_scenario, parse_scenario
 from kueue_es.services import kueue_metrics
 from kueue_es.services.admitter import core as admitter
 from kueue_es.services.dispatcher import status as dispatcher_status
@@ -240,3 +240,49 @@ def test_admission_fair_sharing_usage_metric_counts_pending_penalties() -> None:
     gauges = kueue_metrics.gauges(state)["kueue_local_queue_admission_fair_sharing_usage"]
     assert gauges[("lq-a", "default", "cq-with-check")] == pytest.approx(2.0)
     assert gauges[("lq-b", "default", "cq-with-check")] == 0.0
+
+
+_TWO_ON_LQ_A = """
+name: afs-status-two-admissions-on-lq-a
+source: "kueue fair_sharing_test.go 'Using AdmissionFairSharing at ClusterQueue level' / 'should update consumed resources and subtract entry penalties on workload admission'"
+description: "cq1 (8 CPU, UsageBasedAdmissionFairSharing, half-life 1 s, sampled every 1 s); two 4 CPU workloads on lq-a."
+objects:
+  - {apiVersion: config.kueue.x-k8s.io/v1beta2, kind: Configuration, admissionFairSharing: {usageHalfLifeTime: 1s, usageSamplingInterval: 1s}}
+  - {apiVersion: kueue.x-k8s.io/v1beta2, kind: ResourceFlavor, metadata: {name: default}}
+  - apiVersion: kueue.x-k8s.io/v1beta2
+    kind: ClusterQueue
+    metadata: {name: cq1}
+    spec:
+      namespaceSelector: {}
+      admissionScope: {admissionMode: UsageBasedAdmissionFairSharing}
+      resourceGroups: [{coveredResources: [cpu], flavors: [{name: default, resources: [{name: cpu, nominalQuota: "8"}]}]}]
+  - {apiVersion: kueue.x-k8s.io/v1beta2, kind: LocalQueue, metadata: {name: lq-a, namespace: default}, spec: {clusterQueue: cq1, fairSharing: {weight: "1"}}}
+pending:
+  - apiVersion: kueue.x-k8s.io/v1beta2
+    kind: Workload
+    metadata: {name: a-1, namespace: default, uid: a-1, creationTimestamp: "2026-01-01T00:00:00Z"}
+    spec: {queueName: lq-a, priority: 0, podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "4"}}}]}}}]}
+  - apiVersion: kueue.x-k8s.io/v1beta2
+    kind: Workload
+    metadata: {name: a-2, namespace: default, uid: a-2, creationTimestamp: "2026-01-01T00:00:01Z"}
+    spec: {queueName: lq-a, priority: 0, podSets: [{name: main, count: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "4"}}}]}}}]}
+expect:
+  reserved: [default/a-1, default/a-2]
+"""
+
+
+def test_consumed_resources_grow_with_each_admission_and_no_penalty_stays_pending() -> None:
+    """'should update consumed resources and subtract entry penalties on workload admission': lq-a's status
+    shows a non-zero cpu after its first admission, above 3900m after its second, no penalty left pending."""
+    run = run_scenario(parse_scenario(_TWO_ON_LQ_A))
+    state = ClusterState()
+    seen: list[int] = []
+    for seq, event in run.log:
+        apply(state, event, seq=seq)
+        if sum(wl.admitted for wl in state.workloads.values()) > len(seen):
+            fair = dispatcher_status.local_queue_status(state, "default", "lq-a")["fairSharing"]
+            consumed = fair["admissionFairSharingStatus"]["consumedResources"]
+            seen.append(quantities.to_amount("cpu", consumed["cpu"]))  # millicores
+            assert state.afs_ledgers[("default", "lq-a")].pending == {}
+    assert len(seen) == 2
+    assert seen[0] > 0 and seen[1] > 3_900
