@@ -174,7 +174,7 @@ def _resource_groups(kind: str, spec: Mapping[str, Any]) -> list[Refusal]:
                     continue
                 lending: Any = quota.get("lendingLimit")
                 nominal: Any = quota.get("nominalQuota")
-                if kind == "ClusterQueue" and _parses(lending) and _parses(nominal):
+                if kind == "ClusterQueue" and parses_as_quantity(lending) and parses_as_quantity(nominal):
                     if quantities.parse_decimal(lending) > quantities.parse_decimal(nominal):
                         refusals.append(
                             Refusal(
@@ -275,7 +275,9 @@ def _refusals(errors: list[FieldError]) -> list[Refusal]:
     ]
 
 
-def _parses(value: Any) -> bool:
+def parses_as_quantity(value: Any) -> bool:
+    """Whether ``value`` (a YAML scalar) is a Kubernetes quantity: a string or number
+    :func:`~kueue_es.events.quantities.parse_decimal` reads; None and booleans are not."""
     try:
         quantities.parse_decimal(value)
     except (quantities.QuantityError, ValueError, TypeError, ArithmeticError):

@@ -531,7 +531,11 @@ def _resources(resources: Any, path: str) -> Iterator[Cause]:
             continue
         for name, value in values.items():
             where = f"{path}.{part}[{name}]"
-            if not isinstance(value, int | str | float) or isinstance(value, bool) or not _parses(value):
+            if (
+                not isinstance(value, int | str | float)
+                or isinstance(value, bool)
+                or not core_webhooks.parses_as_quantity(value)
+            ):
                 yield Cause(
                     where,
                     INVALID,
@@ -552,14 +556,6 @@ def _resources(resources: Any, path: str) -> Iterator[Cause]:
                 INVALID,
                 f'Invalid value: "{value}": must be less than or equal to {name} limit of {limit[1]}',
             )
-
-
-def _parses(value: Any) -> bool:
-    try:
-        quantities.parse_decimal(value)
-    except (quantities.QuantityError, ValueError, TypeError, ArithmeticError):
-        return False
-    return value is not None and not isinstance(value, bool)
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -352,14 +352,7 @@ class JobWrites:
         uid = objects.meta(members[0]).get("uid", "") if members and not action.group else ""
         if not members and action.serving:
             log.info("pods_started", pods=target, workload=action.workload.key, seq=seq, pods_now=0)
-            selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()}
-            return types.DispatchApplied(
-                workload=action.workload,
-                decision_seq=seq,
-                action="StartJob",
-                target=target,
-                node_selector=dict(sorted(selector.items())),
-            )
+            return _pods_started(action, seq=seq, target=target)
         if not members or (action.uid and uid and uid != action.uid):
             return self.gone(action, seq=seq, message=f"{target} is gone")
         excess = await delete_excess(self.api, self.limiter, action, members, on_deleted=self.on_excess)
@@ -379,14 +372,7 @@ class JobWrites:
                 continue  # deleted meanwhile: the watcher sees the group change
             self._pod_written(seq, pod)
         log.info("pods_started", pods=target, workload=action.workload.key, seq=seq)
-        selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()}
-        return types.DispatchApplied(
-            workload=action.workload,
-            decision_seq=seq,
-            action="StartJob",
-            target=target,
-            node_selector=dict(sorted(selector.items())),
-        )
+        return _pods_started(action, seq=seq, target=target)
 
     @staticmethod
     def _start_of(action: core.StartPods, pod: objects.Pod, excess: Collection[str]) -> dict[str, Any] | None:
@@ -468,6 +454,18 @@ def failed_start(workload: types.WorkloadRef, *, seq: int, message: str) -> type
         status=422,
         reason=FAILED_TO_START,
         message=message,
+    )
+
+
+def _pods_started(action: core.StartPods, *, seq: int, target: str) -> types.DispatchApplied:
+    """The DispatchApplied of a started Pod workload: its pod sets' node selectors merged, sorted by key."""
+    selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()}
+    return types.DispatchApplied(
+        workload=action.workload,
+        decision_seq=seq,
+        action="StartJob",
+        target=target,
+        node_selector=dict(sorted(selector.items())),
     )
 
 

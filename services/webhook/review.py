@@ -127,19 +127,7 @@ def validate(request: Request, target: webhooks.Target, *, context: webhooks.Con
         errors = []
     if not errors:
         return _review(request.uid, {"allowed": True})
-    return _review(
-        request.uid,
-        {
-            "allowed": False,
-            "status": {
-                "metadata": {},
-                "status": "Failure",
-                "code": 403,
-                "reason": "Forbidden",
-                "message": webhooks.message(errors),
-            },
-        },
-    )
+    return _forbidden(request.uid, webhooks.message(errors))
 
 
 def defaults(request: Request, target: webhooks.Target) -> bool:
@@ -222,14 +210,13 @@ def workload_validate(request: Request, *, gates: Mapping[str, bool]) -> dict[st
         errors = []
     if not errors:
         return _review(request.uid, {"allowed": True})
-    status = {
-        "metadata": {},
-        "status": "Failure",
-        "code": 403,
-        "reason": "Forbidden",
-        "message": webhooks.message(errors),
-    }
-    return _review(request.uid, {"allowed": False, "status": status})
+    return _forbidden(request.uid, webhooks.message(errors))
+
+
+def _forbidden(uid: str, message: str) -> dict[str, Any]:
+    """The AdmissionReview refusing a request as Kueue's webhooks do: 403 Forbidden with ``message``."""
+    status = {"metadata": {}, "status": "Failure", "code": 403, "reason": "Forbidden", "message": message}
+    return _review(uid, {"allowed": False, "status": status})
 
 
 def core_mutate(request: Request, hook: core_webhooks.Hook) -> dict[str, Any]:
@@ -258,11 +245,4 @@ def core_validate(request: Request, hook: core_webhooks.Hook) -> dict[str, Any]:
         refusals = []
     if not refusals:
         return _review(request.uid, {"allowed": True})
-    status = {
-        "metadata": {},
-        "status": "Failure",
-        "code": 403,
-        "reason": "Forbidden",
-        "message": core_webhooks.message(refusals),
-    }
-    return _review(request.uid, {"allowed": False, "status": status})
+    return _forbidden(request.uid, core_webhooks.message(refusals))
