@@ -42,7 +42,8 @@ class LocalWorkload:
     ``nominated`` / ``nominated_seq``: the workers of the latest WorkersNominated and its log
     sequence; ``chosen`` / ``chosen_seq``: the winner of the latest RemoteAdmissionChosen ("" none);
     ``priority``: its WorkloadPriorityClass and ``spec.priority`` now (None: no WorkloadPriorityClass,
-    nothing to keep in line on the workers).
+    nothing to keep in line on the workers); ``group``: the workers of its MultiKueue check's MultiKueueConfig
+    (Kueue's wlGroup: reconcileGroup reads and writes those only), None when not known (every worker).
     """
 
     ref: types.WorkloadRef
@@ -53,6 +54,7 @@ class LocalWorkload:
     chosen_seq: int = 0
     job: JobRef | None = None
     priority: Priority | None = None
+    group: frozenset[str] | None = None
 
     @property
     def key(self) -> str:
@@ -160,6 +162,10 @@ def plan(
     - a live workload without a winner: a copy on every nominated connected worker, none elsewhere
       (``not-nominated``);
     - a workload that is not live: every copy goes (``local-done``);
+    - a live workload's copy on a worker outside its ``group`` is not its to touch: Kueue's reconcileGroup sees the
+      workers of the check's MultiKueueConfig only, and two MultiKueueClusters may reach one worker (each step of
+      Kueue's e2e suite makes its own for the same kind clusters), where a copy seen through the other one is this
+      very copy;
     - a copy that stays, of a workload with a WorkloadPriorityClass, whose class or priority differs from
       the manager's: updated to the manager's (``UpdatePriority``; Kueue's PriorityChanged).
     """
@@ -177,6 +183,8 @@ def plan(
                 if collect_garbage and key not in known_keys:
                     ref = types.WorkloadRef(namespace=copy.namespace, name=copy.name)
                     deletes.append(DeleteRemote(cluster=cluster, workload=ref, why="garbage", decision_seq=0))
+                continue
+            if local.live and local.group is not None and cluster not in local.group:
                 continue
             if not local.live:
                 deletes.append(_delete(local, cluster, "local-done", max(local.chosen_seq, local.nominated_seq)))

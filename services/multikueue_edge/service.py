@@ -44,7 +44,7 @@ from kubernetes_asyncio import config as k8s_config
 
 from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.base import Bus, LogMessage
-from kueue_es.projections import afs, batches
+from kueue_es.projections import afs, batches, multikueue
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 from kueue_es.services import runtime
 from kueue_es.services.kube import client, errors, resources
@@ -136,6 +136,7 @@ class Decided:
     nominated_seq: int = 0
     chosen: str = ""
     chosen_seq: int = 0
+    check: str = ""
 
 
 def remote_observation(
@@ -241,9 +242,9 @@ class Edge:
 
     def _accepted(self, seq: int, event: types.Event, _state: ClusterState) -> None:
         match event:
-            case types.WorkersNominated(workload=ref, clusters=clusters):
+            case types.WorkersNominated(workload=ref, check=check, clusters=clusters):
                 d = self.decided.setdefault(ref.key, Decided())
-                d.nominated, d.nominated_seq = tuple(clusters), seq
+                d.nominated, d.nominated_seq, d.check = tuple(clusters), seq, check
             case types.RemoteAdmissionChosen(workload=ref, cluster=cluster):
                 d = self.decided.setdefault(ref.key, Decided())
                 d.chosen, d.chosen_seq = cluster, seq
@@ -268,6 +269,7 @@ class Edge:
                 chosen_seq=d.chosen_seq,
                 job=_job(wl),
                 priority=_local_priority(wl, self.state),
+                group=_group(self.state, d.check),
             )
         # workloads whose decisions were reset but whose copies may remain: not live
         for worker in self.workers.values():
@@ -846,6 +848,16 @@ def _local_priority(wl: WorkloadState | None, state: ClusterState) -> core.Prior
     if wl is None or ref is None or ref.kind != "WorkloadPriorityClass":
         return None
     return core.Priority(class_name=ref.name, value=priority_of(wl.workload, state))
+
+
+def _group(state: ClusterState, check: str) -> frozenset[str] | None:
+    """The workers of MultiKueue check ``check``'s MultiKueueConfig (Kueue workload.go remoteClientsForAC), None
+    when the check or its config is not known (then every worker is the workload's, as before)."""
+    ac = state.multikueue.checks.get(check)
+    if ac is None:
+        return None
+    config, _ = multikueue.config_of(state.multikueue, ac)
+    return frozenset(config.spec.clusters) if config is not None else None
 
 
 def _job(wl: WorkloadState | None) -> core.JobRef | None:

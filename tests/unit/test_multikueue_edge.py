@@ -954,3 +954,48 @@ async def test_the_gc_takes_a_pod_groups_pods_with_its_copy(monkeypatch: pytest.
         ("Pod", "test-group-2"),
         ("Workload", "test-group"),
     ]
+
+
+def test_plan_leaves_a_live_workloads_copy_on_a_worker_outside_its_group():
+    """Kueue's reconcileGroup reads and writes the workers of the check's MultiKueueConfig only: a second
+    MultiKueueCluster reaching the same worker (its name ``alias``) sees the winner's own copy, which must stay
+    (e2e_test.go's steps each make their own MultiKueueClusters for one pair of kind clusters)."""
+    local = _local(nominated=("w1", "w2"), nominated_seq=10, chosen="w2", chosen_seq=20, group=frozenset({"w1", "w2"}))
+    won = _copy(admitted=True, has_job=True)
+    remote_view = {"w2": {"default/wl": won}, "alias": {"default/wl": won}}
+    assert core.plan({"default/wl": local}, remote_view, connected={"w2", "alias"}) == []
+    pending = _local(nominated=("w1",), nominated_seq=10, group=frozenset({"w1", "w2"}))
+    assert core.plan({"default/wl": pending}, {"alias": {"default/wl": _copy()}}, connected={"w1", "alias"}) == [
+        core.CreateWorkload(cluster="w1", workload=REF, decision_seq=10)
+    ]
+    done = _local(live=False, nominated=("w1",), nominated_seq=10, group=frozenset({"w1"}))
+    assert core.plan({"default/wl": done}, {"alias": {"default/wl": _copy()}}, connected={"alias"}) == [
+        core.DeleteRemote(cluster="alias", workload=REF, why="local-done", decision_seq=10, job=JOB)
+    ]
+
+
+def test_the_edge_knows_a_workloads_group_from_its_checks_config():
+    """Edge.locals() gives each workload the workers of its nominating check's MultiKueueConfig
+    (workload.go remoteClientsForAC); an unknown check leaves it None (every worker, as before)."""
+    from kueue_es.events import models
+    from kueue_es.services.multikueue_edge.service import Decided, Edge
+
+    edge = Edge(bus=None, api=None, namespace="kueue-system")  # type: ignore[arg-type]
+    mk = edge.state.multikueue
+    mk.configs["cfg"] = msgspec.convert(
+        {"metadata": {"name": "cfg"}, "spec": {"clusters": ["w1", "w2"]}}, models.MultiKueueConfig
+    )
+    mk.checks["ac"] = msgspec.convert(
+        {
+            "metadata": {"name": "ac"},
+            "spec": {
+                "controllerName": models.MULTIKUEUE_CONTROLLER,
+                "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "cfg"},
+            },
+        },
+        models.AdmissionCheck,
+    )
+    edge.decided["default/wl"] = Decided(nominated=("w1",), nominated_seq=3, check="ac")
+    edge.decided["default/other"] = Decided(nominated=("w1",), nominated_seq=4, check="gone")
+    assert edge.locals()["default/wl"].group == frozenset({"w1", "w2"})
+    assert edge.locals()["default/other"].group is None
