@@ -359,6 +359,75 @@ async def preempt_on_the_same_worker(system: System) -> None:
     await _gone_from_workers(system, s.ns, resources.WORKLOADS, low)
 
 
+async def readmit_after_an_eviction_on_the_worker(system: System) -> None:
+    """e2e_test.go "Should re-do admission process when workload gets evicted in the worker": a Job of two h100s
+    runs on worker 1 only; the workers' quotas are swapped (worker 1 one h100, worker 2 two) and worker 1's copy
+    is Evicted (Preempted, "By test"); the manager admits it again on worker 2 (``status.clusterName``), its copy
+    there admitted with the manager's spec, none left on worker 1."""
+    s = await setup(system, "readmit")
+    w1, w2 = system.workers
+    await kube.create_object(
+        system.manager.api,
+        resources.JOBS,
+        namespace=s.ns,
+        body=_job(
+            "job",
+            s.ns,
+            s.lq,
+            requests={"cpu": "100m", "memory": "0.1G", GPU_HIGH: "2"},
+            seconds=120,
+            priority_class=s.low,
+        ),
+    )
+    wl = await eventually(
+        lambda: _workload_of(system.manager, s.ns, "job"),
+        lambda w: _condition(w, "Admitted") == "True",
+        what="the job's workload admitted on the manager",
+    )
+    name = wl["metadata"]["name"]
+    copy = await eventually(
+        lambda: _get(w1, resources.WORKLOADS, s.ns, name),
+        lambda w: _condition(w, "Admitted") == "True",
+        what=f"{name} admitted on worker 1",
+    )
+    assert _same_spec(copy["spec"], wl["spec"]), (copy["spec"], wl["spec"])
+    await eventually(lambda: _get(w2, resources.WORKLOADS, s.ns, name), lambda w: w is None, what="no copy on worker 2")
+    swapped = (dict(WORKER_QUOTAS[0]) | {GPU_HIGH: "1"}, dict(WORKER_QUOTAS[1]) | {GPU_HIGH: "2"})
+    for worker, quotas in zip(system.workers, swapped, strict=True):
+        await kube.apply_manifest(worker.api, _cq(s.cq, s.flavor, quotas, []))
+    copy = await _get(w1, resources.WORKLOADS, s.ns, name)
+    assert copy is not None
+    evicted = {
+        "type": "Evicted",
+        "status": "True",
+        "reason": "Preempted",
+        "message": "By test",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    conditions = [c for c in copy["status"].get("conditions") or [] if c["type"] != "Evicted"] + [evicted]
+    await kube.patch_object(
+        w1.api,
+        resources.WORKLOADS,
+        namespace=s.ns,
+        name=name,
+        subresource="status",
+        patch={"status": {"conditions": conditions}},
+    )
+    await eventually(
+        lambda: _get(system.manager, resources.WORKLOADS, s.ns, name),
+        lambda w: ((w or {}).get("status") or {}).get("clusterName") == s.clusters[1],
+        what=f"{name} admitted again, on worker 2",
+    )
+    manager_wl = await _get(system.manager, resources.WORKLOADS, s.ns, name)
+    copy = await eventually(
+        lambda: _get(w2, resources.WORKLOADS, s.ns, name),
+        lambda w: _condition(w, "Admitted") == "True",
+        what=f"{name} admitted on worker 2",
+    )
+    assert manager_wl is not None and _same_spec(copy["spec"], manager_wl["spec"]), copy["spec"]
+    await eventually(lambda: _get(w1, resources.WORKLOADS, s.ns, name), lambda w: w is None, what="no copy on worker 1")
+
+
 def _same_spec(copy: dict[str, Any], manager: dict[str, Any]) -> bool:
     """BeComparableTo(manager's Spec) of a copy: the podSets, queue and priority as the manager has them."""
     keys = ("podSets", "queueName", "priority", "priorityClassRef")
@@ -369,4 +438,5 @@ STEPS: list[Callable[[System], Awaitable[None]]] = [
     run_a_job_on_worker,
     multikueue_and_regular_job_on_one_cluster,
     preempt_on_the_same_worker,
+    readmit_after_an_eviction_on_the_worker,
 ]
