@@ -220,7 +220,11 @@ def lws_owner(pod: Mapping[str, Any], lws: Mapping[str, Any] | None) -> tuple[st
     )
     if not name or not uid or index is None or labels.get(LWS_NAME_LABEL) != name:
         return None
-    if labels.get(_GROUP_NAME) != lws_workload_name(name, uid, str(index)):
+    annotations = workloads.as_mapping(meta.get("annotations"))
+    # the group name is the annotation pod_defaults writes, or the label it wrote before (and Kueue without
+    # WorkloadIdentifierAnnotations writes): pkg/util/pod/pod.go GetPodGroupName
+    group = annotations.get(_GROUP_NAME) or labels.get(_GROUP_NAME)
+    if group != lws_workload_name(name, uid, str(index)):
         return None
     return name, uid, str(index)
 
@@ -571,8 +575,11 @@ def pod_defaults(
     priority = _labels(parent).get(workloads.PRIORITY_CLASS_LABEL)
     if priority:
         labels[workloads.PRIORITY_CLASS_LABEL] = str(priority)
-    labels[_GROUP_NAME] = group
-    labels[PREBUILT_WORKLOAD_LABEL] = group
+    # annotations, not labels, as Kueue writes them with WorkloadIdentifierAnnotations (beta, on by default;
+    # pod_controller.go SetPodGroupName, jobframework/utils.go SetPrebuiltWorkloadName): a long parent name
+    # makes a group name longer than a label value may be (63 characters)
+    annotations[_GROUP_NAME] = group
+    annotations[PREBUILT_WORKLOAD_LABEL] = group
     annotations[_TOTAL_COUNT] = str(total)
     annotations[_ROLE_HASH] = role
     return True

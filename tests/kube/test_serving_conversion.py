@@ -229,9 +229,12 @@ def test_statefulset_pods_are_one_serving_group_with_fast_admission() -> None:
         owner_name="nginx-statefulset", owner_uid="sts-uid", kind="StatefulSet", group="apps"
     )
     labels, annotations = pod["metadata"]["labels"], pod["metadata"]["annotations"]
-    assert labels[pods.GROUP_NAME_KEY] == name and labels[serving.PREBUILT_WORKLOAD_LABEL] == name
+    # annotations, not labels: WorkloadIdentifierAnnotations (on by default; pod_controller.go SetPodGroupName)
+    assert pods.GROUP_NAME_KEY not in labels and serving.PREBUILT_WORKLOAD_LABEL not in labels
     assert (labels[QUEUE], labels[workloads.MANAGED_LABEL]) == ("user-queue", "true")
     assert annotations == {
+        pods.GROUP_NAME_KEY: name,
+        serving.PREBUILT_WORKLOAD_LABEL: name,
         serving.SUSPENDED_BY_PARENT_ANNOTATION: "statefulset",
         pods.GROUP_TOTAL_COUNT_ANNOTATION: "3",
         pods.FAST_ADMISSION_ANNOTATION: "true",
@@ -424,6 +427,28 @@ def test_a_leaderworkerset_groups_workload_is_in_the_local_queue_its_leaderworke
     made_again["metadata"]["uid"] = "made-again"
     assert queue_of(group, made_again) == "user-queue"
     assert serving.lws_queue(relabelled) == "other-queue"
+
+
+def test_a_leaderworkerset_of_a_fifty_character_name_is_grouped_by_annotations() -> None:
+    """Kueue's e2e sequential/extended/workloadidentifierannotations_test.go "should admit group with 50-character
+    lws name": with WorkloadIdentifierAnnotations (on by default) the group and prebuilt-workload names are pod
+    annotations (pod_controller.go SetPodGroupName, jobframework/utils.go SetPrebuiltWorkloadName), so a group
+    name longer than a label value may be (63 characters) still makes the group's Workload."""
+    lws = sample("sample-leaderworkerset.yaml", uid="lws-uid")
+    lws["metadata"]["name"] = "a" * 50
+    lws = created(controllers.LWS_REF, lws)
+    group = lws_pods(lws)
+    name = serving.lws_workload_name("a" * 50, "lws-uid", "0")
+    assert len(name) > 63
+    for pod in group:
+        assert pod["metadata"]["annotations"][pods.GROUP_NAME_KEY] == name
+        assert pod["metadata"]["annotations"][serving.PREBUILT_WORKLOAD_LABEL] == name
+        assert pods.GROUP_NAME_KEY not in pod["metadata"]["labels"]
+        assert serving.PREBUILT_WORKLOAD_LABEL not in pod["metadata"]["labels"]
+        assert serving.lws_owner(pod, lws) == ("a" * 50, "lws-uid", "0")
+    fact = pods.group_facts(group)
+    assert isinstance(fact, types.WorkloadObserved)
+    assert fact.workload.metadata.name == name
 
 
 def test_leaderworkerset_without_leader_template_is_main() -> None:
