@@ -100,7 +100,7 @@ class _CustomLabel(_Strict, frozen=True, kw_only=True):
 
 class _LocalQueueMetrics(_Strict, frozen=True, kw_only=True):
     enable: bool = False
-    local_queue_selector: dict[str, Any] | None = None
+    local_queue_selector: models.LabelSelector | None = None
 
 
 class _Metrics(_Strict, frozen=True, kw_only=True):
@@ -414,6 +414,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
             feature_gates=gates,
             multi_kueue=_multi_kueue(file.multi_kueue, source=source),
             object_retention_policies=_object_retention(file.object_retention_policies, source=source),
+            local_queue_metrics=_local_queue_metrics(file.metrics),
         ),
         manage_jobs_without_queue_name=file.manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=_managed_jobs_namespace_selector(file, source=source),
@@ -828,6 +829,17 @@ _SELECTOR = "managedJobsNamespaceSelector"
 _QUALIFIED_NAME = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
+
+
+def _local_queue_metrics(metrics: _Metrics | None) -> models.LocalQueueMetricsConfig | None:
+    """``metrics.localQueueMetrics`` (None when absent: Kueue's default enables it for every LocalQueue,
+    defaults.go). A selector is kept only when enabled, as Kueue's NewLocalQueueMetricsConfig reads it."""
+    section = metrics.local_queue_metrics if metrics is not None else None
+    if section is None:
+        return None
+    return models.LocalQueueMetricsConfig(
+        enable=section.enable, local_queue_selector=section.local_queue_selector if section.enable else None
+    )
 
 
 def _managed_jobs_namespace_selector(file: KueueConfiguration, *, source: str) -> models.LabelSelector | None:

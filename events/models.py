@@ -859,9 +859,19 @@ class ObjectRetentionPolicies(_Model, frozen=True, kw_only=True):
     workloads: WorkloadRetentionPolicy | None = None
 
 
+class LocalQueueMetricsConfig(_Model, frozen=True, kw_only=True):
+    """Configuration ``metrics.localQueueMetrics``: whether the ``kueue_local_queue_*`` series are exported, and
+    of which LocalQueues (``localQueueSelector`` on their labels; None: every one). Kueue
+    pkg/metrics/localqueue.go NewLocalQueueMetricsConfig, ShouldExposeLocalQueueMetrics."""
+
+    enable: bool = False
+    local_queue_selector: LabelSelector | None = None
+
+
 class Configuration(_Model, frozen=True, kw_only=True):
     """config.kueue.x-k8s.io/v1beta2 Configuration: the manager settings that change admission, and those the
-    dispatcher acts on (``objectRetentionPolicies``).
+    dispatcher acts on (``objectRetentionPolicies``), and the admitter's metrics export
+    (``metrics.localQueueMetrics``).
 
     Absent sections keep Kueue's defaults (fair sharing off, admission fair sharing off, nothing deleted).
     """
@@ -874,6 +884,8 @@ class Configuration(_Model, frozen=True, kw_only=True):
     feature_gates: dict[str, bool] = {}
     multi_kueue: MultiKueueConfiguration | None = None  # None: Kueue's defaults (MultiKueueConfiguration())
     object_retention_policies: ObjectRetentionPolicies | None = None  # None: Workloads are kept (Kueue's default)
+    # None: Kueue's default (defaults.go: enabled, every LocalQueue); left out when None (schema version 14)
+    local_queue_metrics: LocalQueueMetricsConfig | None = None
 
 
 class TopologyLevel(_Model, frozen=True, kw_only=True):

@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -39,10 +39,11 @@ its owner reference); 10: ``ChildJobObserved``, a job of a Kueue-managed ancesto
 suspends it while that ancestor's workload is not admitted); 11: ``Workload.spec.preemptionGates`` and
 ``Workload.openPreemptionGates`` (a closed gate holds a preemption back); 12:
 ``RemoteWorkloadObserved.topologyAssigned`` (the pod sets a MultiKueue worker placed); 13: a LocalQueue's
-``spec.clusterQueue`` and ``spec`` are optional, as Kueue's (a LocalQueue naming no ClusterQueue). docs/events.md
-holds the history and the stability policy."""
+``spec.clusterQueue`` and ``spec`` are optional, as Kueue's (a LocalQueue naming no ClusterQueue); 14:
+``Configuration.localQueueMetrics`` (which LocalQueues the admitter exports ``kueue_local_queue_*`` series of).
+docs/events.md holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 

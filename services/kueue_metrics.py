@@ -31,7 +31,7 @@ from kueue_es.events import quantities
 from kueue_es.events.models import ClusterQueue
 from kueue_es.projections import afs, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
-from kueue_es.projections.kueue_metrics import BY_NAME, FAMILIES, Family, cohort_path
+from kueue_es.projections.kueue_metrics import BY_NAME, FAMILIES, Family, Histogram, cohort_path
 from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.scheduling import fairsharing, queues, readiness
 
@@ -392,33 +392,86 @@ def families(
     present["kueue_build_info"] = {build_info(): 1.0}
     metrics = state.metrics
     out: list[Metric] = []
+    exposed = _exposed_local_queues(state)
     for family in FAMILIES:
         role = (replica_role,) if family.labels and family.labels[-1] == "replica_role" else ()
-        metric: Any
-        if family.kind == "counter":
-            metric = CounterMetricFamily(family.name, family.help, labels=family.labels)
-            values = dict(present.get(family.name, {}))
-            for labels, count in metrics.counters.get(family.name, {}).items():
-                values[labels] = values.get(labels, 0.0) + count
-            for labels, total in sorted(values.items()):
-                metric.add_metric([*labels, *role], total)
-        elif family.kind == "gauge":
-            metric = GaugeMetricFamily(family.name, family.help, labels=family.labels)
-            for labels, value in sorted(present.get(family.name, {}).items()):
-                metric.add_metric([*labels, *role], value)
-        else:
-            metric = HistogramMetricFamily(family.name, family.help, labels=family.labels)
-            for labels, hist in sorted(metrics.histograms.get(family.name, {}).items()):
-                buckets = []
-                running = 0
-                for bound, count in zip(family.buckets, hist.counts, strict=False):
-                    running += count
-                    buckets.append((_le(bound), float(running)))
-                running += hist.counts[-1]
-                buckets.append(("+Inf", float(running)))
-                metric.add_metric([*labels, *role], buckets, hist.sum_ms / 1000)
-        out.append(metric)
+        counters = metrics.counters.get(family.name, {})
+        histograms = metrics.histograms.get(family.name, {})
+        gauge = present.get(family.name, {})
+        if family.name.startswith(LOCAL_QUEUE_PREFIX):
+            # only the LocalQueues metrics.localQueueMetrics picks (ShouldExposeLocalQueueMetrics)
+            name_at, namespace_at = family.labels.index("name"), family.labels.index("namespace")
+
+            def kept(labels: Labels, name_at: int = name_at, namespace_at: int = namespace_at) -> bool:
+                return exposed(labels[namespace_at], labels[name_at])
+
+            counters = {k: v for k, v in counters.items() if kept(k)}
+            histograms = {k: v for k, v in histograms.items() if kept(k)}
+            gauge = {k: v for k, v in gauge.items() if kept(k)}
+        out.append(_family(family, counters, histograms, gauge, role))
     return out
+
+
+LOCAL_QUEUE_PREFIX = "kueue_local_queue_"
+LOCAL_QUEUE_METRICS_GATE = "LocalQueueMetrics"
+"""Kueue's gate (beta, on by default since 0.17) for the ``kueue_local_queue_*`` families."""
+
+
+def _exposed_local_queues(state: ClusterState) -> Callable[[str, str], bool]:
+    """Whether LocalQueue ``(namespace, name)`` has its ``kueue_local_queue_*`` series exported: the gate
+    LocalQueueMetrics on, ``metrics.localQueueMetrics.enable`` (absent: Kueue's default, on) and its
+    ``localQueueSelector`` matching the LocalQueue's labels (one not in the state has none). Kueue
+    pkg/metrics/localqueue.go ShouldExposeLocalQueueMetrics."""
+    configuration = state.configuration
+    if not configuration.feature_gates.get(LOCAL_QUEUE_METRICS_GATE, True):
+        return lambda namespace, name: False
+    section = configuration.local_queue_metrics
+    if section is not None and not section.enable:
+        return lambda namespace, name: False
+    selector = section.local_queue_selector if section is not None else None
+    if selector is None:
+        return lambda namespace, name: True
+
+    def exposed(namespace: str, name: str) -> bool:
+        lq = state.local_queues.get((namespace, name))
+        return selector.matches(lq.metadata.labels if lq is not None else {})
+
+    return exposed
+
+
+def _family(
+    family: Family,
+    counters: dict[Labels, int],
+    histograms: dict[Labels, Histogram],
+    gauge: dict[Labels, float],
+    role: Labels,
+) -> Metric:
+    """One family's samples: ``counters`` plus the ``gauge`` values of a counter family, ``gauge`` of a gauge,
+    ``histograms`` of a histogram (stored in ms, exported in seconds); ``role`` appended to each label set."""
+    metric: Any
+    if family.kind == "counter":
+        metric = CounterMetricFamily(family.name, family.help, labels=family.labels)
+        values = dict(gauge)
+        for labels, count in counters.items():
+            values[labels] = values.get(labels, 0.0) + count
+        for labels, total in sorted(values.items()):
+            metric.add_metric([*labels, *role], total)
+    elif family.kind == "gauge":
+        metric = GaugeMetricFamily(family.name, family.help, labels=family.labels)
+        for labels, value in sorted(gauge.items()):
+            metric.add_metric([*labels, *role], value)
+    else:
+        metric = HistogramMetricFamily(family.name, family.help, labels=family.labels)
+        for labels, hist in sorted(histograms.items()):
+            buckets = []
+            running = 0
+            for bound, count in zip(family.buckets, hist.counts, strict=False):
+                running += count
+                buckets.append((_le(bound), float(running)))
+            running += hist.counts[-1]
+            buckets.append(("+Inf", float(running)))
+            metric.add_metric([*labels, *role], buckets, hist.sum_ms / 1000)
+    return metric
 
 
 WEIGHTED_SHARE = "kueue_cluster_queue_weighted_share"

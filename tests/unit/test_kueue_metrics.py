@@ -13,13 +13,14 @@ import math
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kueue_es import checkpoints
-from kueue_es.events import codec, models, types
+from kueue_es.events import codec, manager_config, models, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.jobframework import jobs
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
@@ -922,3 +923,39 @@ def test_resource_pending_leaves_out_the_reclaimable_pods_of_a_pending_workload(
     )
     apply(state, reclaimed, seq=len(facts) + 1)
     assert _value(_samples(state), "kueue_cluster_queue_resource_pending", **labels) == 4.0
+
+
+def _configured(state: ClusterState, text: str) -> None:
+    """Fold the ConfigurationObserved of the manager Configuration ``text`` (as the watcher emits it)."""
+    config = manager_config.parse("apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n" + text)
+    observed = types.ConfigurationObserved(configuration=config.configuration)
+    seq = state.last_seq + 1
+    fold_message(state, LogMessage(seq=seq, subject="kq.in.obj.x", data=codec.encode(observed), headers={}))
+
+
+def _local_queue_families(state: ClusterState) -> set[str]:
+    return {k[0] for k in _samples(state) if k[0].startswith("kueue_local_queue_") and ("name", "lq") in k[1]}
+
+
+def test_local_queue_metrics_only_of_the_queues_local_queue_metrics_selects() -> None:
+    """Kueue's e2e sequential/baseline/metrics_test.go: with ``metrics.localQueueMetrics.localQueueSelector``
+    a LocalQueue without the selected label has no ``kueue_local_queue_*`` series, one with it has them
+    (pkg/metrics/localqueue.go ShouldExposeLocalQueueMetrics); ``enable: false`` or the gate LocalQueueMetrics
+    off exports none. The ClusterQueue's series stay."""
+    state = _fold(_preemption_run().messages)
+    every = _local_queue_families(state)
+    assert "kueue_local_queue_admitted_workloads_total" in every
+    selected = "metrics:\n  localQueueMetrics:\n    enable: true\n    localQueueSelector:\n      matchLabels:\n        metrics-test: 'true'\n"
+    _configured(state, selected)
+    assert _local_queue_families(state) == set()
+    assert _value(_samples(state), "kueue_admitted_workloads_total", cluster_queue="cq", priority_class="") == 6
+    lq = state.local_queues[("default", "lq")]
+    labelled = msgspec.structs.replace(lq.metadata, labels={**lq.metadata.labels, "metrics-test": "true"})
+    state.local_queues[("default", "lq")] = msgspec.structs.replace(lq, metadata=labelled)
+    assert _local_queue_families(state) == every
+    _configured(state, "metrics:\n  localQueueMetrics:\n    enable: false\n")
+    assert _local_queue_families(state) == set()
+    _configured(state, "featureGates:\n  LocalQueueMetrics: false\n")
+    assert _local_queue_families(state) == set()
+    _configured(state, "featureGates:\n  LocalQueueMetrics: true\n")  # Kueue's defaults: every LocalQueue
+    assert _local_queue_families(state) == every
