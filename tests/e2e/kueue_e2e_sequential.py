@@ -16,9 +16,12 @@ Not ported, and why:
   pod at once (no kubelet to wait for), and kueue-es has no pod termination controller (docs/kueue-job-integration.md);
   its one-minute forceful termination wait alone is most of this module's budget;
 - baseline/ha_test.go: runs two Kueue manager replicas under leader election, kills the leader pod and checks
-  admission carries on (and that the internal cert manager bootstraps webhook certificates with one replica
-  down). kueue-es's replicas are the deciders' and dispatchers' standbys (services/standby.py slot leases), whose
-  failover tests/e2e/test_demo_keep_restarts.py and the standby tests cover; the demo runs one process per service.
+  admission carries on ("HA Failover"), and that the internal cert manager bootstraps the webhook certificates
+  with a replica down ("Cert bootstrap with replica recovery"). kueue-es's replicas are the deciders' and
+  dispatchers' standbys (services/standby.py slot leases), and the demo runs one process per service: the first
+  failover case (a workload deleted before the failover frees its quota for the new leader) is in
+  tests/ops/test_standby.py, on two admitter processes; the second (preemption by the new leader) and the
+  certificate bootstrap are not ported (kueue-es generates no webhook certificates at run time).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Two ``kueue-es service admitter`` processes (each as NATS user ``admitter`` on a
 with the users of events/bus/permissions.py) share the 16 partition slots ``admitter.s<k>``:
 the one holding the slot of the only ClusterQueue's partition admits, the other folds and
 commits nothing; after a SIGKILL of that one, the other takes its slots over once they stop
-moving (lease duration 1.5 s) and admits the next workload. The takeover time is printed (``pytest -s``); the issue's bound
+moving (lease duration 1.5 s) and admits the next workload, asking the quota the workloads deleted before the
+kill held (Kueue's e2e ha_test.go HA Failover). The takeover time is printed (``pytest -s``); the issue's bound
 is 5 s. Kueue's metrics come from the active replica only, and the one that takes over
 exports the counts of the whole log (issue 16).
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from kueue_es.events import subjects
+from kueue_es.events import subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus import permissions
 from kueue_es.events.bus.server import LocalAuth, NatsServer, free_ports
@@ -130,9 +131,17 @@ async def test_two_admitters_one_commits_and_the_standby_takes_over_a_kill(tmp_p
                 other = both[1 - kueue]
                 assert not [key for key in other if key[0].startswith("kueue_") and "kueue_es_" not in key[0]]
 
+                # Kueue's e2e sequential/baseline/ha_test.go "should admit a workload after leader failover when a
+                # previously admitted workload was deleted": the admitted workloads are deleted, then the active
+                # replica is killed; the next workload asks the whole quota, which the survivor admits only if its
+                # own fold let the deleted ones' usage go
+                for i in range(3):
+                    await bus.publish(
+                        subjects.fact_message(types.ObjectDeleted(kind="Workload", namespace="default", name=f"w{i}"))
+                    )
                 processes[active].send_signal(signal.SIGKILL)
                 killed = time.monotonic()
-                await bus.publish(subjects.fact_message(kueue_fact(workload("after-kill", created=9, cpu="1"))))
+                await bus.publish(subjects.fact_message(kueue_fact(workload("after-kill", created=9, cpu="8"))))
                 async with asyncio.timeout(30):
                     kind = await decided(bus, "after-kill")
                 admitted = time.monotonic() - killed
