@@ -20,8 +20,10 @@ Not ported, and why:
   with a replica down ("Cert bootstrap with replica recovery"). kueue-es's replicas are the deciders' and
   dispatchers' standbys (services/standby.py slot leases), and the demo runs one process per service: the first
   failover case (a workload deleted before the failover frees its quota for the new leader) is in
-  tests/ops/test_standby.py, on two admitter processes; the second (preemption by the new leader) and the
-  certificate bootstrap are not ported (kueue-es generates no webhook certificates at run time).
+  tests/ops/test_standby.py, on two admitter processes; the second (preemption by the new leader) is not ported.
+  The certificate bootstrap scales a Deployment, which the demo does not run its services as; a second webhook
+  replica taking the stored certificates is tests/kube/test_webhook_server.py
+  test_a_second_replica_uses_the_stored_certificates.
 """
 
 from __future__ import annotations
