@@ -111,7 +111,9 @@ def write_kubeconfig(path: str | os.PathLike[str], *, server: str, context: str 
     """Write a kubeconfig for an unauthenticated server (the emulator), usable by kubectl too.
 
     The cluster, user and context are all named ``context``; the context's
-    namespace is ``default`` and it is the current context.
+    namespace is ``default`` and it is the current context. Written to a temporary file
+    beside it and renamed, so a reader (kubectl, a script waiting for the demo) never
+    sees it empty or half written.
     """
     config = {
         "apiVersion": "v1",
@@ -122,7 +124,10 @@ def write_kubeconfig(path: str | os.PathLike[str], *, server: str, context: str 
         "current-context": context,
         "preferences": {},
     }
-    pathlib.Path(path).write_text(yaml.safe_dump(config, sort_keys=False))
+    target = pathlib.Path(path)
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_text(yaml.safe_dump(config, sort_keys=False))
+    os.replace(partial, target)
 
 
 # -- single requests -----------------------------------------------------------------------
