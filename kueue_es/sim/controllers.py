@@ -9,8 +9,10 @@ watches the kinds and creates and deletes pods from their templates as the real
 controllers do, enough for Kueue's view of them:
 
 * Deployment: one ReplicaSet ``<name>-<pod-template-hash>`` per template (owner
-  reference to the Deployment, the ``pod-template-hash`` label); a new template scales
-  the older ReplicaSets to zero at once (no surge: Recreate rather than RollingUpdate).
+  reference to the Deployment, the ``pod-template-hash`` label; the oldest ReplicaSet of the template again
+  after ``kubectl rollout undo``), numbered by ``deployment.kubernetes.io/revision``; a new template rolls out
+  by the Deployment's strategy (:mod:`kueue_es.sim.deployments`: RollingUpdate's maxSurge and maxUnavailable,
+  the old ReplicaSets scaled down as the new pods become Ready; or Recreate).
 * ReplicaSet: pods ``<name>-<5 chars>`` up to ``replicas``; scaling in deletes gated
   (unscheduled) pods first, then not-ready ones, then the youngest (controller.ActivePods order).
 * StatefulSet: pods ``<name>-<ordinal>`` from ``spec.ordinals.start`` with the
@@ -62,7 +64,7 @@ controllers do, enough for Kueue's view of them:
   :mod:`kueue_es.sim.kubelet` after its duration, which also makes a Job's pods); the status of
   each controller counts its ready pods.
 
-Not simulated: a Deployment's rolling updates, surge, minReadySeconds, PVCs, pod failures and restarts,
+Not simulated: a Deployment's minReadySeconds, progress deadline and pause, PVCs, pod failures and restarts,
 LWS startup and restart policies, node resources and affinity in the scheduler stand-in. Do not point it at a real cluster.
 """
 
@@ -84,7 +86,7 @@ from kueue_es.jobframework import workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.sim import appwrappers, cronjobs, garbage, jobsets, kuberay, store, training
+from kueue_es.sim import appwrappers, cronjobs, deployments, garbage, jobsets, kuberay, store, training
 
 logger = structlog.get_logger(__name__)
 
@@ -751,31 +753,71 @@ class SimulatedControllers:
         return obj if (obj.get("metadata") or {}).get("uid") == ref.get("uid") else None
 
     async def _deployment(self, deployment: Object) -> None:
+        """The deployment controller's sync (pkg/controller/deployment): the ReplicaSet of the current template made
+        or re-used, each ReplicaSet scaled one rollout step (:func:`deployments.rollout`), the revision annotations
+        that ``kubectl rollout history`` / ``undo`` read, and the status ``kubectl rollout status`` waits on."""
         wanted = replica_set_for(deployment)
-        current = self.objects["ReplicaSet"].get(
-            (deployment["metadata"].get("namespace", ""), wanted["metadata"]["name"])
+        name = wanted["metadata"]["name"]
+        owned = sorted(
+            self._owned("ReplicaSet", deployment),
+            key=lambda rs: (str(rs["metadata"].get("creationTimestamp") or ""), rs["metadata"]["name"]),
         )
-        if current is None:
+        active = {rs["metadata"]["name"]: [p for p in self._owned("Pod", rs) if is_active(p)] for rs in owned}
+
+        def state(rs: Object) -> deployments.ReplicaSetState:
+            pods = active[rs["metadata"]["name"]]
+            ready = sum(1 for p in pods if is_ready(p))
+            return deployments.ReplicaSetState(rs["metadata"]["name"], _replicas(rs), ready, len(pods))
+
+        # the oldest ReplicaSet whose template is the Deployment's but for the hash label (FindNewReplicaSet's
+        # EqualIgnoreHash): `kubectl rollout undo` copies an old one's template back, which may not hash the same
+        template = _without_hash(_template(deployment))
+        current = next((rs for rs in owned if _without_hash(_template(rs)) == template), None)
+        current = current or next((rs for rs in owned if rs["metadata"]["name"] == name), None)
+        name = current["metadata"]["name"] if current is not None else name
+        old = [rs for rs in owned if rs is not current]
+        try:
+            changes = deployments.rollout(
+                deployment, None if current is None else state(current), [state(rs) for rs in old]
+            )
+        except ValueError as err:
+            logger.warning("sim_deployment_refused", error=str(err))
+            return
+        old_revisions = [_annotation(rs, deployments.REVISION_ANNOTATION) for rs in old]
+        revision = _annotation(current, deployments.REVISION_ANNOTATION) if current is not None else ""
+        if not revision.isdigit() or any(r.isdigit() and int(r) >= int(revision) for r in old_revisions):
+            # a new template, or an older one rolled back to (kubectl rollout undo): the highest revision
+            revision = deployments.next_revision(old_revisions)
+            if current is not None:
+                await self._patch(
+                    "ReplicaSet", current, {"metadata": {"annotations": {deployments.REVISION_ANNOTATION: revision}}}
+                )
+        if current is None and "" in changes:
+            wanted["spec"]["replicas"] = changes.pop("")
+            wanted["metadata"]["annotations"] = {deployments.REVISION_ANNOTATION: revision}
             await self._create("ReplicaSet", wanted)
-        elif _replicas(current) != _replicas(deployment):
-            await self._patch("ReplicaSet", current, {"spec": {"replicas": _replicas(deployment)}})
-        pods: list[Object] = []
-        for rs in self._owned("ReplicaSet", deployment):
-            if rs["metadata"]["name"] != wanted["metadata"]["name"] and _replicas(rs):
-                await self._patch("ReplicaSet", rs, {"spec": {"replicas": 0}})
-            pods += [p for p in self._owned("Pod", rs) if is_active(p)]
+        for rs in owned:
+            if rs["metadata"]["name"] in changes:
+                await self._patch("ReplicaSet", rs, {"spec": {"replicas": changes[rs["metadata"]["name"]]}})
+        if _annotation(deployment, deployments.REVISION_ANNOTATION) != revision:
+            await self._patch(
+                "Deployment", deployment, {"metadata": {"annotations": {deployments.REVISION_ANNOTATION: revision}}}
+            )
+            deployment = self.objects["Deployment"].get(_key(deployment), deployment)
+        pods = [p for group in active.values() for p in group]
         ready = sum(1 for p in pods if is_ready(p))
+        wanted_total = sum(changes.get(rs["metadata"]["name"], _replicas(rs)) for rs in owned)
         # the deployment controller's calculateStatus (pkg/controller/deployment/sync.go): the replicas its
         # ReplicaSets want less those available, never below 0, and left out when 0 (omitempty) -- what
-        # `kubectl get deployment` and Kueue's e2e tests read to see pods waiting for admission
-        unavailable = max(0, _replicas(deployment) - ready)
+        # `kubectl get deployment` and Kueue's e2e tests read to see pods waiting for admission; updatedReplicas
+        # the current template's pods, which `kubectl rollout status` compares with the others'
         status = {
             "observedGeneration": deployment["metadata"].get("generation", 1),
             "replicas": len(pods),
-            "updatedReplicas": len(pods),
+            "updatedReplicas": len(active.get(name, [])),
             "readyReplicas": ready,
             "availableReplicas": ready,
-            "unavailableReplicas": unavailable or None,  # None: the merge patch removes it
+            "unavailableReplicas": max(0, wanted_total - ready) or None,  # None: the merge patch removes it
         }
         await self._status("Deployment", deployment, status)
 
@@ -1180,6 +1222,27 @@ def _version(obj: Mapping[str, Any]) -> int:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
     except ValueError:
         return 0
+
+
+def _without_hash(template: Mapping[str, Any]) -> Any:
+    """A pod template as the deployment controller compares them (EqualIgnoreHash: Go structs, where a null is the
+    zero value): without the ``pod-template-hash`` label and without null fields (``kubectl rollout undo`` writes
+    ``creationTimestamp: null``)."""
+
+    def bare(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: bare(v) for k, v in node.items() if v is not None}
+        return [bare(v) for v in node] if isinstance(node, list) else node
+
+    copy = bare(template)
+    labels = (copy.get("metadata") or {}).get("labels")
+    if isinstance(labels, dict):
+        labels.pop(POD_TEMPLATE_HASH_LABEL, None)
+    return copy
+
+
+def _annotation(obj: Mapping[str, Any], key: str) -> str:
+    return str(((obj.get("metadata") or {}).get("annotations") or {}).get(key) or "")
 
 
 def _ordinal(pod: Mapping[str, Any]) -> int:
