@@ -29,7 +29,10 @@ controllers do, enough for Kueue's view of them:
   leader pod a worker StatefulSet named after it with ``size - 1`` pods from ordinal 1,
   owned by the leader pod; pods get LWS's ``leaderworkerset.sigs.k8s.io/name``,
   ``group-index``, ``worker-index``, ``group-key`` labels and ``size`` / ``leader-name``
-  annotations, as LWS's pod webhook sets them. Both StatefulSets are ``Parallel``. Its status counts the ready
+  annotations, as LWS's pod webhook sets them, and LWS's ``template-revision-hash`` label. Both StatefulSets are
+  ``Parallel``. A new template is rolled out as LWS does (:mod:`kueue_es.sim.leaderworkersets`: the leader
+  StatefulSet bursts by ``maxSurge`` groups and its partition drops by ``maxUnavailable`` as the groups above it
+  are ready and updated; a replaced leader gets a new worker StatefulSet). Its status counts the ready and updated
   groups and carries LWS's Available / Progressing conditions (:func:`lws_conditions`).
 * CronJob: a Job at each schedule time, its status and its history limits, as kube-controller-manager's
   cronjob controller (the rules: :mod:`kueue_es.sim.cronjobs`); the controllers also wake, without any
@@ -86,7 +89,17 @@ from kueue_es.jobframework import workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.runtime import cancel_and_wait
-from kueue_es.sim import appwrappers, cronjobs, deployments, garbage, jobsets, kuberay, store, training
+from kueue_es.sim import (
+    appwrappers,
+    cronjobs,
+    deployments,
+    garbage,
+    jobsets,
+    kuberay,
+    leaderworkersets,
+    store,
+    training,
+)
 
 logger = structlog.get_logger(__name__)
 
@@ -410,15 +423,27 @@ def lws_conditions(previous: list[Any], *, available: bool, now: str) -> list[Ob
     return [by_type[kind] for kind in ("Available", "Progressing") if kind in by_type]
 
 
-def lws_leader_statefulset(lws: Mapping[str, Any]) -> Object:
-    """The leader StatefulSet of a LeaderWorkerSet: ``replicas`` leader pods (the leader template, or the worker
-    template without one), all at once."""
+def lws_revision(lws: Mapping[str, Any]) -> str:
+    """The revision of a LeaderWorkerSet's templates (``spec.leaderWorkerTemplate``): what its leader StatefulSet,
+    worker StatefulSets and pods carry in LWS's ``template-revision-hash`` label (LWS keeps ControllerRevisions of
+    them; here the hash alone tells an update)."""
+    return safe_hash((lws.get("spec") or {}).get("leaderWorkerTemplate") or {})
+
+
+def lws_leader_statefulset(lws: Mapping[str, Any], *, replicas: int | None = None, partition: int = 0) -> Object:
+    """The leader StatefulSet of a LeaderWorkerSet: ``replicas`` leader pods (default the LeaderWorkerSet's; more
+    during a surge) from the leader template, or the worker template without one, all at once, with LWS's
+    revision label, the LeaderWorkerSet's replicas annotation and a RollingUpdate ``partition``
+    (leaderworkerset_controller.go constructLeaderStatefulSetApplyConfiguration)."""
     meta = lws["metadata"]
     template_spec = (lws.get("spec") or {}).get("leaderWorkerTemplate") or {}
     size = _size(lws)
+    revision = lws_revision(lws)
     chosen = template_spec.get("leaderTemplate") or template_spec.get("workerTemplate") or {}
     template = json.loads(json.dumps(chosen))
-    template.setdefault("metadata", {}).setdefault("labels", {})[serving.LWS_NAME_LABEL] = meta["name"]
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    labels[serving.LWS_NAME_LABEL] = meta["name"]
+    labels[leaderworkersets.REVISION_LABEL] = revision
     template["metadata"].setdefault("annotations", {})[serving.LWS_SIZE_ANNOTATION] = str(size)
     return {
         "apiVersion": "apps/v1",
@@ -426,15 +451,17 @@ def lws_leader_statefulset(lws: Mapping[str, Any]) -> Object:
         "metadata": {
             "name": meta["name"],
             "namespace": meta.get("namespace"),
-            "labels": {serving.LWS_NAME_LABEL: meta["name"]},
+            "labels": {serving.LWS_NAME_LABEL: meta["name"], leaderworkersets.REVISION_LABEL: revision},
+            "annotations": {leaderworkersets.REPLICAS_ANNOTATION: str(_replicas(lws))},
             "ownerReferences": [owner_ref(lws)],
         },
         "spec": {
-            "replicas": _replicas(lws),
+            "replicas": _replicas(lws) if replicas is None else replicas,
             "podManagementPolicy": "Parallel",
             "serviceName": meta["name"],
             "selector": {"matchLabels": {serving.LWS_NAME_LABEL: meta["name"], serving.LWS_WORKER_INDEX_LABEL: "0"}},
             "template": template,
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": partition}},
         },
     }
 
@@ -450,7 +477,12 @@ def lws_worker_statefulset(lws: Mapping[str, Any], leader: Mapping[str, Any]) ->
     leader_labels = leader_meta.get("labels") or {}
     template = json.loads(json.dumps(template_spec.get("workerTemplate") or {}))
     labels = template.setdefault("metadata", {}).setdefault("labels", {})
-    for key in (serving.LWS_NAME_LABEL, serving.LWS_GROUP_INDEX_LABEL, serving.LWS_GROUP_KEY_LABEL):
+    for key in (
+        serving.LWS_NAME_LABEL,
+        serving.LWS_GROUP_INDEX_LABEL,
+        serving.LWS_GROUP_KEY_LABEL,
+        leaderworkersets.REVISION_LABEL,
+    ):
         if key in leader_labels:
             labels[key] = leader_labels[key]
     annotations = template["metadata"].setdefault("annotations", {})
@@ -462,7 +494,11 @@ def lws_worker_statefulset(lws: Mapping[str, Any], leader: Mapping[str, Any]) ->
         "metadata": {
             "name": leader_meta["name"],
             "namespace": leader_meta.get("namespace"),
-            "labels": {k: labels[k] for k in (serving.LWS_NAME_LABEL, serving.LWS_GROUP_INDEX_LABEL) if k in labels},
+            "labels": {
+                k: labels[k]
+                for k in (serving.LWS_NAME_LABEL, serving.LWS_GROUP_INDEX_LABEL, leaderworkersets.REVISION_LABEL)
+                if k in labels
+            },
             "ownerReferences": [owner_ref({"apiVersion": "v1", "kind": "Pod", "metadata": leader_meta})],
         },
         "spec": {
@@ -470,7 +506,13 @@ def lws_worker_statefulset(lws: Mapping[str, Any], leader: Mapping[str, Any]) ->
             "podManagementPolicy": "Parallel",
             "ordinals": {"start": 1},
             "serviceName": lws["metadata"]["name"],
-            "selector": {"matchLabels": {k: v for k, v in labels.items() if k != serving.LWS_WORKER_INDEX_LABEL}},
+            "selector": {
+                "matchLabels": {
+                    k: v
+                    for k, v in labels.items()
+                    if k not in (serving.LWS_WORKER_INDEX_LABEL, leaderworkersets.REVISION_LABEL)
+                }
+            },
             "template": template,
         },
     }
@@ -1083,19 +1125,21 @@ class SimulatedControllers:
                 return
 
     async def _lws(self, lws: Object) -> None:
+        """The LeaderWorkerSet controller's reconcile (sigs.k8s.io/lws leaderworkerset_controller.go and
+        pod_controller.go): the leader StatefulSet at the templates' revision with the rolling update's replicas and
+        partition (:func:`leaderworkersets.rolling_update`), a worker StatefulSet per leader pod, and the status."""
         namespace = lws["metadata"].get("namespace", "")
-        leader_sts = lws_leader_statefulset(lws)
-        current = self.objects["StatefulSet"].get((namespace, leader_sts["metadata"]["name"]))
+        current = self.objects["StatefulSet"].get((namespace, lws["metadata"]["name"]))
         if current is None:
-            await self._create("StatefulSet", leader_sts)
+            await self._create("StatefulSet", lws_leader_statefulset(lws))
             return
-        if _replicas(current) != _replicas(lws):
-            await self._patch("StatefulSet", current, {"spec": {"replicas": _replicas(lws)}})
-        groups_ready = 0
+        revision = lws_revision(lws)
+        groups: dict[int, tuple[Object, list[Object], Object | None]] = {}
         for leader in self._owned("Pod", current):
             if not is_active(leader):
                 continue
             workers_sts = lws_worker_statefulset(lws, leader)
+            existing: Object | None = None
             workers: list[Object] = []
             if workers_sts is not None:
                 existing = self.objects["StatefulSet"].get((namespace, workers_sts["metadata"]["name"]))
@@ -1104,15 +1148,66 @@ class SimulatedControllers:
                         await self._create("StatefulSet", workers_sts)
                     continue
                 workers = [p for p in self._owned("Pod", existing) if is_active(p)]
-            if is_ready(leader) and all(is_ready(w) for w in workers):
-                groups_ready += 1
+            groups[_ordinal(leader)] = (leader, workers, existing)
+        size = _size(lws)
+
+        def state(index: int) -> leaderworkersets.GroupState:
+            if index not in groups:
+                return leaderworkersets.GroupState(False, False)
+            leader, workers, workers_sts = groups[index]
+            ready = is_ready(leader) and len(workers) == size - 1 and all(is_ready(w) for w in workers)
+            updated = _label(leader, leaderworkersets.REVISION_LABEL) == revision and (
+                workers_sts is None or _label(workers_sts, leaderworkersets.REVISION_LABEL) == revision
+            )
+            return leaderworkersets.GroupState(ready, updated)
+
+        states = [state(i) for i in range(_replicas(current))]
+        try:
+            partition, replicas = leaderworkersets.rolling_update(
+                lws, current, states, updated=_label(current, leaderworkersets.REVISION_LABEL) != revision
+            )
+        except ValueError as err:
+            logger.warning("sim_leaderworkerset_refused", error=str(err))
+            return
+        wanted = lws_leader_statefulset(lws, replicas=replicas, partition=partition)
+        patch: Object = {}
+        if _label(current, leaderworkersets.REVISION_LABEL) != revision:  # the template itself only on an update:
+            # the API server's defaulting makes the stored one differ from what is written
+            patch = {
+                "metadata": {"labels": wanted["metadata"]["labels"]},
+                "spec": {"template": wanted["spec"]["template"]},
+            }
+        if (
+            _replicas(current) != replicas
+            or (current.get("spec") or {}).get("updateStrategy") != wanted["spec"]["updateStrategy"]
+        ):
+            patch.setdefault("spec", {}).update({k: wanted["spec"][k] for k in ("replicas", "updateStrategy")})
+        if _annotation(current, leaderworkersets.REPLICAS_ANNOTATION) != str(_replicas(lws)):
+            patch.setdefault("metadata", {})["annotations"] = wanted["metadata"]["annotations"]
+        if patch:
+            await self._patch("StatefulSet", current, patch)
+        # LWS's updateConditions: every leader's group counts in ready/updated (surge ones too); Available once the
+        # groups below replicas are all ready and, at or above the partition, updated
+        lws_part = leaderworkersets.lws_partition(lws)
+        ready_all = updated_all = ready_kept = kept_updated_ready = kept = 0
+        for index in groups:
+            group = state(index)
+            ready_all += group.ready
+            updated_all += group.updated
+            if index < _replicas(lws):
+                ready_kept += group.ready
+                if index >= lws_part:
+                    kept += 1
+                    kept_updated_ready += group.ready and group.updated
+        available = ready_kept == _replicas(lws) and kept_updated_ready == kept
         status = {
-            "replicas": _replicas(lws),
-            "readyReplicas": groups_ready,
-            "updatedReplicas": _replicas(lws),
+            "observedGeneration": lws["metadata"].get("generation", 1),
+            "replicas": len([p for p in self._owned("Pod", current) if is_active(p)]),
+            "readyReplicas": ready_all,
+            "updatedReplicas": updated_all,
             "conditions": lws_conditions(
                 (lws.get("status") or {}).get("conditions") or [],
-                available=groups_ready == _replicas(lws),
+                available=available,
                 now=store.format_timestamp(self._clock()),
             ),
         }
@@ -1239,6 +1334,10 @@ def _without_hash(template: Mapping[str, Any]) -> Any:
     if isinstance(labels, dict):
         labels.pop(POD_TEMPLATE_HASH_LABEL, None)
     return copy
+
+
+def _label(obj: Mapping[str, Any], key: str) -> str:
+    return str(((obj.get("metadata") or {}).get("labels") or {}).get(key) or "")
 
 
 def _annotation(obj: Mapping[str, Any], key: str) -> str:
