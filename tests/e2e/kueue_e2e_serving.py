@@ -379,6 +379,57 @@ async def deployment_admitted_after_queue_name_change(e2e: E2E) -> None:
         await e2e.wait_gone("workload", wl["metadata"]["name"], ns)
 
 
+async def deployment_rolling_update_admits_as_quota_allows(e2e: E2E) -> None:
+    """Not one of Kueue's cases (deployment_test.go has no rolling update): a Deployment rolled out under Kueue, as
+    kube-controller-manager rolls it (maxSurge 1, maxUnavailable 0). Two pods of 2 CPU in the 5 CPU ClusterQueue;
+    the new image's surge pod would make 6: Kueue gates it and leaves it pending, the old pods keep running and
+    `kubectl rollout status` waits. With maxUnavailable 1 the controller scales an old pod down, its Workload goes
+    and frees its quota, and the new pods are admitted one by one until the rollout completes with the old
+    pods' Workloads gone."""
+    ns = "deployment-e2e-rolling"
+    lq = await prefixed_queues(e2e, ns, "deployment")
+    deployment = serving("Deployment", "deployment", ns, queue=lq, replicas=2, cpu="2", image=OLD_IMAGE)
+    deployment["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    await e2e.create(deployment)
+    await _ready(e2e, "deployment", "deployment", ns, 2)
+    old = await _deployment_workloads(e2e, ns)
+    assert len(old) == 2
+    await e2e.kubectl.ok("set", "image", "deployment/deployment", f"c={IMAGE}", "-n", ns)
+
+    async def pending() -> dict[str, Any] | None:
+        pods = await e2e.list("pods", ns, "app=deployment-pod")
+        new = [p for p in pods if p["spec"]["containers"][0]["image"] == IMAGE]
+        if len(pods) != 3 or len(new) != 1:
+            return None
+        found = [
+            w
+            for w in await _deployment_workloads(e2e, ns)
+            if w["metadata"]["labels"][JOB_UID_LABEL] == new[0]["metadata"]["uid"]
+        ]
+        return found[0] if found and condition(found[0], "QuotaReserved").get("status") == "False" else None
+
+    await eventually(pending, what="the surge pod's Workload pending for quota")
+    stalled = await e2e.must_get("deployment", "deployment", ns)
+    assert (stalled["status"]["readyReplicas"], stalled["status"]["updatedReplicas"]) == (2, 1)
+    waiting = await e2e.kubectl.ok("rollout", "status", "deployment/deployment", "-n", ns, "--watch=false")
+    assert "1 out of 2 new replicas have been updated" in waiting
+    unavailable = {"spec": {"strategy": {"rollingUpdate": {"maxUnavailable": 1}}}}
+    await e2e.kubectl.ok("patch", "deployment", "deployment", "-n", ns, "-p", json.dumps(unavailable))
+    await e2e.kubectl.ok("rollout", "status", "deployment/deployment", "-n", ns, "--timeout=60s")
+    for wl in old:
+        await e2e.wait_gone("workload", wl["metadata"]["name"], ns)
+
+    async def admitted() -> list[dict[str, Any]] | None:
+        pods = await e2e.list("pods", ns, "app=deployment-pod")
+        found = await _deployment_workloads(e2e, ns)
+        images = {p["spec"]["containers"][0]["image"] for p in pods}
+        ok = len(pods) == 2 and images == {IMAGE} and len(found) == 2 and all(is_true(w, "Admitted") for w in found)
+        return found if ok else None
+
+    await eventually(admitted, what="2 pods of the new image, each admitted")
+    await e2e.kubectl.ok("delete", "deployment", "deployment", "-n", ns)
+
+
 STEPS: list[Step] = [
     sts_admits_group_that_fits,
     sts_pod_template_update,
@@ -391,4 +442,5 @@ STEPS: list[Step] = [
     deployment_admits_workloads_that_fit,
     deployment_admitted_after_queue_name_change,
     sts_deactivated_workload_kept,
+    deployment_rolling_update_admits_as_quota_allows,
 ]

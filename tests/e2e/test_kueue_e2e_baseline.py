@@ -24,10 +24,9 @@ and why:
   onto its pods and Workload (statefulset_reconciler.go syncQueueLabel, reconcileWorkload);
 - job_test.go "keeps the reserved quota equal to the running pods": makes chosen completion indexes of an elastic
   Indexed Job succeed by exec into their pods, which the simulated controllers do not run for an elastic Job;
-- leaderworkerset_test.go's restart-policy cases (RecreateGroupOnPodRestart, NoneRestartPolicy) and "Rolling update
-  with maxSurge": the simulated LeaderWorkerSet controller has no restart policies, surge or rolling update;
-  its other cases (scale up, template and priority updates, queue-name on pod templates or changed) are not
-  ported yet.
+- leaderworkerset_test.go's restart-policy cases (RecreateGroupOnPodRestart, NoneRestartPolicy): the simulated
+  LeaderWorkerSet controller has no restart policies; its other cases (scale up, priority updates, queue-name on
+  pod templates or changed) are not ported yet.
 """
 
 from __future__ import annotations
