@@ -222,8 +222,10 @@ async def _one_sample(kubectl: Kubectl, sample: Sample) -> None:
         # a pod group not yet successful keeps its quota for replacement pods when its pods go: Kueue's "Run
         # plain Pods", Termination, frees it by a delete of the Workload (pod_controller.go keeps the members'
         # finalizers until the group is replaced, finished or its Workload deleted)
+        # (a group whose pods all finished first loses its finalizers and its Workload goes with its owners, the
+        # pods: already gone then)
         for name in sorted(names):
-            await kubectl.ok("delete", "workload", name, "-n", "default", "--wait=false")
+            await kubectl.ok("delete", "workload", name, "-n", "default", "--wait=false", "--ignore-not-found")
     await eventually(
         lambda: _gone(kubectl, names), what=f"{what}: its Workloads released after the delete", timeout=120
     )
