@@ -371,6 +371,7 @@ def routes(running: server.NatsServer) -> list[str]:
         return [route.get("remote_name", "") for route in json.load(response).get("routes") or []]
 
 
+@pytest.mark.slow  # about 10 s on 2 cores: run by .ci/run's slow stage
 def test_a_server_without_the_route_password_cannot_join(tmp_path: Path) -> None:
     """The rogue nats-server of issue 13: it routed to the cluster and stored a message."""
     auth = server.LocalAuth.create(tmp_path / "creds")

@@ -282,6 +282,7 @@ def test_the_webhook_may_touch_only_its_own_objects() -> None:
         assert by_resource[resource]["verbs"] == ["get", "update"]
 
 
+@pytest.mark.slow  # about 10 s on 2 cores: run by .ci/run's slow stage
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_certmanager_overlay_uses_cert_manager_instead() -> None:
     from kueue_es.cli import _parser

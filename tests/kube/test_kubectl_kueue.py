@@ -424,6 +424,7 @@ async def test_list_workload_columns_filters_and_stop_resume_delete(
         await api.close()
 
 
+@pytest.mark.slow  # about 10 s on 2 cores: run by .ci/run's slow stage
 async def test_no_kubeconfig_and_unreachable_server_are_clear_errors(plugin: Plugin, tmp_path: Path) -> None:
     """Without any kubeconfig (and no running demo) the plugin says where it looked; a server that does not
     answer is named; both exit 1 as kueuectl."""
@@ -467,6 +468,7 @@ async def test_the_real_kubectl_runs_the_plugin(plugin: Plugin, cluster: emulato
     assert ages(out)[0].endswith("s")
 
 
+@pytest.mark.slow  # about 10 s on 2 cores: run by .ci/run's slow stage
 async def test_positions_come_from_the_visibility_api(plugin: Plugin, cluster: emulator.ClusterEmulator) -> None:
     """POSITION IN QUEUE is the visibility API's positionInLocalQueue for each pending workload (kueuectl's
     source), asked once for the ClusterQueue of the workloads' LocalQueue."""
@@ -501,6 +503,7 @@ async def test_positions_come_from_the_visibility_api(plugin: Plugin, cluster: e
     }
 
 
+@pytest.mark.slow  # about 10 s on 2 cores: run by .ci/run's slow stage
 async def test_without_a_kubeconfig_the_running_demos_is_used(plugin: Plugin, tmp_path: Path) -> None:
     """No --kubeconfig, no $KUBECONFIG, no ~/.kube/config: the kubeconfig the running demo recorded
     (kueue_es.current's file) names the cluster, and pass-through commands get it too."""
@@ -532,6 +535,7 @@ def test_dry_run_and_connection_flags_before_or_after_the_kind() -> None:
     assert not cli._forwarded(["-n", "explain", "list", "workload"])
 
 
+@pytest.mark.slow  # about 10 s on 2 cores: run by .ci/run's slow stage
 async def test_list_pods_for_a_job_prints_the_servers_columns(
     plugin: Plugin, cluster: emulator.ClusterEmulator
 ) -> None:

@@ -290,6 +290,7 @@ def kueue_es(*argv: str) -> list[str]:
     return [sys.executable, "-m", "kueue_es.cli", *argv]
 
 
+@pytest.mark.slow  # about 10 s on 2 cores: run by .ci/run's slow stage
 async def test_apply_reads_a_tree_and_stdin_and_says_what_it_did(
     cluster: emulator.ClusterEmulator, tmp_path: Path
 ) -> None:
@@ -328,6 +329,7 @@ async def test_apply_names_file_document_object_and_field(cluster: emulator.Clus
     assert out.splitlines()[-1] == "1 created, 0 configured, 0 unchanged, 2 failed"
 
 
+@pytest.mark.slow  # about 10 s on 2 cores: run by .ci/run's slow stage
 async def test_a_large_input_gets_a_summary_not_a_line_per_object(
     cluster: emulator.ClusterEmulator, tmp_path: Path
 ) -> None:

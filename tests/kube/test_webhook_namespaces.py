@@ -20,6 +20,7 @@ from typing import Any
 
 import aiohttp.test_utils
 import jsonpatch
+import pytest
 
 from kueue_es.events import models
 from kueue_es.jobframework import webhooks
@@ -120,6 +121,7 @@ async def test_the_configuration_s_selector_is_matched_against_the_namespace_s_l
             await api.close()
 
 
+@pytest.mark.slow  # about 10 s on 2 cores: run by .ci/run's slow stage
 async def test_without_an_api_a_namespace_has_only_its_name(tmp_path: Path) -> None:
     """No Kubernetes API: Kueue's default selector still leaves kube-system out (it names namespaces only),
     and a selector on other labels selects no namespace."""

@@ -173,6 +173,7 @@ def _fold(log: list[LogMessage]) -> logsource.Folder:
     return folder
 
 
+@pytest.mark.slow  # about 10 s on 2 cores: run by .ci/run's slow stage
 def test_folding_a_log_makes_no_cyclic_garbage_and_leaves_nothing_behind() -> None:
     """Folding a log makes no garbage for the collector (``gc.collect()`` finds none: reference
     counting freed all the fold dropped), nor does dropping the state (its batch verifier holds it
