@@ -41,8 +41,9 @@ watches batch/v1 Jobs, makes their pods as Kubernetes' Job controller does
 * a pod of a running Job that fails -- phase Failed, or deleted before it succeeded (``kubectl delete pod``)
   -- counts as failed, as the Job controller counts it (job_controller.go isPodFailed; with
   ``podReplacementPolicy: Failed``, the default under a ``podFailurePolicy``, a pod being deleted counts once
-  it is Failed or gone): ``status.failed`` goes up by one and a replacement is created at once (for an
-  Indexed Job, of the same index: :func:`pods_to_create`), with its ``SuccessfulCreate`` Event, until the
+  it is Failed or gone): ``status.failed`` goes up by one, ``status.ready`` down by one until the replacement,
+  created at once (for an Indexed Job, of the same index: :func:`pods_to_create`), has started
+  (:data:`REPLACEMENT_START_SECONDS` later), with its ``SuccessfulCreate`` Event, until the
   failures exceed ``spec.backoffLimit`` (6 by default); then the Job fails: its active pods are deleted, it
   gets ``FailureTarget`` and ``Failed`` True with reason ``BackoffLimitExceeded`` and message "Job has reached
   the specified backoff limit", and the Warning Event of that reason and message. Not modelled: the rules of a
@@ -114,6 +115,9 @@ from kueue_es.sim import controllers, store, training
 logger = structlog.get_logger(__name__)
 
 SIM_DURATION_ANNOTATION = "kueue-es.dev/sim-duration-seconds"
+#: Seconds a replacement pod of a running Job takes to start and pass readiness (its Job's ``status.ready`` counts
+#: it only then; a kubelet pulls, starts and probes a container in about that time).
+REPLACEMENT_START_SECONDS = 1.0
 _FINISHED_TYPES = ("Complete", "Failed")
 _T = TypeVar("_T")
 
@@ -158,6 +162,7 @@ class SimulatedKubelet:
         # a pod's deletion is seen as an update, then DELETED
         self._failed_pods: dict[str, set[str]] = {}
         self._killing: set[str] = set()  # UIDs of deleted pods being written Failed
+        self._replacements: set[asyncio.Task[None]] = set()  # replacement pods starting (_replacement_ready)
 
     def start(self) -> None:
         """Run ``run()`` in a background task (idempotent)."""
@@ -177,7 +182,7 @@ class SimulatedKubelet:
                 group.create_task(self._watch_jobs(), name="simulated-kubelet-jobs")
                 group.create_task(self._watch_pods(), name="simulated-kubelet-pods")
         finally:
-            await cancel_and_wait([*self._runs.values(), *self._pod_runs.values()])
+            await cancel_and_wait([*self._runs.values(), *self._pod_runs.values(), *self._replacements])
 
     async def _watch_jobs(self) -> None:
         async for item in client.watch_objects(
@@ -316,8 +321,25 @@ class SimulatedKubelet:
             await self._write_status(job, _failed_status(job, failed=failed, now=self._clock()))
             log.info("sim_job_failed", reason="BackoffLimitExceeded")
             return
-        await self._write_status(job, {"failed": failed})
+        # the failed pod is no longer ready: the Job controller counts one pod less in status.ready until the
+        # replacement's containers have started (job_controller.go countReadyPods), which Kueue reads as the
+        # Workload's PodsReady turning False, reason WaitForRecovery (waitForPodsReady.recoveryTimeout)
+        was_ready = int((job.get("status") or {}).get("ready") or 0)
+        await self._write_status(job, {"failed": failed, "ready": max(0, was_ready - 1)})
         await self._create_pods(job, await self._job_pods(job))
+        if was_ready:
+            task = asyncio.create_task(self._replacement_ready(job, was_ready), name=f"replacement-{_uid(job)}")
+            self._replacements.add(task)
+            task.add_done_callback(self._replacements.discard)
+
+    async def _replacement_ready(self, job: dict[str, Any], ready: int) -> None:
+        """After :data:`REPLACEMENT_START_SECONDS`, the replacement of a failed pod of ``job`` is ready: the Job's
+        ``status.ready`` is ``ready`` again, unless the Job has stopped running meanwhile."""
+        await self._sleep(REPLACEMENT_START_SECONDS)
+        log = self._log.bind(job=job["metadata"]["name"], job_namespace=job["metadata"].get("namespace"))
+        current = await self._still_running(job, log=log)
+        if current is not None:
+            await self._write_status(current, {"ready": min(ready, _pod_count(current))})
 
     def _cancel_run(self, uid: str) -> asyncio.Task[None] | None:
         """Cancel the run of a Job if there is one; returns the cancelled task."""

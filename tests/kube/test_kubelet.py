@@ -435,6 +435,27 @@ async def test_a_running_jobs_deleted_pod_counts_as_failed_and_is_replaced(api: 
 
 
 @pytest.mark.usefixtures("sim_kubelet")
+async def test_a_failed_pod_is_not_ready_until_its_replacement_has_started(api: k8s_client.ApiClient) -> None:
+    """A running Job's pod that fails (its container exits 1) leaves the Job one ready pod short until the
+    replacement has started (REPLACEMENT_START_SECONDS), as the Job controller counts ready pods: what Kueue's
+    waitForPodsReady.recoveryTimeout watches (PodsReady False, reason WaitForRecovery). Before, status.ready
+    stayed at parallelism and the Workload never lost PodsReady."""
+    await client.create_object(
+        api, resources.JOBS, namespace="default", body=job("rec", suspend=False, duration=30, parallelism=1)
+    )
+    await wait_for_status(api, "rec", lambda s: s.get("ready") == 1)
+    victim = (await pods_until(api, "rec", lambda pods: len(pods) == 1))[0]["metadata"]["name"]
+    failed = {"phase": "Failed", "containerStatuses": [{"name": "c", "state": {"terminated": {"exitCode": 1}}}]}
+    await client.patch_object(
+        api, resources.PODS, namespace="default", name=victim, patch={"status": failed}, subresource="status"
+    )
+    status = await wait_for_status(api, "rec", lambda s: s.get("failed") == 1)
+    assert status.get("ready") == 0, status
+    status = await wait_for_status(api, "rec", lambda s: s.get("ready") == 1)
+    assert status.get("failed") == 1 and not is_complete(status), status
+
+
+@pytest.mark.usefixtures("sim_kubelet")
 async def test_a_jobs_pod_deleted_past_its_backoff_limit_fails_the_job(api: k8s_client.ApiClient) -> None:
     """With ``backoffLimit: 0`` a running Job's deleted pod fails the Job: its other pods are deleted, it gets
     FailureTarget and Failed True, reason BackoffLimitExceeded, and the Warning Event of that reason."""
