@@ -144,6 +144,20 @@ def default_job(job: MutableMapping[str, Any]) -> None:
     default_pod_template(job, "spec", "template")
 
 
+def default_jobset(jobset: MutableMapping[str, Any]) -> None:
+    """What the JobSet controller's mutating webhook defaults (jobset's pkg/webhooks/jobset_webhook.go Default)
+    that the simulation relies on: each replicated job's Job template is ``completionMode: Indexed`` unless it
+    says otherwise, so its pods carry ``batch.kubernetes.io/job-completion-index`` (Kueue's TAS ranks a JobSet's
+    pods by it and the ``jobset.sigs.k8s.io/job-index`` label). Entries that are not mappings are left to
+    validation."""
+    spec = _mapping_at(jobset, "spec")
+    for rjob in (spec or {}).get("replicatedJobs") or []:
+        template = _mapping_at(rjob, "template")
+        job_spec = _mapping_at(template, "spec") if template is not None else None
+        if job_spec is not None and job_spec.get("completionMode") is None:
+            job_spec["completionMode"] = "Indexed"
+
+
 def _mapping_at(obj: Any, key: str) -> MutableMapping[str, Any] | None:
     value = obj.get(key) if isinstance(obj, MutableMapping) else None
     return value if isinstance(value, MutableMapping) else None

@@ -921,7 +921,8 @@ _POD_TEMPLATE_PATHS: dict[resources.ResourceRef, tuple[str, ...]] = {
 
 def apply_defaults(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
     """Server-side defaulting for the kinds where clients rely on it (and kubectl users see it): pod specs and
-    Jobs as :mod:`kueue_es.sim.defaulting` has them, for pod templates of built-in kinds only."""
+    Jobs as :mod:`kueue_es.sim.defaulting` has them, for pod templates of built-in kinds only, and what the
+    simulated JobSet controller's mutating webhook defaults on a JobSet."""
     if ref == resources.JOBS:
         defaulting.default_job(obj)
     elif ref == resources.PODS:
@@ -934,6 +935,8 @@ def apply_defaults(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
         spec.setdefault("suspend", False)
         spec.setdefault("successfulJobsHistoryLimit", 3)
         spec.setdefault("failedJobsHistoryLimit", 1)
+    elif ref == resources.JOBSETS:
+        defaulting.default_jobset(obj)
     elif ref == resources.PRIORITY_CLASSES:  # SetDefaults_PriorityClass
         obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
     elif ref == resources.NAMESPACES:

@@ -91,3 +91,23 @@ def test_a_finished_jobset_deletes_its_active_jobs_and_a_manager_copy_is_left_al
     remote = jobset(managedBy="kueue.x-k8s.io/multikueue")
     out = jobsets.sync(remote, [], now=NOW)
     assert (out.create, out.patch, out.status) == ([], [], {})
+
+
+def test_the_jobset_webhook_defaults_replicated_jobs_to_indexed_completion() -> None:
+    """jobset_webhook.go Default: a replicated job's Job template without a completionMode is Indexed (its pods
+    then carry the completion index Kueue's TAS ranks them by); one that names NonIndexed keeps it."""
+    from kueue_es.services.kube import resources
+    from kueue_es.sim import store
+
+    jobset: dict[str, Any] = {
+        "metadata": {"name": "js", "namespace": "ns"},
+        "spec": {
+            "replicatedJobs": [
+                {"name": "a", "replicas": 1, "template": {"spec": {"parallelism": 2}}},
+                {"name": "b", "replicas": 1, "template": {"spec": {"completionMode": "NonIndexed"}}},
+            ]
+        },
+    }
+    store.apply_defaults(resources.JOBSETS, jobset)
+    modes = [rjob["template"]["spec"].get("completionMode") for rjob in jobset["spec"]["replicatedJobs"]]
+    assert modes == ["Indexed", "NonIndexed"]
