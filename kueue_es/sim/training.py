@@ -14,7 +14,7 @@ Finished; trainjob_controller.go) and what Kueue's e2e tests check:
 * a job that is not suspended (``spec.runPolicy.suspend``) and not finished gets, per replica type present
   and index below its ``replicas`` (1 when absent), a pod ``<job>-<type>-<index>`` (the type lower-cased) from
   the replica's template, owned by the job, with the operator's labels (``training.kubeflow.org/job-name``,
-  ``operator-name``, ``replica-type``, ``replica-index``, ``job-role: master`` on a master or launcher) and the
+  ``operator-name``, ``replica-type``, ``replica-index``, ``job-role: master`` on a master, an MPIJob's ``job-role: launcher`` or ``worker``) and the
   replica's ``restartPolicy`` (``ExitCode``: Never; none: the template's, else OnFailure), unless one of that name is there
   (training-operator pkg/controller.v1/common/pod.go ReconcilePods, createNewPod);
 * ``status.replicaStatuses[<Type>]``: its ``active``, ``succeeded`` and ``failed`` pods; conditions
@@ -88,8 +88,8 @@ KINDS = {
         Kind("MPIJob", "kubeflow.org/v2beta1", "mpijobs", "mpiReplicaSpecs", ("Launcher",), "mpi-operator"),
     )
 }
-#: The replica types whose pods get ``job-role: master`` (the operators' IsMasterRole / the MPI launcher).
-_MASTER_ROLES = ("Master", "Chief", "Launcher")
+#: The replica types whose pods get ``job-role: master`` (the operators' IsMasterRole).
+_MASTER_ROLES = ("Master", "Chief")
 
 
 @dataclass
@@ -189,7 +189,11 @@ def replica_pod(kind: Kind, job: Mapping[str, Any], replica_type: str, index: in
         REPLICA_TYPE_LABEL: replica_type.lower(),
         REPLICA_INDEX_LABEL: str(index),
     }
-    if replica_type in _MASTER_ROLES:
+    if kind.kind == "MPIJob":
+        # the MPI operator labels every pod with its role, launcher or worker (mpi_job_controller.go
+        # defaultLabels), which Kueue's e2e reads a pod's rank by, not the training-operator's master role
+        labels[JOB_ROLE_LABEL] = replica_type.lower()
+    elif replica_type in _MASTER_ROLES:
         labels[JOB_ROLE_LABEL] = "master"
     annotations = dict(_mapping(template_meta.get("annotations")))
     duration = _mapping(meta.get("annotations")).get(SIM_DURATION_ANNOTATION)

@@ -229,3 +229,11 @@ def test_a_trainjob_completes_with_its_jobset_and_reports_its_jobs() -> None:
 def test_a_trainjob_without_its_runtime_is_not_built() -> None:
     with pytest.raises(manifests.ManifestError, match="torch-distributed"):
         training.sync_trainjob(trainjob(suspend=True), None, {}, now=NOW)
+
+
+def test_an_mpijobs_pods_carry_the_mpi_operators_launcher_and_worker_roles() -> None:
+    """mpi_job_controller.go defaultLabels: ``training.kubeflow.org/job-role`` is ``launcher`` or ``worker``
+    (Kueue's TAS e2e, mpijob_test.go readRankAssignmentsFromMPIJobPods, finds the worker ranks by it)."""
+    out = training.sync(MPI, job(MPI, {"Launcher": 1, "Worker": 2}), [], now=NOW)
+    roles = {p["metadata"]["name"]: p["metadata"]["labels"].get(training.JOB_ROLE_LABEL) for p in out.create}
+    assert roles == {"j-launcher-0": "launcher", "j-worker-0": "worker", "j-worker-1": "worker"}
