@@ -1223,7 +1223,12 @@ def _topology(served: Target, obj: Mapping[str, Any]) -> list[FieldError]:
             errors.append(FieldError(type="Invalid", field=err.field or where, value=OMIT, detail=err.problem))
             continue
         found = _tas_request(where, annotations)
-        if not found or served != JOB:
+        if served == POD:
+            # a Pod is one pod of its pod set (a Job's, a JobSet's, a group's) and carries that pod set's slice
+            # size: the pod webhook checks the annotations alone (pod_webhook.go validateTopologyRequest), the
+            # owner's webhook the bound
+            count = max(count, _go_atoi(str(annotations.get(tas_requests.SLICE_SIZE_ANNOTATION, ""))) or 1)
+        elif not found or served != JOB:
             found += _slice_size_bound(where, annotations, count)
         if found:
             errors += found

@@ -895,3 +895,16 @@ def test_an_update_of_a_ray_job_kueue_never_managed_is_not_validated() -> None:
         f'metadata.labels[{webhooks.MAX_EXEC_TIME_LABEL}]: Invalid value: "x": strconv.Atoi: parsing "x": invalid '
         "syntax",
     ]
+
+
+def test_a_pod_of_a_sliced_pod_set_is_not_held_to_its_slice_size() -> None:
+    """pod_webhook.go validateTopologyRequest checks a Pod's TAS annotations alone (ValidateTASPodSetRequest), not
+    ValidateSliceSizeAnnotationUpperBound: a JobSet's pod carries its pod set's slice size 3 while being one pod,
+    and Kueue lets the Job controller create it; a bad size is still refused."""
+    sliced = {
+        "kueue.x-k8s.io/podset-slice-required-topology": "cloud.provider.com/topology-block",
+        "kueue.x-k8s.io/podset-slice-size": "3",
+    }
+    assert webhooks.validate_create("v1", "Pod", pod(annotations=sliced)) == []
+    bad = webhooks.validate_create("v1", "Pod", pod(annotations={**sliced, "kueue.x-k8s.io/podset-slice-size": "0"}))
+    assert [e.field for e in bad] == ["metadata.annotations[kueue.x-k8s.io/podset-slice-size]"], bad
