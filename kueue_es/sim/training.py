@@ -170,6 +170,15 @@ def _active(pod: Mapping[str, Any]) -> bool:
     return not _mapping(pod.get("metadata")).get("deletionTimestamp") and _phase(pod) not in ("Succeeded", "Failed")
 
 
+def _first_index(kind: Kind, job: Mapping[str, Any], replica_type: str) -> int:
+    """The replica index of ``replica_type``'s first pod: 1 for the workers of an MPIJob that runs its launcher
+    as a worker (the launcher is rank 0, so the MPI operator numbers the workers from 1, which Kueue's webhook
+    matches with a ``pod-index-offset`` of 1 and its TAS e2e checks), else 0."""
+    if kind.kind == "MPIJob" and replica_type == "Worker":
+        return 1 if _mapping(job.get("spec")).get("runLauncherAsWorker") is True else 0
+    return 0
+
+
 def _replica_of(pod: Mapping[str, Any]) -> tuple[str, str]:
     labels = _mapping(_mapping(pod.get("metadata")).get("labels"))
     return str(labels.get(REPLICA_TYPE_LABEL) or ""), str(labels.get(REPLICA_INDEX_LABEL) or "")
@@ -257,7 +266,8 @@ def sync(kind: Kind, job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], 
             )
         have = {_replica_of(p) for p in pods if _active(p) or _phase(p) == "Succeeded"}
         for replica_type, spec in specs.items():
-            for index in range(_replicas(spec)):
+            first = _first_index(kind, job, replica_type)
+            for index in range(first, first + _replicas(spec)):
                 if (replica_type.lower(), str(index)) not in have:
                     out.create.append(replica_pod(kind, job, replica_type, index))
         status.setdefault("startTime", now)

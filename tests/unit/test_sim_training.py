@@ -237,3 +237,18 @@ def test_an_mpijobs_pods_carry_the_mpi_operators_launcher_and_worker_roles() -> 
     out = training.sync(MPI, job(MPI, {"Launcher": 1, "Worker": 2}), [], now=NOW)
     roles = {p["metadata"]["name"]: p["metadata"]["labels"].get(training.JOB_ROLE_LABEL) for p in out.create}
     assert roles == {"j-launcher-0": "launcher", "j-worker-0": "worker", "j-worker-1": "worker"}
+
+
+def test_an_mpijob_running_its_launcher_as_a_worker_numbers_its_workers_from_one() -> None:
+    """The launcher is rank 0, the workers' replica indexes follow from 1 (Kueue's mpijob webhook sets their
+    ``pod-index-offset`` to 1; mpijob_test.go expects worker/1..3 on the first three nodes)."""
+    mpijob = job(MPI, {"Launcher": 1, "Worker": 2})
+    mpijob["spec"]["runLauncherAsWorker"] = True
+    out = training.sync(MPI, mpijob, [], now=NOW)
+    indexes = sorted(
+        (p["metadata"]["labels"][training.JOB_ROLE_LABEL], p["metadata"]["labels"][training.REPLICA_INDEX_LABEL])
+        for p in out.create
+    )
+    assert indexes == [("launcher", "0"), ("worker", "1"), ("worker", "2")]
+    again = training.sync(MPI, mpijob, out.create, now=NOW)
+    assert again.create == []
