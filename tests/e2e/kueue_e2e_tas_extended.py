@@ -1,7 +1,7 @@
 """The steps of Kueue's test/e2e/tas/extended/ (jobset_test.go, mpijob_test.go, pytorch_test.go,
-appwrapper_test.go, trainjob_test.go, with helpers_test.go and suite_test.go's node set-up), run by
-tests/e2e/test_kueue_e2e_tas_extended.py on ``kueue-es demo --keep`` once the JobSet, Kubeflow, AppWrapper and
-Trainer CRDs are installed.
+appwrapper_test.go, trainjob_test.go, leaderworkerset_test.go's first case, with helpers_test.go and suite_test.go's node set-up), run by
+tests/e2e/test_kueue_e2e_tas_extended.py on ``kueue-es demo --keep`` once the JobSet, Kubeflow, AppWrapper,
+Trainer and LeaderWorkerSet CRDs are installed.
 
 Kueue runs these cases one by one on a kind cluster of eight labelled workers (hack/testing/kind-cluster-tas.yaml:
 blocks b1, b2 of racks r1, r2 of two nodes each, all ``cloud.provider.com/node-group: tas-group``), whose
@@ -56,6 +56,8 @@ JOBSET_JOB_INDEX = "jobset.sigs.k8s.io/job-index"
 REPLICA_INDEX = "training.kubeflow.org/replica-index"
 REPLICA_TYPE = "training.kubeflow.org/replica-type"
 JOB_ROLE = "training.kubeflow.org/job-role"
+LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 
 #: kind-cluster-tas.yaml's workers in order: (block, rack) of worker, worker2, .. worker8.
 KIND_WORKERS = (
@@ -515,6 +517,44 @@ async def trainjob_slices_only(e2e: E2E) -> None:
     assert got == _want(ns, {"0/0": 1, "0/1": 2, "0/2": 3, "1/0": 5, "1/1": 6, "1/2": 7}), got
 
 
+# -- leaderworkerset_test.go -------------------------------------------------------------------------------------------
+
+
+async def lws_ranks(e2e: E2E) -> None:
+    """leaderworkerset_test.go, When "creating a LeaderWorkerSet", It "should place pods based on the
+    ranks-ordering": two groups of three (worker template only, a block required), each group's pods on one
+    block by worker index, in either order of the groups."""
+    ns = "e2e-tas-lws-ranks"
+    await _tas_queues(e2e, ns, {"cpu": "2", GPU: "8"})
+    template = {
+        "metadata": {"annotations": {REQUIRED: BLOCK}},
+        "spec": {"terminationGracePeriodSeconds": 1, "containers": [_container("c", {GPU: "1"})]},
+    }
+    await e2e.create(
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws", "namespace": ns, "labels": {QUEUE_LABEL: "main"}},
+            "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 3, "workerTemplate": template}},
+        }
+    )
+    await e2e.wait(
+        "leaderworkerset",
+        "lws",
+        ns,
+        lambda o: (o.get("status") or {}).get("readyReplicas") == 2,
+        what="Waiting for replicas to be ready",
+    )
+
+    def rank(labels: Mapping[str, Any]) -> str:
+        return f"{labels.get(LWS_GROUP_INDEX)}/{labels.get(LWS_WORKER_INDEX)}"
+
+    got = await _placement(e2e, ns, 6, rank)
+    first = {"0/0": 1, "0/1": 2, "0/2": 3, "1/0": 5, "1/1": 6, "1/2": 7}
+    second = {"1/0": 1, "1/1": 2, "1/2": 3, "0/0": 5, "0/1": 6, "0/2": 7}
+    assert got in (_want(ns, first), _want(ns, second)), got
+
+
 STEPS: tuple[Step, ...] = (
     jobset_ranks,
     jobset_slices_two_level,
@@ -530,4 +570,5 @@ STEPS: tuple[Step, ...] = (
     trainjob_ranks,
     trainjob_slices_two_level,
     trainjob_slices_only,
+    lws_ranks,
 )

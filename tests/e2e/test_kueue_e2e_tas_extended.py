@@ -1,14 +1,14 @@
 """Kueue's test/e2e/tas/extended/ cases (kueue_e2e_tas_extended.py) on one ``kueue-es demo --keep`` with the
-JobSet, Kubeflow, AppWrapper and Trainer CRDs installed, with the manager Configuration of Kueue's e2e suite (tests/fixtures/kueue-e2e/;
+JobSet, Kubeflow, AppWrapper, Trainer and LeaderWorkerSet CRDs installed, with the manager Configuration of Kueue's e2e suite (tests/fixtures/kueue-e2e/;
 the TAS suites run the default one, TopologyAwareScheduling on by default), all steps at once, each with its own
 eight labelled Nodes, Topology, flavor and ClusterQueue.
 
 Kueue's cases not here, and why:
 
-- leaderworkerset_test.go (three ranks-ordering cases) and rayjob_test.go ("Should place pods based on the
-  ranks-ordering"): not ported yet (out of time); the simulated LeaderWorkerSet and KubeRay controllers run on the
-  demo, so they can be. leaderworkerset_test.go's first case accepts either group order, its others need the
-  LeaderWorkerSet's pod-index-offset annotation on the worker template.
+- leaderworkerset_test.go's "should place worker pods based on the ranks-ordering" (leader and workers without
+  a grouping annotation) and "should place pods based on the ranks-ordering" (leader grouped with workers), and
+  rayjob_test.go's one case: not ported yet (out of time); the simulated LeaderWorkerSet and KubeRay controllers
+  run on the demo, so they can be.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ CRD_FILES = (
     "workload.codeflare.dev_appwrappers.yaml",
     "trainer.kubeflow.org_trainjobs.yaml",
     "trainer.kubeflow.org_trainingruntimes.yaml",
+    "leaderworkerset.x-k8s.io_leaderworkersets.yaml",
 )
 CRD_NAMES = (
     "jobsets.jobset.x-k8s.io",
@@ -38,6 +39,7 @@ CRD_NAMES = (
     "appwrappers.workload.codeflare.dev",
     "trainjobs.trainer.kubeflow.org",
     "trainingruntimes.trainer.kubeflow.org",
+    "leaderworkersets.leaderworkerset.x-k8s.io",
 )
 
 
