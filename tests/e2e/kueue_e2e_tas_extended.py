@@ -1,7 +1,7 @@
 """The steps of Kueue's test/e2e/tas/extended/ (jobset_test.go, mpijob_test.go, pytorch_test.go,
-appwrapper_test.go, trainjob_test.go, leaderworkerset_test.go's first case, with helpers_test.go and suite_test.go's node set-up), run by
-tests/e2e/test_kueue_e2e_tas_extended.py on ``kueue-es demo --keep`` once the JobSet, Kubeflow, AppWrapper,
-Trainer and LeaderWorkerSet CRDs are installed.
+appwrapper_test.go, trainjob_test.go, leaderworkerset_test.go's first case, with helpers_test.go and
+suite_test.go's node set-up), run by tests/e2e/test_kueue_e2e_tas_extended.py on ``kueue-es demo --keep`` once
+the JobSet, Kubeflow, AppWrapper, Trainer and LeaderWorkerSet CRDs are installed.
 
 Kueue runs these cases one by one on a kind cluster of eight labelled workers (hack/testing/kind-cluster-tas.yaml:
 blocks b1, b2 of racks r1, r2 of two nodes each, all ``cloud.provider.com/node-group: tas-group``), whose
