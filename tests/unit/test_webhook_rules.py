@@ -908,3 +908,24 @@ def test_a_pod_of_a_sliced_pod_set_is_not_held_to_its_slice_size() -> None:
     assert webhooks.validate_create("v1", "Pod", pod(annotations=sliced)) == []
     bad = webhooks.validate_create("v1", "Pod", pod(annotations={**sliced, "kueue.x-k8s.io/podset-slice-size": "0"}))
     assert [e.field for e in bad] == ["metadata.annotations[kueue.x-k8s.io/podset-slice-size]"], bad
+
+
+def test_a_job_s_pod_keeps_its_pod_set_s_slice_size() -> None:
+    """Kueue's pod webhook checks a pod's TAS annotations alone (pod_webhook.go validateTopologyRequest,
+    ValidateTASPodSetRequest), never against a count: a pod of a Job of three pods in slices of three, as the Job
+    controller creates it, is let in (tas/baseline hotswap_test.go's Job)."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "ranks-job-abcde",
+            "namespace": "ns",
+            "annotations": {
+                "kueue.x-k8s.io/podset-preferred-topology": "cloud.provider.com/topology-block",
+                "kueue.x-k8s.io/podset-slice-required-topology": "cloud.provider.com/topology-block",
+                "kueue.x-k8s.io/podset-slice-size": "3",
+            },
+        },
+        "spec": {"containers": [{"name": "c", "image": "agnhost"}]},
+    }
+    assert webhooks.validate_create("v1", "Pod", pod) == []
