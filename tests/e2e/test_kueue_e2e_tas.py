@@ -1,0 +1,46 @@
+"""Kueue's Topology-Aware Scheduling end-to-end cases, test/e2e/singlecluster/baseline/tas_test.go and
+test/e2e/tas/baseline/ (job_test.go, pod_group_test.go, statefulset_test.go, hotswap_test.go), on one
+``kueue-es demo --keep`` with the manager Configuration both suites run with (test/e2e/config/default, as
+tests/fixtures/kueue-e2e/), driven through the real kubectl; the steps and the Nodes, made as Kueue's kind clusters
+label theirs, are in tests/e2e/kueue_e2e_tas.py. All steps run at once (CI's slow tests have a fixed budget).
+
+Kueue's cases not here, and why:
+
+- hotswap_test.go "Should replace a node when it becomes NotReady and pods are Pending": stops the node's kubelet
+  (``docker exec ... systemctl stop kubelet``) and keeps the pods behind an artificial scheduling gate; the
+  emulator's pods have no kubelet to stop.
+
+Kueue's cases that find kueue-es differing, not fixed yet (their steps are in kueue_e2e_tas.py, left out of the run):
+
+- hotswap_test.go "Should replace a node when it becomes tainted with NoExecute and tolerationSeconds"
+  (:func:`kueue_e2e_tas.hotswap_replaces_tolerated_no_execute`): Kueue's node controller counts a NoExecute taint
+  tolerated only for ``tolerationSeconds`` as a failure once the taint manager has evicted the node's pods
+  (node_controller.go classifyTaints, checkPodsOnNode); kueue-es's placer takes any matching toleration as
+  tolerating for good, and the emulator has no taint manager to evict the pods, so the node is never replaced;
+- job_test.go "should preserve topology assignment during scale-up with elastic jobs"
+  (:func:`kueue_e2e_tas.elastic_job_keeps_topology`): passes alone, but with the other steps running the scale-up
+  made right after admission is written as a change of the admitted Workload's pod set count, which the Workload
+  webhook refuses ("spec.podSets.0: field is immutable", the dispatcher's ``workload_sync_failed``, again and
+  again), and no new slice is made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import kueue_e2e_tas
+from tests.e2e.kueue_e2e import demo_system, run_steps
+
+KUEUE_E2E_CONFIG = Path(__file__).resolve().parents[1] / "fixtures" / "kueue-e2e" / "controller_manager_config.yaml"
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+async def test_kueue_tas_e2e_cases_on_the_demo(tmp_path: Path) -> None:
+    """Every step of kueue_e2e_tas.py on one demo with Kueue's e2e Configuration, at once, after the singlecluster
+    kind cluster's two workers are made (each TAS step makes its own eight)."""
+    async with demo_system(tmp_path / "demo", config=KUEUE_E2E_CONFIG) as e2e:
+        await kueue_e2e_tas.kind_cluster_nodes(e2e)
+        await run_steps(e2e, kueue_e2e_tas.STEPS)
