@@ -93,8 +93,10 @@ def plan(
     the job's kind and API group and what else names a slice (:func:`slice_name`).
 
     - no slice yet: the first, named for the generation, its own ``workload-slice-name``;
-    - the job is suspended (its slice holds no quota): the newest slice follows it in place;
-    - running, pod set names changed or counts equal: nothing;
+    - the job is suspended and its newest slice holds no quota: the slice follows it in place;
+    - running, or suspended with the newest slice holding quota (admitted, not unsuspended yet: Kueue
+      workloadslicing.go EnsureWorkloadSlices looks at the quota reservation only): as follows;
+    - pod set names changed or counts equal: nothing;
     - running, the newest slice a replacement not yet holding quota: it takes the new counts;
     - running, some count smaller and none larger: the slice is updated in place (a scale-down);
     - running, some larger: a replacement slice with the new counts, created now,
@@ -116,7 +118,10 @@ def plan(
         )
         return [first]
     newest = slices_now[-1]
-    if not running:
+    # Kueue's EnsureWorkloadSlices asks whether the slice holds quota, not whether the job runs: a job scaled
+    # between its admission and its unsuspension (the dispatcher writes the Workload first) still gets a new
+    # slice, as an admitted Workload's pod sets are immutable
+    if not running and not reserved.get(newest.key, False):
         return [_in_place(newest, observed)]  # published again only when it changed (the publisher's dedup)
     wanted, have = _counts(observed), _counts(newest)
     if set(wanted) != set(have) or wanted == have:

@@ -296,3 +296,18 @@ def test_a_ray_jobs_slice_name_hashes_both_generations() -> None:
     assert plain == job_slices.slice_name(
         job_name="rj", job_uid="u", generation=1, kind="RayJob", group="ray.io", extra="2"
     )
+
+
+def test_scale_up_between_admission_and_unsuspension_makes_a_replacement() -> None:
+    """Kueue's EnsureWorkloadSlices looks at the slice's quota reservation, not at the job's suspension: a Job
+    scaled up once its slice is admitted but before the dispatcher unsuspended it (tas/baseline job_test.go's
+    elastic case scales as soon as the Workload has an admission) gets a replacement slice; the admitted slice's
+    pod sets, immutable, are not changed in place."""
+    (first,) = job_slices.plan(observed(1), slices_now=[], reserved={}, running=False, generation=1, now_ms=5)
+    reserved = {first.key: True}
+    (up,) = job_slices.plan(observed(2), slices_now=[first], reserved=reserved, running=False, generation=2, now_ms=9)
+    assert up.metadata.name != first.metadata.name and up.spec.pod_sets[0].count == 2
+    assert up.metadata.annotations[slices.REPLACEMENT_FOR_ANNOTATION] == f"default/{first.metadata.name}"
+    # without quota the suspended job's slice still follows it in place
+    (same,) = job_slices.plan(observed(2), slices_now=[first], reserved={}, running=False, generation=2, now_ms=9)
+    assert same.metadata.name == first.metadata.name and same.spec.pod_sets[0].count == 2
