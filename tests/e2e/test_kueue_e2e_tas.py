@@ -10,18 +10,18 @@ Kueue's cases not here, and why:
   (``docker exec ... systemctl stop kubelet``) and keeps the pods behind an artificial scheduling gate; the
   emulator's pods have no kubelet to stop.
 
-Kueue's cases that find kueue-es differing, not fixed yet (their steps are in kueue_e2e_tas.py, left out of the run):
+Cases that find kueue-es differing, not fixed yet (their steps are in kueue_e2e_tas.py, left out of the run):
 
 - hotswap_test.go "Should replace a node when it becomes tainted with NoExecute and tolerationSeconds"
   (:func:`kueue_e2e_tas.hotswap_replaces_tolerated_no_execute`): Kueue's node controller counts a NoExecute taint
   tolerated only for ``tolerationSeconds`` as a failure once the taint manager has evicted the node's pods
   (node_controller.go classifyTaints, checkPodsOnNode); kueue-es's placer takes any matching toleration as
   tolerating for good, and the emulator has no taint manager to evict the pods, so the node is never replaced;
-- job_test.go "should preserve topology assignment during scale-up with elastic jobs"
-  (:func:`kueue_e2e_tas.elastic_job_keeps_topology`): passes alone, but with the other steps running the scale-up
-  made right after admission is written as a change of the admitted Workload's pod set count, which the Workload
-  webhook refuses ("spec.podSets.0: field is immutable", the dispatcher's ``workload_sync_failed``, again and
-  again), and no new slice is made.
+- hotswap_test.go "Should replace a node when it becomes tainted with NoSchedule and pod fails"
+  (:func:`kueue_e2e_tas.hotswap_replaces_no_schedule_after_pod_fails`): passes most runs, but the Job's new pod
+  may be ungated onto the tainted node before the placer's new assignment is written; Kueue's node controller
+  then terminates the pending pod assigned to the failed node (node_controller.go getPodsToTerminate) and the Job
+  makes it again on the replacement, kueue-es does not, and the emulator runs a pod no node fits without a node.
 """
 
 from __future__ import annotations
