@@ -30,6 +30,9 @@ from nats.js import api
 from kueue_es.events.bus import base, permissions, server
 from kueue_es.events.bus import nats as nats_bus
 
+# several seconds of services or kubectl per test: .ci/run's slow stage runs them (README command under 10 minutes)
+pytestmark = pytest.mark.slow
+
 TIMEOUT = 0.5
 
 

@@ -16,6 +16,9 @@ import pytest
 from kueue_es.events.bus import base, rules
 from tests.bus.conftest import Harness
 
+# several seconds of services or kubectl per test: .ci/run's slow stage runs them (README command under 10 minutes)
+pytestmark = pytest.mark.slow
+
 
 def msg(subject: str, msg_id: str, data: bytes = b"{}", **headers: str) -> base.OutgoingMessage:
     """An outgoing message; keyword headers are written with '_' as '-'."""

@@ -27,6 +27,9 @@ from kueue_es import crds
 from kueue_es.services.kube import resources
 from tests.deploy.manifests import DEPLOY, Document, all_documents, find
 
+# several seconds of services or kubectl per test: .ci/run's slow stage runs them (README command under 10 minutes)
+pytestmark = pytest.mark.slow
+
 DOCUMENTS = all_documents()
 VERSIONS = ("1.36", kubernetes_validate.latest_version())
 SERVICES = ("watcher", "admitter", "preemptor", "tas-placer", "multikueue", "dispatcher")

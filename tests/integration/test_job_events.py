@@ -51,7 +51,8 @@ from tests.integration.test_pod_groups import member, pods_until, running_group,
 from tests.integration.test_workload_objects import _complete, _kueue, _started, set_up
 from tests.kube.test_kubectl import Kubectl
 
-pytestmark = pytest.mark.timeout(60)
+# several seconds of services or kubectl per test: .ci/run's slow stage runs them (README command under 10 minutes)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.slow]
 
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 

@@ -32,7 +32,8 @@ from tests.integration.harness import (
     wait_for,
 )
 
-pytestmark = pytest.mark.timeout(60)
+# several seconds of services or kubectl per test: .ci/run's slow stage runs them (README command under 10 minutes)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.slow]
 
 
 def member(name: str, group: str, *, total: int, by_annotation: bool = False, cpu: str = "1") -> dict[str, Any]:

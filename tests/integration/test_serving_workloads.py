@@ -46,7 +46,8 @@ from tests.integration.harness import (
 )
 from tests.kube import examples
 
-pytestmark = pytest.mark.timeout(90)
+# several seconds of services or kubectl per test: .ci/run's slow stage runs them (README command under 10 minutes)
+pytestmark = [pytest.mark.timeout(90), pytest.mark.slow]
 
 SPOT_SELECTOR = {"instance-type": "spot"}
 

@@ -57,7 +57,8 @@ from tests.integration.harness import (
 )
 from tests.kube.test_kubectl import Kubectl
 
-pytestmark = pytest.mark.timeout(30)
+# several seconds of services or kubectl per test: .ci/run's slow stage runs them (README command under 10 minutes)
+pytestmark = [pytest.mark.timeout(30), pytest.mark.slow]
 
 PENDING_MESSAGE = (
     "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default-flavor, 2 more needed"
