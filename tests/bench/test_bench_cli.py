@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 
@@ -27,7 +28,13 @@ def test_the_runs_result_is_kept_out_of_asyncio_runs_task() -> None:
     """asyncio.run's clean-up formats its main task's repr, result included (Python 3.11's
     signal.getsignal); run_kept hands the result back without it ever being formatted (issue 18)."""
     Counted.reprs = 0
-    asyncio.run(result())
+    # asyncio.Runner installs its SIGINT handler (and so formats the task) only over Python's default one: a
+    # process started in the background by a shell inherits SIGINT ignored, so the default is put back here
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        asyncio.run(result())
+    finally:
+        signal.signal(signal.SIGINT, previous)
     formatted = Counted.reprs
     Counted.reprs = 0
     kept = cli.run_kept(result())
