@@ -74,6 +74,15 @@ class BusEngine:
         """Nothing is kept between runs."""
 
 
+def _log_tail(path: Path, service: str, lines: int = 25) -> str:
+    """The last ``lines`` lines of a crashed service's log, so the error says why it exited."""
+    try:
+        text = path.read_text(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return f"\n--- {service}: no log at {path}"
+    return f"\n--- the end of {service}'s log:\n" + "\n".join(text)
+
+
 class _BusRun:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
@@ -108,7 +117,8 @@ class _BusRun:
                 # on a loaded machine), not a crash.
                 crashed = {name: code for name, code in codes.items() if code not in (0, None, -signal.SIGTERM)}
                 if crashed:
-                    raise RunError(self.scenario.path, f"services exited with errors: {crashed}")
+                    tails = "".join(_log_tail(run_dir / "logs" / f"{name}.log", name) for name in crashed)
+                    raise RunError(self.scenario.path, f"services exited with errors: {crashed}{tails}")
         return build_outcome(submitted=self.scenario.submitted, log=log, state=state)
 
     async def _watcher_started(self, log_path: Path) -> None:

@@ -224,7 +224,7 @@ class Recording:
             body["metadata"] = {k: v for k, v in body["metadata"].items() if k != "resourceVersion"}
             await self._post(body, about=f"{write.namespace}/{write.name}")
         except API_ERRORS as err:
-            log.warning("event_write_failed", event=f"{write.namespace}/{write.name}", error=str(err))
+            log.warning("event_write_failed", about=f"{write.namespace}/{write.name}", error=str(err))
         else:
             self.written += 1
 
@@ -307,7 +307,7 @@ class Recording:
         except kube_errors.ConflictError:
             pass  # written before: a redelivered decision
         except API_ERRORS as err:
-            log.warning("event_write_failed", event=about, error=str(err))
+            log.warning("event_write_failed", about=about, error=str(err))
         else:
             self.written += 1
 
