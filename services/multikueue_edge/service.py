@@ -202,6 +202,9 @@ class Edge:
         self.clock = clock or runtime.wall_clock_ms
         self.state = ClusterState()
         self.decided: dict[str, Decided] = {}
+        # evicted workloads that had a MultiKueue decision, until their quota is released: the manager's Job
+        # must come to show no pods (:meth:`_stopped`), however late the last mirrored status landed
+        self.stopping: set[str] = set()
         self.workers: dict[str, Worker] = {}
         self.caught_up = False
         self.wake = asyncio.Event()
@@ -249,9 +252,15 @@ class Edge:
                 d = self.decided.setdefault(ref.key, Decided())
                 d.chosen, d.chosen_seq = cluster, seq
             case types.MultiKueueCheckRetry(workload=ref) | types.MultiKueueCheckRejected(workload=ref):
-                self.decided.pop(ref.key, None)  # nomination starts again after the eviction
-            case types.QuotaReleased(workload=ref) | types.EvictionRequested(workload=ref):
+                # nomination starts again after the eviction the check's state brings
+                if self.decided.pop(ref.key, None) is not None:
+                    self.stopping.add(ref.key)
+            case types.EvictionRequested(workload=ref):
+                if self.decided.pop(ref.key, None) is not None:
+                    self.stopping.add(ref.key)
+            case types.QuotaReleased(workload=ref):
                 self.decided.pop(ref.key, None)
+                self.stopping.discard(ref.key)
             case _:
                 pass
 
@@ -719,13 +728,25 @@ class Edge:
         except (TimeoutError, errors.KubeError, OSError) as err:
             log.info("job_status_not_stopped", workload=ref.key, error=str(err))
 
+    async def _stop_evicted(self) -> None:
+        """Every evicted workload of :attr:`stopping` whose copies are gone from every worker gets its manager
+        Job shown stopped (:meth:`_stopped`), every tick until its quota is released: a status mirrored from
+        the worker just before the copy went must not leave the manager waiting for pods that are not there
+        (Kueue syncs the remote Job's status once both are suspended, job_multikueue_adapter.go)."""
+        held = {key for worker in self.workers.values() for key in worker.copies}
+        for key in sorted(self.stopping):
+            wl = self.state.workloads.get(key)
+            if wl is None or wl.reservation is None or wl.finished is not None or wl.deleted_seq:
+                self.stopping.discard(key)  # released, finished or gone: nothing to wait for
+                continue
+            job = _job(wl)
+            if wl.eviction is not None and key not in held and job is not None:
+                await self._stopped(_ref(key, wl), job)
+
     async def _mirror_jobs(self) -> None:
         """Copy each winning worker's job status to the manager's job (batch Job rules: remote.py)."""
+        await self._stop_evicted()
         for key, local in self.locals().items():
-            wl = self.state.workloads.get(key)
-            if not local.live and local.job is not None and wl is not None and wl.eviction is not None:
-                await self._stopped(local.ref, local.job)
-                continue
             if not local.live or not local.chosen or local.job is None:
                 continue
             worker = self.workers.get(local.chosen)

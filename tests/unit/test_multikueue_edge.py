@@ -999,3 +999,72 @@ def test_the_edge_knows_a_workloads_group_from_its_checks_config():
     edge.decided["default/other"] = Decided(nominated=("w1",), nominated_seq=4, check="gone")
     assert edge.locals()["default/wl"].group == frozenset({"w1", "w2"})
     assert edge.locals()["default/other"].group is None
+
+
+async def test_an_evicted_workloads_manager_job_is_shown_stopped_until_its_quota_is_released(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An evicted MultiKueue workload's manager Job (suspended by the dispatcher) is shown with no pods once no
+    worker holds its copy, and again at every tick until its quota is released: a worker status mirrored just
+    before the copy went (active 1) must not leave the manager's watcher waiting for pods that are not there.
+    Kueue's e2e "Should preempt a running low-priority workload ..." hung on it (the edge acted only while the
+    copy was still listed, which it never was after its own delete)."""
+    from types import SimpleNamespace
+
+    from kueue_es.services.kube import client
+    from kueue_es.services.multikueue_edge import service
+
+    manager_job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "sample", "namespace": "default"},
+        "spec": {"suspend": True},
+        "status": {"active": 1, "ready": 1},
+    }
+    patches: list[dict] = []
+
+    async def get_object(*_args: object, **_kwargs: object) -> dict:
+        return manager_job
+
+    async def patch_object(*_args: object, **kwargs: object) -> dict:
+        patches.append(kwargs["patch"])  # type: ignore[arg-type]
+        manager_job["status"] = {**manager_job["status"], **kwargs["patch"]["status"]}  # type: ignore[index]
+        return manager_job
+
+    monkeypatch.setattr(client, "get_object", get_object)
+    monkeypatch.setattr(client, "patch_object", patch_object)
+    edge = service.Edge(bus=None, api=object(), namespace="kueue-es")  # type: ignore[arg-type]
+    owner = SimpleNamespace(api_version="batch/v1", kind="Job", name="sample")
+    wl = SimpleNamespace(
+        reservation=object(),
+        eviction=object(),
+        finished=None,
+        deleted_seq=0,
+        workload=SimpleNamespace(owner=owner, metadata=SimpleNamespace(uid="u")),
+    )
+    edge.state.workloads["default/wl"] = wl  # type: ignore[assignment]
+    edge.decided["default/wl"] = service.Decided(chosen="w1", chosen_seq=5)
+    edge._accepted(
+        9,
+        types.EvictionRequested(workload=REF, cluster_queue="cq", reason="Preempted", message="m", at_ms=1),
+        edge.state,
+    )
+    assert "default/wl" not in edge.decided and edge.stopping == {"default/wl"}
+
+    worker = service.Worker(name="w1", spec={}, api=object())  # type: ignore[arg-type]
+    worker.copies["default/wl"] = object()  # type: ignore[assignment]
+    edge.workers["w1"] = worker
+    await edge._stop_evicted()
+    assert patches == []  # the copy is still on the worker: its pods may run
+
+    del worker.copies["default/wl"]
+    await edge._stop_evicted()
+    assert patches[-1]["status"]["active"] == 0 and manager_job["status"]["active"] == 0
+
+    manager_job["status"] = {"active": 1, "ready": 1}  # the late mirror of the worker's running Job
+    await edge._stop_evicted()
+    assert len(patches) == 2 and manager_job["status"]["active"] == 0
+
+    wl.reservation = None  # QuotaReleased folded: the eviction is done
+    await edge._stop_evicted()
+    assert edge.stopping == set() and len(patches) == 2
