@@ -574,6 +574,14 @@ class WorkloadSync:
                 body = {**identity, "status": wanted}
                 body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
             was_finished = _is_finished(stored.get("status"))
+            first = nomination_first(stored.get("status"), wanted)
+            if first is not None:  # the nomination and the choice came in one fold: the webhook wants them in turn
+                nominated = await self.stored.apply(
+                    resources.WORKLOADS, {**body, "status": first}, subresource="status"
+                )
+                if "resourceVersion" in body["metadata"]:
+                    version = objects.meta(nominated).get("resourceVersion")
+                    body["metadata"] = {**body["metadata"], "resourceVersion": version}
             stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, body, subresource="status"))
             if not was_finished and _is_finished(wanted) and wl.finished is not None and self.finished is not None:
                 # the job's reconciler records it once it wrote the Finished condition (reconciler.go step 3), at
@@ -749,6 +757,9 @@ class WorkloadSync:
                 "status": wanted,
             }
             try:
+                first = nomination_first((stored or {}).get("status"), wanted)
+                if first is not None:
+                    await self.stored.apply(resources.WORKLOADS, {**body, "status": first}, subresource="status")
                 stored = self.stored.keep(
                     ident, await self.stored.apply(resources.WORKLOADS, body, subresource="status")
                 )
@@ -782,6 +793,23 @@ class WorkloadSync:
             self.record(publish)
         else:
             await publish
+
+
+def nomination_first(stored_status: Any, wanted: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The status to write before ``wanted`` when ``wanted`` sets ``clusterName`` on a Workload whose stored status
+    has none and does not nominate that worker: ``wanted`` with the worker in ``nominatedClusterNames`` and no
+    ``clusterName`` (Kueue's webhook, validateClusterNameUpdate, takes a clusterName only from the nominated
+    ones, and a dispatcher that folded the nomination and the choice together would write them at once,
+    refused for ever). None when ``wanted`` may be written as it is."""
+    cluster = wanted.get("clusterName")
+    current = stored_status if isinstance(stored_status, Mapping) else {}
+    if cluster is None or current.get("clusterName") is not None:
+        return None
+    if cluster in (current.get("nominatedClusterNames") or []):
+        return None
+    first = {key: value for key, value in wanted.items() if key != "clusterName"}
+    first["nominatedClusterNames"] = [cluster]
+    return first
 
 
 def _is_finished(workload_status: Any) -> bool:

@@ -495,3 +495,38 @@ def test_a_pod_groups_manager_pods_stay_gated_when_their_statuses_come_back() ->
     view.started[wl.workload.key] = dispatcher.pod_set_infos(state, wl, None)
     assert dispatcher.start_of(view, wl) is None
     assert dispatcher.late_start(view, wl.workload.key) is None
+
+
+def test_a_choice_folded_with_its_nomination_is_written_after_it() -> None:
+    """A dispatcher that folds WorkersNominated and RemoteAdmissionChosen before it writes wants clusterName at
+    once; Kueue's webhook takes a clusterName only from the nominated ones, so the nomination is written first
+    (object_sync.nomination_first) and both writes pass the webhook. Kueue's e2e preemption case hung under load
+    on the refused write."""
+    from kueue_es.jobframework import workload_webhook
+    from kueue_es.services.dispatcher import core, object_sync, status
+
+    done = run("all-at-once-first-admission-wins")
+    view = core.DispatchState()
+    for message, event in zip(done.messages, done.events, strict=True):
+        core.fold(view, event, seq=message.seq)
+    wanted = status.workload_status(view.records["default/w1"], generation=1)
+    assert wanted["clusterName"] == "worker-b"
+
+    def obj(workload_status: dict) -> dict:
+        return {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "Workload",
+            "metadata": {"name": "w1", "namespace": "default"},
+            "spec": {"queueName": "q", "podSets": [{"name": "main", "count": 1, "template": {"spec": {}}}]},
+            "status": workload_status,
+        }
+
+    def refused(new: dict, old: dict) -> list[str]:
+        return [str(e) for e in workload_webhook.validate(obj(new), old=obj(old), gates={})]
+
+    assert [e for e in refused(wanted, {}) if e.startswith("status.clusterName")]  # at once: refused
+    first = object_sync.nomination_first({}, wanted)
+    assert first is not None and first["nominatedClusterNames"] == ["worker-b"] and "clusterName" not in first
+    assert refused(first, {}) == [] and refused(wanted, first) == []
+    assert object_sync.nomination_first(first, wanted) is None  # nominated: written as it is
+    assert object_sync.nomination_first({"clusterName": "worker-b"}, wanted) is None
