@@ -43,7 +43,8 @@ class LocalWorkload:
     sequence; ``chosen`` / ``chosen_seq``: the winner of the latest RemoteAdmissionChosen ("" none);
     ``priority``: its WorkloadPriorityClass and ``spec.priority`` now (None: no WorkloadPriorityClass,
     nothing to keep in line on the workers); ``group``: the workers of its MultiKueue check's MultiKueueConfig
-    (Kueue's wlGroup: reconcileGroup reads and writes those only), None when not known (every worker).
+    (Kueue's wlGroup: reconcileGroup reads and writes those only), None when not known (every worker);
+    ``stale_uids``: the worker UIDs of copies made for a nomination a Retry, an eviction or a release ended.
     """
 
     ref: types.WorkloadRef
@@ -55,6 +56,7 @@ class LocalWorkload:
     job: JobRef | None = None
     priority: Priority | None = None
     group: frozenset[str] | None = None
+    stale_uids: frozenset[str] = frozenset()
 
     @property
     def key(self) -> str:
@@ -88,8 +90,8 @@ class DeleteRemote:
     """Delete the remote copy of ``workload`` on ``cluster`` and the remote job it has (``job``, if known).
 
     ``why``: ``not-nominated``, ``lost-race`` (another worker admitted it), ``local-done`` (the
-    manager's workload finished, lost its quota or was deleted) or ``garbage`` (GC: no such
-    workload on the manager). ``decision_seq`` 0 for GC.
+    manager's workload finished, lost its quota or was deleted), ``stale`` (a copy of a nomination a Retry or an
+    eviction ended) or ``garbage`` (GC: no such workload on the manager). ``decision_seq`` 0 for GC.
     """
 
     cluster: str
@@ -161,6 +163,7 @@ def plan(
       the copy is admitted), every other copy goes (``lost-race``);
     - a live workload without a winner: a copy on every nominated connected worker, none elsewhere
       (``not-nominated``);
+    - a copy made for an earlier nomination (its UID in ``stale_uids``): it goes (``stale``), live or not;
     - a workload that is not live: every copy goes (``local-done``);
     - a live workload's copy on a worker outside its ``group`` is not its to touch: Kueue's reconcileGroup sees the
       workers of the check's MultiKueueConfig only, and two MultiKueueClusters may reach one worker (each step of
@@ -186,7 +189,10 @@ def plan(
                 continue
             if local.live and local.group is not None and cluster not in local.group:
                 continue
-            if not local.live:
+            if copy.uid and copy.uid in local.stale_uids:
+                # a copy of an earlier nomination (before a Retry or an eviction): it never serves this one
+                deletes.append(_delete(local, cluster, "stale", max(local.chosen_seq, local.nominated_seq)))
+            elif not local.live:
                 deletes.append(_delete(local, cluster, "local-done", max(local.chosen_seq, local.nominated_seq)))
             elif local.chosen and cluster != local.chosen:
                 deletes.append(_delete(local, cluster, "lost-race", local.chosen_seq))

@@ -205,6 +205,12 @@ class Edge:
         # evicted workloads that had a MultiKueue decision, until their quota is released: the manager's Job
         # must come to show no pods (:meth:`_stopped`), however late the last mirrored status landed
         self.stopping: set[str] = set()
+        # the copies (worker UIDs) a workload had when its nomination was reset (a Retry, an eviction, a release):
+        # they go before any copy serves it again, however soon it is nominated anew (Kueue's reconcileGroup
+        # deletes every copy while the workload holds no quota; a fold that takes the reset and the next
+        # nomination at once would otherwise never see that moment)
+        self.stale: dict[str, set[str]] = {}
+        self.created: dict[str, dict[str, str]] = {}  # the copies this edge created: key -> worker -> UID
         self.workers: dict[str, Worker] = {}
         self.caught_up = False
         self.wake = asyncio.Event()
@@ -253,16 +259,26 @@ class Edge:
                 d.chosen, d.chosen_seq = cluster, seq
             case types.MultiKueueCheckRetry(workload=ref) | types.MultiKueueCheckRejected(workload=ref):
                 # nomination starts again after the eviction the check's state brings
+                self._reset(ref.key)
                 if self.decided.pop(ref.key, None) is not None:
                     self.stopping.add(ref.key)
             case types.EvictionRequested(workload=ref):
+                self._reset(ref.key)
                 if self.decided.pop(ref.key, None) is not None:
                     self.stopping.add(ref.key)
             case types.QuotaReleased(workload=ref):
+                self._reset(ref.key)
                 self.decided.pop(ref.key, None)
                 self.stopping.discard(ref.key)
             case _:
                 pass
+
+    def _reset(self, key: str) -> None:
+        """The nomination of ``key`` ends: every copy it has now, seen or just created, is stale."""
+        uids = {w.copies[key].uid for w in self.workers.values() if key in w.copies and w.copies[key].uid}
+        uids |= set(self.created.pop(key, {}).values())
+        if uids:
+            self.stale.setdefault(key, set()).update(uids)
 
     def locals(self) -> dict[str, core.LocalWorkload]:
         """The manager workloads the edge acts on: those with a MultiKueue decision, and whether they are live."""
@@ -279,6 +295,7 @@ class Edge:
                 job=_job(wl),
                 priority=_local_priority(wl, self.state),
                 group=_group(self.state, d.check),
+                stale_uids=frozenset(self.stale.get(key, ())),
             )
         # workloads whose decisions were reset but whose copies may remain: not live
         for worker in self.workers.values():
@@ -297,6 +314,14 @@ class Edge:
             done = wl is None or wl.finished is not None or bool(wl.deleted_seq)
             if done and key not in held:
                 del self.decided[key]
+        for key in list(self.stale):  # a stale copy no worker shows any more is gone for good
+            copies = {w.copies[key].uid for w in self.workers.values() if key in w.copies}
+            self.stale[key] &= copies
+            if not self.stale[key]:
+                del self.stale[key]
+        for key in list(self.created):
+            if key not in self.decided:
+                del self.created[key]
 
     # -- running ----------------------------------------------------------------------------
 
@@ -469,7 +494,10 @@ class Edge:
         key = f"{namespace}/{name}"
         local = self.state.workloads.get(key)
         ref = _ref(key, local)
-        fact = remote_observation(worker.name, None if deleted else obj, ref=ref, now_ms=self.clock())
+        # a copy of an earlier nomination is no copy of this one: the decider must not choose it while the plan
+        # removes it (a worker that dropped its Evicted condition would show it admitted again)
+        stale = str(meta.get("uid") or "") in self.stale.get(key, ())
+        fact = remote_observation(worker.name, None if deleted or stale else obj, ref=ref, now_ms=self.clock())
         if deleted:
             worker.raw.pop(key, None)
             worker.copies.pop(key, None)
@@ -549,6 +577,7 @@ class Edge:
             if collect:
                 self._last_gc = loop.time()
             try:
+                await self._hide_stale()
                 await self.reconcile(collect_garbage=collect)
                 await self._mirror_jobs()
                 self.prune()
@@ -593,7 +622,12 @@ class Edge:
                     log.debug("manager_workload_not_yet_written", workload=ref.key, cluster=action.cluster)
                     return
                 body = remote.remote_workload(local, origin=self.origin)
-                await _retry()(client.create_object)(api, resources.WORKLOADS, namespace=ref.namespace, body=body)
+                made = await _retry()(client.create_object)(
+                    api, resources.WORKLOADS, namespace=ref.namespace, body=body
+                )
+                uid = str((made.get("metadata") or {}).get("uid") or "")
+                if uid:
+                    self.created.setdefault(ref.key, {})[action.cluster] = uid
             elif isinstance(action, core.CreateJob):
                 job_ref = resources.ref_for(action.job.api_version, action.job.kind)
                 if action.job.kind == "Pod":
@@ -727,6 +761,17 @@ class Edge:
                 log.info("job_status_stopped", job=f"{ref.namespace}/{job.name}")
         except (TimeoutError, errors.KubeError, OSError) as err:
             log.info("job_status_not_stopped", workload=ref.key, error=str(err))
+
+    async def _hide_stale(self) -> None:
+        """Report each stale copy (:attr:`stale`) still reported present as absent, once (see :meth:`_observe`)."""
+        for key, uids in list(self.stale.items()):
+            for worker in self.workers.values():
+                copy, seen = worker.copies.get(key), worker.observed.get(key)
+                if copy is None or copy.uid not in uids or seen is None or not seen.present:
+                    continue
+                fact = remote_observation(worker.name, None, ref=seen.workload, now_ms=self.clock())
+                worker.observed[key] = fact
+                await self._publish_fact(fact)
 
     async def _stop_evicted(self) -> None:
         """Every evicted workload of :attr:`stopping` whose copies are gone from every worker gets its manager

@@ -203,6 +203,63 @@ def test_plan_a_finished_or_evicted_workload_leaves_nothing_behind():
     assert actions == [core.DeleteRemote(cluster="w1", workload=REF, why="local-done", decision_seq=20, job=JOB)]
 
 
+def test_plan_a_copy_of_an_earlier_nomination_goes_before_a_new_one_is_made():
+    """Nominated again right after a Retry (the reset and the new nomination folded at once), the workload's old
+    copy on w1 is not this nomination's: it goes, and w1 gets a new copy only once the old one is gone."""
+    old = core.RemoteCopy(namespace="default", name="wl", uid="old-uid", admitted=True, has_job=True)
+    local = _local(nominated=("w1", "w2"), nominated_seq=30, stale_uids=frozenset({"old-uid"}))
+    actions = core.plan({"default/wl": local}, {"w1": {"default/wl": old}}, connected={"w1", "w2"})
+    assert actions == [
+        core.DeleteRemote(cluster="w1", workload=REF, why="stale", decision_seq=30, job=JOB),
+        core.CreateWorkload(cluster="w2", workload=REF, decision_seq=30),
+    ]
+    fresh = core.RemoteCopy(namespace="default", name="wl", uid="new-uid")
+    assert core.plan({"default/wl": local}, {"w1": {"default/wl": fresh}}, connected={"w1", "w2"}) == [
+        core.CreateWorkload(cluster="w2", workload=REF, decision_seq=30)
+    ]
+
+
+async def test_a_reset_hides_the_old_copies_from_the_decider() -> None:
+    """A Retry makes the copies the workload has then stale: the edge reports them absent (so the decider cannot
+    choose one that shows Admitted again), also when the worker's watch changes them later, and forgets them
+    once they are gone."""
+    from kueue_es.events.bus.memory import MemoryBus
+    from kueue_es.services.multikueue_edge import service
+
+    bus = MemoryBus()
+    edge = service.Edge(bus=bus, api=object(), namespace="kueue-es")  # type: ignore[arg-type]
+    published: list[types.RemoteWorkloadObserved] = []
+
+    async def publish(fact: types.RemoteWorkloadObserved) -> None:
+        published.append(fact)
+
+    edge._publish_fact = publish  # type: ignore[method-assign]
+    worker = service.Worker(name="w1", spec={}, api=object())  # type: ignore[arg-type]
+    edge.workers["w1"] = worker
+    admitted = {"type": "Admitted", "status": "True", "lastTransitionTime": "2026-12-05T12:00:00Z"}
+    copy = {
+        "metadata": {"namespace": "default", "name": "wl", "uid": "old-uid"},
+        "status": {"conditions": [admitted]},
+    }
+    await edge._observe(worker, copy, deleted=False)
+    assert published[-1].present and published[-1].admitted
+
+    edge._accepted(40, types.MultiKueueCheckRetry(workload=REF, check="mk", message="evicted", at_ms=1), edge.state)
+    assert edge.stale == {"default/wl": {"old-uid"}}
+    await edge._hide_stale()
+    assert not published[-1].present and len(published) == 2
+    await edge._hide_stale()
+    assert len(published) == 2  # said once
+    await edge._observe(worker, copy, deleted=False)  # the worker shows it again, Admitted
+    assert len(published) == 2 and not edge.workers["w1"].copies["default/wl"].admitted
+
+    await edge._observe(worker, copy, deleted=True)
+    edge.prune()
+    assert edge.stale == {}
+    await edge._observe(worker, {**copy, "metadata": {**copy["metadata"], "uid": "new-uid"}}, deleted=False)
+    assert published[-1].present and published[-1].admitted  # a new copy is this nomination's
+
+
 def test_plan_writes_nothing_to_an_unreachable_worker():
     local = _local(nominated=("w1",), nominated_seq=10)
     assert core.plan({"default/wl": local}, {}, connected=set()) == []
