@@ -774,11 +774,13 @@ class Edge:
                 await self._publish_fact(fact)
 
     async def _stop_evicted(self) -> None:
-        """Every evicted workload of :attr:`stopping` whose copies are gone from every worker gets its manager
+        """Every evicted workload of :attr:`stopping` whose copies are gone from every connected worker gets its manager
         Job shown stopped (:meth:`_stopped`), every tick until its quota is released: a status mirrored from
         the worker just before the copy went must not leave the manager waiting for pods that are not there
         (Kueue syncs the remote Job's status once both are suspended, job_multikueue_adapter.go)."""
-        held = {key for worker in self.workers.values() for key in worker.copies}
+        # an unreachable worker's copies are not seen (Kueue reads the connected workers only): the Retry after
+        # workerLostTimeout must not wait for them
+        held = {key for worker in self.workers.values() if worker.active for key in worker.copies}
         for key in sorted(self.stopping):
             wl = self.state.workloads.get(key)
             if wl is None or wl.reservation is None or wl.finished is not None or wl.deleted_seq:

@@ -1108,11 +1108,16 @@ async def test_an_evicted_workloads_manager_job_is_shown_stopped_until_its_quota
     )
     assert "default/wl" not in edge.decided and edge.stopping == {"default/wl"}
 
-    worker = service.Worker(name="w1", spec={}, api=object())  # type: ignore[arg-type]
+    worker = service.Worker(name="w1", spec={}, api=object(), active=True)  # type: ignore[arg-type]
     worker.copies["default/wl"] = object()  # type: ignore[assignment]
     edge.workers["w1"] = worker
     await edge._stop_evicted()
     assert patches == []  # the copy is still on the worker: its pods may run
+
+    worker.active = False  # unreachable (a Retry after workerLostTimeout): its copies are not seen, as in Kueue
+    await edge._stop_evicted()
+    assert patches[-1]["status"]["active"] == 0
+    worker.active, manager_job["status"], patches[:] = True, {"active": 1, "ready": 1}, []
 
     del worker.copies["default/wl"]
     await edge._stop_evicted()
