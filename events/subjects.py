@@ -205,6 +205,7 @@ def fact_identity(event: types.Fact) -> tuple[str, str, str]:
         case (
             types.WorkloadFinished(workload=ref)
             | types.WorkloadStopped(workload=ref)
+            | types.WorkloadEvictionObserved(workload=ref)
             | types.AdmissionCheckStateChanged(workload=ref)
             | types.WorkloadPodsReady(workload=ref)
             | types.WorkloadReclaimablePods(workload=ref)

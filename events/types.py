@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -40,10 +40,12 @@ suspends it while that ancestor's workload is not admitted); 11: ``Workload.spec
 ``Workload.openPreemptionGates`` (a closed gate holds a preemption back); 12:
 ``RemoteWorkloadObserved.topologyAssigned`` (the pod sets a MultiKueue worker placed); 13: a LocalQueue's
 ``spec.clusterQueue`` and ``spec`` are optional, as Kueue's (a LocalQueue naming no ClusterQueue); 14:
-``Configuration.localQueueMetrics`` (which LocalQueues the admitter exports ``kueue_local_queue_*`` series of).
+``Configuration.localQueueMetrics`` (which LocalQueues the admitter exports ``kueue_local_queue_*`` series of);
+15: ``WorkloadEvictionObserved`` (an Evicted=True condition someone other than kueue-es wrote on a Workload) and
+``EvictionRequested.observed`` (the eviction that carries it out, admitter logic 45).
 docs/events.md holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
@@ -284,6 +286,25 @@ class WorkloadStopped(_Event, frozen=True, kw_only=True, tag="WorkloadStopped"):
 
     workload: WorkloadRef
     reason: str = "Preempted"
+    at_ms: int = 0
+
+
+class WorkloadEvictionObserved(_Event, frozen=True, kw_only=True, tag="WorkloadEvictionObserved"):
+    """Someone other than kueue-es set the Workload's ``Evicted`` condition True while it held quota.
+
+    Kueue's tests and users evict a workload so (test/util SetEvictedCondition and a status update; the
+    MultiKueue e2e "Should re-do admission process when workload gets evicted in the worker"), and Kueue acts
+    on the condition whoever wrote it: the job reconciler stops the job and, once it no longer runs, clears
+    the reservation (jobframework/reconciler.go, "6. handle eviction"); a Workload with no job waits for its
+    user to clear QuotaReserved. Reported by the watcher once per condition (its ``lastTransitionTime`` and
+    ``reason``), not for one the dispatcher wrote. ``reason`` and ``message`` are the condition's, ``at_ms``
+    its ``lastTransitionTime`` (ms since the epoch). The admitter carries it out as an EvictionRequested with
+    ``observed`` set (logic 45); the fold ignores one for a workload holding no quota or already evicted.
+    """
+
+    workload: WorkloadRef
+    reason: str
+    message: str = ""
     at_ms: int = 0
 
 
@@ -721,6 +742,12 @@ class EvictionRequested(_Event, frozen=True, kw_only=True, tag="EvictionRequeste
     ``requeue_at_ms`` (0: none) is when the workload may be admitted again (Kueue's
     ``requeueState.requeueAt``, SEMANTICS §3.7); ``requeue_count`` its
     ``requeueState.count`` after a PodsReady timeout.
+    ``observed`` (schema 15, admitter logic 45): the eviction is an Evicted condition someone else wrote (a
+    WorkloadEvictionObserved, whose reason, message and time it carries); kueue-es only carries it out, as
+    Kueue's job reconciler does: the job is stopped and the quota released once it no longer runs, with no
+    Evicted Event, no eviction counted (schedulingStats, kueue_evicted_workloads_total), no Preempted
+    condition and the admission checks and MultiKueue nomination left as they are (only Kueue's evict.go
+    Evict does those). Left out of the encoded decision when False.
     """
 
     workload: WorkloadRef
@@ -732,6 +759,7 @@ class EvictionRequested(_Event, frozen=True, kw_only=True, tag="EvictionRequeste
     at_ms: int
     requeue_at_ms: int = 0
     requeue_count: int = 0
+    observed: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class WorkloadDeactivated(_Event, frozen=True, kw_only=True, tag="WorkloadDeactivated"):
@@ -905,6 +933,7 @@ Fact = (
     | ObjectDeleted
     | WorkloadFinished
     | WorkloadStopped
+    | WorkloadEvictionObserved
     | AdmissionCheckStateChanged
     | WorkloadPodsReady
     | WorkloadReclaimablePods

@@ -39,6 +39,7 @@ WORKLOAD_FACTS: tuple[type[types.Event], ...] = (
     types.WorkloadObserved,
     types.WorkloadFinished,
     types.WorkloadStopped,
+    types.WorkloadEvictionObserved,
     types.AdmissionCheckStateChanged,
     types.WorkloadPodsReady,
     types.WorkloadReclaimablePods,

@@ -113,6 +113,8 @@ def describe(event: types.Event, before: ClusterState, starts: JobStarts | None 
             )
         case types.EvictionRequested():
             return "evicted", f"{event.workload.key} evicted ({event.reason}): {event.message}"
+        case types.WorkloadEvictionObserved():
+            return "evicted", f"{event.workload.key}: Evicted written by someone else ({event.reason}): {event.message}"
         case types.WorkloadStopped():
             return "stopped", f"{event.workload.key} no longer runs ({event.reason})"
         case types.QuotaReleased():

@@ -371,6 +371,10 @@ class ClusterState:
     # force (Kueue puts it back to PendingEvaluation), or pending AdmissionGated with its admission-gated-by
     # annotation gone (:func:`_admission_gate_cleared`). The admitter records each (admitter logic 44).
     activation_due: dict[str, None] = field(default_factory=dict)
+    # Workloads holding quota, not evicted, whose Evicted condition someone other than kueue-es set True (the
+    # WorkloadEvictionObserved of each): the admitter carries each out (admitter logic 45); gone with the
+    # eviction, the reservation or the workload (:func:`_reindex`).
+    evicted_by_others: dict[str, types.WorkloadEvictionObserved] = field(default_factory=dict)
     # The ``timed`` workloads' deadlines, as min-heaps of (basis ms, key) per TIMER_KINDS: when
     # admitted (+ waitForPodsReady.timeout), when PodsReady turned false (+ recoveryTimeout),
     # and the maximum execution time's end. Entries whose basis is no longer the workload's are
@@ -567,6 +571,10 @@ def apply(
             _apply_reclaimable(state, event, seq=seq)
         case types.WorkloadDeactivated() | types.WorkloadRequeued():
             _apply_requeue_decision(state, event)
+        case types.WorkloadEvictionObserved():
+            current = state.workloads.get(event.workload.key)
+            if current is not None and _same_uid(current, event.workload) and _evictable(current):
+                state.evicted_by_others[event.workload.key] = event
         case types.WorkloadStopped():
             current = state.workloads.get(event.workload.key)
             if current is not None and current.eviction is not None and _same_uid(current, event.workload):
@@ -1053,11 +1061,28 @@ def _apply_requeue_decision(state: ClusterState, event: types.WorkloadDeactivate
     _reindex(state, event.workload.key)
 
 
+def _evictable(wl: WorkloadState | None) -> bool:
+    """Whether an Evicted condition someone else wrote on ``wl`` is news (a WorkloadEvictionObserved to carry out):
+    it holds quota, is not being evicted already (an eviction of kueue-es's own, or one carried out) and has not
+    ended (finished or deleted)."""
+    return (
+        wl is not None
+        and wl.reservation is not None
+        and wl.eviction is None
+        and wl.finished is None
+        and not wl.deleted_seq
+    )
+
+
 def _evicted(state: ClusterState, wl: WorkloadState, event: types.EvictionRequested) -> None:
     """What an eviction changes at once (SEMANTICS §9.5, §3.3, §3.7): every admission check that is
     not Pending goes back to Pending (a Retry one counts a retry), the requeue state is the
     eviction's, and after a PodsReady timeout or a check's Retry the queue order is by eviction time.
-    MultiKueue: the clusterName and the nominated workers go (Kueue evict.go resetClusterNomination)."""
+    MultiKueue: the clusterName and the nominated workers go (Kueue evict.go resetClusterNomination). An eviction
+    someone else wrote (``observed``, admitter logic 45) changes none of these: only Kueue's evict.go Evict resets
+    checks and the nomination, not the job reconciler that carries out an Evicted condition it finds."""
+    if event.observed is True:
+        return
     multikueue.forget_reservation(state.multikueue, wl.key)
     for name, check in list(wl.checks.items()):
         if check.state != "Pending":
@@ -1108,6 +1133,8 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
             ended or not wl.workload.spec.active or wl.stopped_seq > 0 or bool(wl.workload.on_hold)
         )
         _index_status(state, key, None if ended else wl)
+    if state.evicted_by_others and key in state.evicted_by_others and not _evictable(wl):
+        del state.evicted_by_others[key]  # evicted, released or gone: nothing left to carry out
     if not (waiting and active):
         state.nominations.pop(key, None)  # a preemptor that got quota or left needs nothing more
         state.preemptors.pop(key, None)
@@ -1638,10 +1665,11 @@ def _apply_preemption(
                 state.preemptors.pop(event.workload.key, None)
         case types.EvictionRequested():
             if current.reservation is not None and current.eviction is None:
-                kueue_metrics.on_evicted(state, current, event)
+                if event.observed is not True:  # one someone else wrote: Kueue counts nothing (only evict.go does)
+                    kueue_metrics.on_evicted(state, current, event)
+                    if event.reason == "Preempted":
+                        current.preempted_count += 1
                 current.eviction = event
-                if event.reason == "Preempted":
-                    current.preempted_count += 1
                 _bump_generation(state, current.reservation.cluster_queue, seq)
                 _evicted(state, current, event)
                 _reindex(state, event.workload.key)

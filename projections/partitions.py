@@ -263,6 +263,7 @@ class Partitions:
         nominations = {k: v for k, v in state.nominations.items() if k in part.workloads}
         preemptors = {k: v for k, v in state.preemptors.items() if k in part.workloads}
         deferred = {k: v for k, v in state.deferred.items() if k in part.workloads}
+        evicted_by_others = {k: v for k, v in state.evicted_by_others.items() if k in part.workloads}
         return dataclasses.replace(
             state,
             cluster_queues=cluster_queues,
@@ -273,6 +274,7 @@ class Partitions:
             nominations=nominations,
             preemptors=preemptors,
             deferred=deferred,
+            evicted_by_others=evicted_by_others,
             pending={},  # no cycle reads it; the whole cluster's would be a walk per cycle
             releasable=part.releasable,
             checks_due=part.checks_due,

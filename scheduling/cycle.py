@@ -90,6 +90,7 @@ def run(
     unqueued_releases: bool = True,
     concurrent_admission: bool = True,
     pending_deactivation: bool = True,
+    evicted_by_others: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -249,7 +250,13 @@ def run(
     scheduler looks at it again; one pending ``AdmissionGated`` whose annotation was removed gets
     ``PendingEvaluation`` "AdmissionGatedBy cleared, waiting for quota reservation" before the next cycle tries it,
     for Kueue's Event ``AdmissionGateCleared`` (:func:`_activation_outcomes`). 43 and earlier recorded nothing,
-    so such a workload kept the status it had until the scheduler's next verdict, if any."""
+    so such a workload kept the status it had until the scheduler's next verdict, if any.
+
+    ``evicted_by_others`` (admitter logic 45; False: 44 and earlier, for replay): a workload holding quota whose
+    Evicted condition someone other than kueue-es set True (a WorkloadEvictionObserved, ``state.evicted_by_others``)
+    is evicted with that condition's reason, message and time, ``observed`` (:func:`_observed_evictions`), and keeps
+    its quota until its job stops, as Kueue's job reconciler carries out an Evicted condition whoever wrote it
+    (jobframework/reconciler.go "6. handle eviction"); 44 and earlier ignored the condition."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -278,6 +285,9 @@ def run(
     drained += [d for d in _drain_stopped_queues(state, now_ms=now_ms) if _workload_key(d) not in drained_keys]
     if pending_deactivation and state.activation_due:
         drained += _activation_outcomes(state, early=True, now_ms=now_ms)
+    if evicted_by_others and state.evicted_by_others:
+        drained_keys = {_workload_key(d) for d in (*decisions, *drained)}
+        drained += [d for d in _observed_evictions(state) if _workload_key(d) not in drained_keys]
     for decision in drained:
         decisions.append(decision)
         touched.add(_workload_key(decision))
@@ -761,6 +771,34 @@ def _unqueued_reservations(state: ClusterState, *, now_ms: int) -> list[types.Qu
         out.append(
             types.QuotaReleased(
                 workload=wl.ref, cluster_queue=cq_name, reason=reason, cause_seq=cause_seq, at_ms=now_ms
+            )
+        )
+    return out
+
+
+def _observed_evictions(state: ClusterState) -> list[types.Decision]:
+    """An EvictionRequested, ``observed``, for each workload holding quota and not evicted whose Evicted condition
+    someone other than kueue-es set True (``state.evicted_by_others``, in key order): with that condition's reason,
+    message and time, so the status keeps the condition as it was written. Kueue acts on the condition whoever wrote
+    it (Kueue's tests and users evict so: test/util SetEvictedCondition): its job reconciler stops the job and, once
+    it no longer runs, clears the reservation, QuotaReserved=False ``PendingEvaluation`` (``Pending`` with the gate
+    UnadmittedWorkloadsObservability off) with the condition's message and Requeued as SetRequeuedCondition says
+    (jobframework/reconciler.go "6. handle eviction"); a Workload of no job keeps its quota until whoever plays
+    its job clears QuotaReserved (a WorkloadStopped). No eviction is counted: only evict.go Evict counts one."""
+    out: list[types.Decision] = []
+    for key in sorted(state.evicted_by_others):
+        seen = state.evicted_by_others[key]
+        wl = state.workloads.get(key)
+        if wl is None or wl.reservation is None or wl.eviction is not None or wl.finished is not None or wl.gone:
+            continue
+        out.append(
+            types.EvictionRequested(
+                workload=wl.ref,
+                cluster_queue=wl.reservation.cluster_queue,
+                reason=seen.reason,
+                message=seen.message,
+                at_ms=seen.at_ms,
+                observed=True,
             )
         )
     return out

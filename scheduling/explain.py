@@ -389,6 +389,16 @@ class StoryCollector:
                     preemptor=event.preemptor.key if event.preemptor is not None else None,
                     message=event.message,
                 )
+            case types.WorkloadEvictionObserved():
+                self._add(
+                    key,
+                    seq,
+                    event,
+                    "evicted by someone else",
+                    f"Evicted=True written on the Workload ({event.reason}): {event.message}",
+                    reason=event.reason,
+                    message=event.message,
+                )
             case types.WorkloadStopped():
                 self._add(key, seq, event, "stopped", f"its pods stopped ({event.reason})")
             case types.QuotaReleased():

@@ -110,6 +110,12 @@ def _built() -> Iterator[tuple[str, str, dict[str, str], str]]:
             "",
         ),
         (
+            types.WorkloadEvictionObserved(
+                workload=ref, reason="Preempted", message="By test", at_ms=1_796_198_953_000
+            ),
+            "",
+        ),
+        (
             types.DispatchApplied(
                 workload=ref,
                 decision_seq=41,

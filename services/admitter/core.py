@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 44
+LOGIC_VERSION = 45
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -63,8 +63,13 @@ EARLIER_LOGIC_VERSIONS = (
     41,
     42,
     43,
+    44,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 43 and earlier recorded
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 44 and earlier ignored an
+Evicted condition someone other than kueue-es wrote on a Workload holding quota (45 carries out its
+WorkloadEvictionObserved: an EvictionRequested ``observed`` with the condition's reason, message and time, the job
+stopped and the quota released once it no longer runs, as Kueue's job reconciler, reconciler.go "6. handle
+eviction"). 43 and earlier recorded
 nothing for a workload set inactive while it held no quota, so it kept its old pending reason, or no status at all
 when created inactive (44 records a WorkloadInadmissible ``Deactivated``, for Kueue's Evicted and QuotaReserved
 ``Deactivated`` on it, and ``PendingEvaluation`` once it is active again, as Kueue's workload controller). 42
@@ -210,6 +215,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         unqueued_releases=True,
         concurrent_admission=True,
         pending_deactivation=True,
+        evicted_by_others=True,
     )
 
 
@@ -251,6 +257,7 @@ def _decide(
     unqueued_releases: bool,
     concurrent_admission: bool,
     pending_deactivation: bool,
+    evicted_by_others: bool,
 ) -> list[types.Output]:
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
@@ -305,6 +312,7 @@ def _decide(
             unqueued_releases=unqueued_releases,
             concurrent_admission=concurrent_admission,
             pending_deactivation=pending_deactivation,
+            evicted_by_others=evicted_by_others,
         )
     finally:
         tree.rollback()
@@ -321,6 +329,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 44 ignored an Evicted condition someone else wrote on a Workload holding quota.
     Versions 9 to 43 recorded nothing for a workload set inactive while it held no quota.
     Versions 9 to 41 kept a reservation not yet admitted whose LocalQueue was gone or ClusterQueue terminating.
     Versions 9 to 40 wrote a misconfigured workload's message as its first pod set's, after ``pod set <name>: ``.
@@ -392,6 +401,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     unqueued_releases = version >= 42
     concurrent_admission = version >= 43
     pending_deactivation = version >= 44
+    evicted_by_others = version >= 45
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -433,6 +443,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             unqueued_releases=unqueued_releases,
             concurrent_admission=concurrent_admission,
             pending_deactivation=pending_deactivation,
+            evicted_by_others=evicted_by_others,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

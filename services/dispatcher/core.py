@@ -1026,6 +1026,7 @@ PLAN_IGNORED = (
     types.ObjectDeleted,
     types.WorkloadFinished,
     types.WorkloadStopped,
+    types.WorkloadEvictionObserved,
     types.AdmissionCheckStateChanged,
     types.WorkloadPodsReady,
     types.WorkloadReclaimablePods,

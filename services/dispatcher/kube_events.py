@@ -26,7 +26,8 @@ Which decision gives which Event (type, reason: message), as Kueue words them:
   reportEvictedWorkload; ``DeactivatedDueTo<cause>`` reasons give
   ``EvictedDueToDeactivatedDueTo<cause>``); for a preemption also Normal ``Preempted`` on the
   victim and ``PreemptedWorkload`` on the preemptor, with both effective priorities
-  (preemption.go; kueue-es has no priority boost, so boost is 0).
+  (preemption.go; kueue-es has no priority boost, so boost is 0); none for one ``observed`` (an Evicted
+  condition someone else wrote, which Kueue's job reconciler only carries out: its Stopped Event on the job).
 
 Pure: the decision and the cluster as folded in, Events out; the dispatcher writes them
 (:mod:`kueue_es.services.dispatcher.recording`). Messages longer than Kueue's event limit (1024
@@ -135,6 +136,8 @@ def for_decision(
             return [
                 KubeEvent(workload=ref, type="Warning", reason=reason or "Pending", message=truncate(message), at_ms=at)
             ]
+        case types.EvictionRequested(observed=True):
+            return []  # an Evicted condition someone else wrote: only evict.go Evict records an Event (logic 45)
         case types.EvictionRequested(workload=ref, reason=reason, message=message, at_ms=at):
             out = [
                 KubeEvent(

@@ -46,6 +46,7 @@ SKIPPED_FACT_TYPES = frozenset(
     for cls in (
         types.WorkloadPodsReady,
         types.WorkloadStopped,
+        types.WorkloadEvictionObserved,
         types.WorkloadReclaimablePods,
         types.PodObserved,
         types.NodeObserved,
@@ -322,7 +323,7 @@ def _evicted(view: DispatchState, event: types.Event, seq: int) -> str | None:
     record = _record(view, key, current, create=False)
     if _same_uid(current, event.workload.uid) and current.reservation is not None and current.eviction is None:
         current.eviction = event
-        if record is not None:
+        if record is not None and event.observed is not True:  # one someone else wrote resets nothing
             status._reset_checks(record, at_ms=event.at_ms)
     return None
 

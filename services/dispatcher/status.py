@@ -311,6 +311,8 @@ STATUS_IGNORED = (
     # condition came before), a deletion removes the record once the workload is gone
     types.WorkloadStopped,
     types.ObjectDeleted,
+    # an Evicted condition someone else wrote: the admitter's EvictionRequested (observed) carries it out
+    types.WorkloadEvictionObserved,
     # about no workload's status: the cluster's other objects (queue status is computed from the
     # folded cluster, not from records), the deciders' bookkeeping, the dispatcher's results
     types.ResourceFlavorObserved,
@@ -548,7 +550,14 @@ def merged_topology(
 
 
 def _evicted(record: WorkloadRecord, event: types.EvictionRequested) -> None:
-    """The Evicted (and Preempted) conditions of a new eviction; the admission checks reset, the requeue state."""
+    """The Evicted (and Preempted) conditions of a new eviction; the admission checks reset, the requeue state.
+
+    One ``observed`` (an Evicted condition someone else wrote, admitter logic 45) is that condition as written and
+    nothing more: no eviction counted in schedulingStats, no Preempted, checks and clusterName kept (only Kueue's
+    evict.go Evict does those; its job reconciler just carries the condition out)."""
+    if event.observed is True:
+        record.set("Evicted", True, event.reason, event.message, at_ms=event.at_ms)
+        return
     _evict(record, event.reason, event.message, at_ms=event.at_ms)
     if event.preemption_reason:
         record.set("Preempted", True, event.preemption_reason, event.message, at_ms=event.at_ms, generation=False)

@@ -68,6 +68,7 @@ SAMPLES: list[types.Event] = [
     types.WorkloadInadmissible(workload=REF, reason="Pending", message="m", at_ms=1),
     types.QuotaReleased(workload=REF, cluster_queue="cq", reason="Finished", cause_seq=4, at_ms=2),
     types.WorkloadStopped(workload=REF, reason="Preempted", at_ms=9),
+    types.WorkloadEvictionObserved(workload=REF, reason="Preempted", message="By test", at_ms=9),
     types.PreemptionRequired(
         workload=REF,
         cluster_queue="cq",
