@@ -28,6 +28,11 @@ Msg-Id) however often it sees the stopped Job, and a second eviction of a Job th
 is still stopped (evicted again before it was restarted) still changes the Job.
 """
 
+DISPATCHER_FIELD_MANAGER = "kueue-es"
+"""The field manager of the dispatcher's server-side applies (a Workload's status among them). The watcher reads
+it back in ``metadata.managedFields``: an Evicted condition owned by another manager (or by an update, not this
+apply) is someone else's eviction, a WorkloadEvictionObserved (Kueue acts on the condition whoever wrote it)."""
+
 SCHEDULING_GATE = "kueue.x-k8s.io/admission"
 """The scheduling gate that holds a managed pod until its workload is admitted (Kueue's pod webhook adds it,
 the dispatcher removes it)."""

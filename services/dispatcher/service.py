@@ -52,6 +52,7 @@ from kubernetes_asyncio import client as k8s_client
 from kueue_es.events import codec, job_owners, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, BusError, Delivery, DurableConsumer, LogMessage
+from kueue_es.jobframework.annotations import DISPATCHER_FIELD_MANAGER
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError
 from kueue_es.scheduling import concurrent_admission
@@ -95,7 +96,7 @@ log = structlog.get_logger(__name__)
 DECISION_FILTER = "kq.dec.*.wl.>"
 LEASE_USER = "dispatcher"
 """The dispatcher's key in KQ_LEASES is ``dispatcher.<partition>`` (``--standby-lease``)."""
-FIELD_MANAGER = "kueue-es"
+FIELD_MANAGER = DISPATCHER_FIELD_MANAGER
 
 
 RESULTS_ON_FAILURE_SECONDS = 5.0

@@ -178,6 +178,7 @@ class PrebuiltWorkloads:
             status = cast(Mapping[str, Any], obj).get("status")
             ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=known.metadata.uid)
             await self.reporter.check_entries(ref, status if isinstance(status, dict) else {}, version=version)
+            await self.reporter.evicted_by_others(ref, obj)
 
     async def workloads_listed(self, listed: list[objects.KubeObject], *, version: str) -> None:
         """A fresh list of the Workload objects: keep those a job may adopt, delete the adopted workloads whose

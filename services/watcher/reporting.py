@@ -6,7 +6,9 @@ WorkloadStopped once a job the dispatcher stopped for an eviction no longer runs
 (once per eviction, also across restarts), WorkloadPodsReady when a job's
 PodsReady (status, reason) changes, and, from the Workload objects read back,
 AdmissionCheckStateChanged when a check controller changes an entry of
-``status.admissionChecks`` and a WorkloadObserved when ``spec.active`` is flipped.
+``status.admissionChecks``, a WorkloadObserved when ``spec.active`` is flipped, and a
+WorkloadEvictionObserved when someone other than the dispatcher writes ``Evicted=True``
+on a Workload holding quota (once per condition; Kueue acts on it whoever wrote it).
 What "ready", "started" and "stopped" mean per integration is pure
 (:mod:`kueue_es.services.watcher.progress`); :class:`ProgressReporter` remembers
 what it last reported and publishes the changes.
@@ -23,6 +25,7 @@ import structlog
 from kueue_es.events import codec, manifests, models, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.jobframework import integrations, jobs, workloads
+from kueue_es.jobframework.annotations import DISPATCHER_FIELD_MANAGER
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import progress
 from kueue_es.services.watcher.kinds import Key
@@ -48,6 +51,7 @@ class ProgressReporter:
         self.pods_ready: dict[Key, progress.ReadyState] = {}  # workload -> PodsReady last reported
         self.check_states: dict[tuple[str, str, str], tuple[Any, ...]] = {}  # (ns, workload, check) -> last seen
         self.reclaimable: dict[Key, dict[str, int]] = {}  # workload -> reclaimable pods last reported
+        self.evicted: dict[Key, str] = {}  # workload -> Msg-Id version of the WorkloadEvictionObserved last reported
 
     # -- what the log already says ----------------------------------------------------------------
 
@@ -59,6 +63,7 @@ class ProgressReporter:
             "WorkloadPodsReady",
             "AdmissionCheckStateChanged",
             "WorkloadReclaimablePods",
+            "WorkloadEvictionObserved",
         ):
             return
         try:
@@ -68,6 +73,9 @@ class ProgressReporter:
         if isinstance(event, types.WorkloadStopped):
             version = message.headers.get("Nats-Msg-Id", "").rsplit(":", 1)[-1]  # the last part of its Msg-Id
             self.stopped[(event.workload.namespace, event.workload.name)] = version
+        elif isinstance(event, types.WorkloadEvictionObserved):
+            version = message.headers.get("Nats-Msg-Id", "").rsplit(":", 1)[-1]
+            self.evicted[(event.workload.namespace, event.workload.name)] = version
         # What this watcher publishes comes back here later: a state it already holds is newer
         # than the log's echo of an earlier one, so the log only fills in what it does not know.
         elif isinstance(event, types.WorkloadPodsReady):
@@ -213,12 +221,48 @@ class ProgressReporter:
         ref = types.WorkloadRef(namespace=key[0], name=key[1], uid=known.metadata.uid)
         status = obj.get("status")
         await self.check_entries(ref, status if isinstance(status, dict) else {}, version=version)
+        await self.evicted_by_others(ref, obj)
         active = (obj.get("spec") or {}).get("active", True) is not False
         if active != known.spec.active:
             changed = msgspec.structs.replace(known, spec=msgspec.structs.replace(known.spec, active=active))
             await self.publisher.publish(
                 types.WorkloadObserved(workload=changed), version=version, source=self.publisher.sources.get(key, "")
             )
+
+    async def evicted_by_others(self, ref: types.WorkloadRef, obj: objects.KubeObject) -> None:
+        """WorkloadEvictionObserved when Workload object ``obj`` (of workload ``ref``) holds quota
+        (``QuotaReserved=True``) and carries an ``Evicted=True`` condition the dispatcher did not write
+        (:func:`evicted_by_another`): once per condition, its ``lastTransitionTime`` and reason making the
+        Msg-Id version (also across restarts: :meth:`learn`), whatever else of the object changes. Kueue acts on
+        that condition whoever wrote it (jobframework/reconciler.go "6. handle eviction"; Kueue's tests write
+        it so: test/util SetEvictedCondition); the admitter carries it out (logic 45). A condition with no
+        parsable ``lastTransitionTime`` is reported at the watcher's clock."""
+        raw = cast(Mapping[str, Any], obj)
+        status = raw.get("status")
+        conditions = status.get("conditions") if isinstance(status, dict) else None
+        by_type = {c.get("type"): c for c in conditions or [] if isinstance(c, dict)}
+        evicted, reserved = by_type.get("Evicted"), by_type.get("QuotaReserved")
+        if evicted is None or evicted.get("status") != "True" or reserved is None or reserved.get("status") != "True":
+            return
+        if not evicted_by_another(raw):
+            return
+        reason = str(evicted.get("reason") or "")
+        since = str(evicted.get("lastTransitionTime") or "")
+        # once per condition; no ":" in a Msg-Id version (learn splits on the last one)
+        version = f"evicted-by-{since.replace(':', '')}.{reason}"
+        key = (ref.namespace, ref.name)
+        if self.evicted.get(key) == version:
+            return
+        try:
+            at_ms = manifests.parse_time_ms(since) or self.clock()
+        except manifests.ManifestError:
+            at_ms = self.clock()
+        fact = types.WorkloadEvictionObserved(
+            workload=ref, reason=reason, message=str(evicted.get("message") or ""), at_ms=at_ms
+        )
+        await self.publisher.emit(fact, version=version)
+        self.evicted[key] = version
+        log.info("workload_evicted_by_others", workload=ref.key, reason=reason, version=version)
 
     async def check_entries(self, ref: types.WorkloadRef, status: Mapping[str, Any], *, version: str) -> None:
         """AdmissionCheckStateChanged for each ``status.admissionChecks[]`` entry a check controller changed."""
@@ -256,6 +300,32 @@ class ProgressReporter:
             return
         await self.publisher.emit(fact, version=f"{version}.{fact.check}")
         log.info("admission_check_state", workload=ref.key, check=fact.check, state=fact.state)
+
+
+_EVICTED_KEY = 'k:{"type":"Evicted"}'
+
+
+def evicted_by_another(obj: Mapping[str, Any]) -> bool:
+    """Whether the ``Evicted`` condition of Workload object ``obj`` was written by someone other than the
+    dispatcher, as its ``metadata.managedFields`` say: an entry that owns that condition (``f:status`` ->
+    ``f:conditions`` -> ``k:{"type":"Evicted"}``, or the whole ``f:conditions`` list where a server owns lists
+    whole) and is not the dispatcher's server-side apply (manager
+    :data:`~kueue_es.jobframework.annotations.DISPATCHER_FIELD_MANAGER`, operation ``Apply``): a user's or a
+    test's update, even one sent by a kueue-es client. An object without managedFields tells nothing: True (the
+    fold drops a report about a workload the log evicts already)."""
+    entries = (obj.get("metadata") or {}).get("managedFields")
+    if not isinstance(entries, list) or not entries:
+        return True
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("manager") == DISPATCHER_FIELD_MANAGER and entry.get("operation") == "Apply":
+            continue
+        fields = (entry.get("fieldsV1") or {}).get("f:status")
+        owned = fields.get("f:conditions") if isinstance(fields, dict) else None
+        if isinstance(owned, dict) and (not owned or _EVICTED_KEY in owned):
+            return True
+    return False
 
 
 def check_view(fact: types.AdmissionCheckStateChanged) -> tuple[Any, ...]:

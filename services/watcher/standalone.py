@@ -12,6 +12,9 @@ FinishWorkloads, SetPodsReady):
 - an eviction completed: after the dispatcher wrote ``Evicted=True``, the
   ``QuotaReserved`` condition set to False (-> WorkloadStopped, once per eviction;
   the admitter then releases the quota, SEMANTICS §7.8);
+- an eviction: ``Evicted=True`` written while it holds quota (-> WorkloadEvictionObserved, once per
+  condition; the admitter evicts it with that condition, and it keeps its quota until the user clears
+  QuotaReserved, as Kueue's workload controller leaves a jobless workload's eviction to its user);
 - pods ready: a ``PodsReady`` condition (-> WorkloadPodsReady when it changes);
 - admission check states in ``status.admissionChecks`` (the job workloads' path,
   :meth:`ProgressReporter.check_entries`);
@@ -179,6 +182,7 @@ class StandaloneTracker:
         if self.finish_orphans and workloads.is_orphaned(cast(Mapping[str, Any], obj)):
             await self._owner_not_found(key, ref, conditions.get("Finished"))
         await self.reporter.check_entries(ref, status, version=version)
+        await self.reporter.evicted_by_others(ref, obj)
         await self._pods_ready(key, ref, conditions.get("PodsReady"), version=version)
         reclaimable = {
             str(entry.get("name")): count
