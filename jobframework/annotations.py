@@ -16,8 +16,9 @@ EVICTED_ANNOTATION = "kueue-es.dev/evicted"
 
 The watcher reads it to tell an eviction from a Job that is merely suspended, and
 reports WorkloadStopped once the Job has no active pods; StartJob removes it. It
-stands in for Kueue's Evicted condition on the Workload object, which kueue-es does
-not write.
+ties the stopped Job to the eviction on the log: the Workload object's Evicted
+condition, which the dispatcher writes too, is not read back for that (Kueue's job
+reconciler reads the condition itself).
 """
 
 EVICTION_SEQ_ANNOTATION = "kueue-es.dev/eviction-seq"
