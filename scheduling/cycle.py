@@ -91,6 +91,7 @@ def run(
     concurrent_admission: bool = True,
     pending_deactivation: bool = True,
     evicted_by_others: bool = True,
+    fit_clears_reasons: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -135,6 +136,10 @@ def run(
     inactive workload and no job reconciler releases a jobless one; ``jobless_deactivation_evicts``
     False (admitter logic 38 and earlier, for replay) released it at once, with no eviction.
 
+    ``fit_clears_reasons`` (admitter logic 46; False: 45 and earlier, for replay): a pending message leaves
+    out the reasons of the flavors tried before one that fits its resource, and a resource no resource group
+    covers names every member of its pod set group, as Kueue's flavorassigner.go findFlavorForPodSets (a nil
+    status on Fit) and assignFlavors (the group's status on each member) (:class:`~kueue_es.scheduling.flavors.Picker`).
     ``kueue_multiple_preemptions`` (admitter logic 17; False: 16 and earlier, for replay): a preempting
     entry's fit check takes the victims of the cycle's earlier preemptions out too, as Kueue's
     scheduler.go fits does, so two preemptors in a cohort may both preempt in one cycle; the
@@ -352,6 +357,7 @@ def run(
         tas=cycle,
         released=() if released_are_candidates else released,
         kueue_reasons=kueue_multiple_preemptions,
+        fit_clears_reasons=fit_clears_reasons,
         lq_usage_in_every_cq=lq_usage_in_every_cq,
         fair_rerun_after_own=fair_rerun_after_own,
         allowed_flavors=allowed_flavors,

@@ -300,6 +300,7 @@ class Picker:
         "preempting",
         "memo",
         "kueue_reasons",
+        "fit_clears_reasons",
     )
 
     def __init__(
@@ -311,11 +312,17 @@ class Picker:
         fair_sharing: bool,
         topologies: dict[str, models.Topology] | None = None,
         kueue_reasons: bool = True,
+        fit_clears_reasons: bool = True,
     ) -> None:
         # Pending messages as Kueue writes them (admitter logic 17): a pod set's reasons, of every resource
         # group, sorted and joined with ", " (flavorassigner.go Status.Message), a taint as Go prints it;
         # False: logic 16 and earlier, each resource group's reasons in flavor order joined with "; ".
         self.kueue_reasons = kueue_reasons
+        # Admitter logic 45: a resource whose flavor fits carries no reasons (Kueue's findFlavorForPodSets
+        # returns a nil status once its best mode is Fit), and a resource no group covers gives every member of
+        # a pod set group its line (assignFlavors sets the group's status on each); False: logic 44 and earlier
+        # kept the reasons of the flavors tried before the fitting one and named only the group's first member.
+        self.fit_clears_reasons = fit_clears_reasons
         self.name = cq.metadata.name
         self.node = tree.cluster_queues[self.name]
         self.covering: dict[str, _Group] = {}  # resource -> the first group that covers it
@@ -438,7 +445,8 @@ class Picker:
                 if choice.flavor is None or mode[0] == NO_FIT:
                     return _no_flavor(ps.name, problems, tried=(*tried, {}), kueue_reasons=self.kueue_reasons)
                 if self.kueue_reasons:
-                    reasons += problems
+                    if mode[0] != FIT or not self.fit_clears_reasons:
+                        reasons += problems
                 elif mode[0] != FIT:
                     problems_all.append(f"couldn't assign flavors to pod set {ps.name}: {'; '.join(problems)}")
                 if mode[0] < worst[0] or (mode[0] == worst[0] and mode[1] > worst[1]):
@@ -553,7 +561,12 @@ class Picker:
                     continue
                 group = covering.get(resource)
                 if group is None:
-                    return _uncovered(lead.name, resource, tried=tried_so_far(members))
+                    uncovered = _uncovered(lead.name, resource, tried=tried_so_far(members))
+                    if self.kueue_reasons and self.fit_clears_reasons:  # every member carries the group's status
+                        reason = [f"resource {resource} unavailable in ClusterQueue"]
+                        lines = "; ".join(_pod_set_message(pod_sets[i].name, reason) for i in members)
+                        return msgspec.structs.replace(uncovered, message=lines)
+                    return uncovered
                 wanted = {r: totals[r] for r in group.covered if r in totals}
                 first = resume.get(resource, -1) + 1 if resume else 0
                 choice, problems, last = self._pick(lead, group, wanted, taken, oracle, first, others)
@@ -565,7 +578,8 @@ class Picker:
                         return msgspec.structs.replace(nofit, message=lines)
                     return _no_flavor(lead.name, problems, tried=tried_so_far(members), kueue_reasons=False)
                 if self.kueue_reasons:
-                    reasons += problems
+                    if mode[0] != FIT or not self.fit_clears_reasons:
+                        reasons += problems
                 elif mode[0] != FIT:
                     problems_all.append(f"couldn't assign flavors to pod set {lead.name}: {'; '.join(problems)}")
                 if mode[0] < worst[0] or (mode[0] == worst[0] and mode[1] > worst[1]):

@@ -32,7 +32,9 @@ class Search:
     ``released``: keys of workloads whose quota the caller took out of ``tree`` (the
     preemptor's view, :func:`kueue_es.scheduling.nominations.release_ended`): no candidates.
     ``kueue_reasons``: pending messages as Kueue writes them (:class:`~kueue_es.scheduling.flavors.Picker`;
-    False: admitter logic 16 and earlier). ``lq_usage_in_every_cq``: LocalQueue usage orders the
+    False: admitter logic 16 and earlier); ``fit_clears_reasons``: a resource whose flavor fits adds no reasons
+    to them, and an uncovered resource names every member of a pod set group (False: admitter logic 44 and
+    earlier). ``lq_usage_in_every_cq``: LocalQueue usage orders the
     candidates of every ClusterQueue, as Kueue's CandidatesOrdering (False: of the preemptor's own only,
     admitter logic 17 and preemptor logic 6 and earlier; :func:`~kueue_es.scheduling.preemption.ordered`).
     ``fair_rerun_after_own``: fair preemption runs its first strategy again once it has taken the
@@ -51,6 +53,7 @@ class Search:
         tas: tas_cycle.CycleTopology | None = None,
         released: Collection[str] = (),
         kueue_reasons: bool = True,
+        fit_clears_reasons: bool = True,
         lq_usage_in_every_cq: bool = True,
         fair_rerun_after_own: bool = True,
         allowed_flavors: bool = True,
@@ -82,10 +85,12 @@ class Search:
         # A flavor picker per ClusterQueue, kept across cycles until an object changes (every
         # change of a ClusterQueue, flavor or the Configuration is a trigger) or a new quota tree.
         kept = state.caches.get("admitter.pickers")
-        if not isinstance(kept, tuple) or kept[:4] != (state.objects_version, tree, self.fair, kueue_reasons):
-            kept = state.caches["admitter.pickers"] = (state.objects_version, tree, self.fair, kueue_reasons, {})
-        self._pickers: dict[str, flavors.Picker] = kept[4]
+        key = (state.objects_version, tree, self.fair, kueue_reasons, fit_clears_reasons)
+        if not isinstance(kept, tuple) or kept[:5] != key:
+            kept = state.caches["admitter.pickers"] = (*key, {})
+        self._pickers: dict[str, flavors.Picker] = kept[5]
         self.kueue_reasons = kueue_reasons
+        self.fit_clears_reasons = fit_clears_reasons
 
     @contextlib.contextmanager
     def excluding(self, key: str, *, replaced: WorkloadState | None = None) -> Iterator[None]:
@@ -243,6 +248,7 @@ class Search:
                 fair_sharing=self.fair,
                 topologies=self.state.topology.topologies,
                 kueue_reasons=self.kueue_reasons,
+                fit_clears_reasons=self.fit_clears_reasons,
             )
         preempting = picker.preempting  # can_preempt(cq, self.tree), kept with the picker
         self._searched = {} if preempting else None

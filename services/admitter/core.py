@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 45
+LOGIC_VERSION = 46
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -64,8 +64,13 @@ EARLIER_LOGIC_VERSIONS = (
     42,
     43,
     44,
+    45,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 44 and earlier ignored an
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 45 and earlier wrote, in a
+pending message, the reasons of the flavors tried before the one that fitted a resource (46 leaves them out, as
+Kueue's findFlavorForPodSets returns no status once a flavor fits: "insufficient unused quota for cpu_credits in
+flavor credits, 1 more needed" alone when cpu fits on a second flavor), and named only the first member of a pod
+set group asking for a resource no resource group covers (46 gives every member its line). 44 and earlier ignored an
 Evicted condition someone other than kueue-es wrote on a Workload holding quota (45 carries out its
 WorkloadEvictionObserved: an EvictionRequested ``observed`` with the condition's reason, message and time, the job
 stopped and the quota released once it no longer runs, as Kueue's job reconciler, reconciler.go "6. handle
@@ -216,6 +221,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         concurrent_admission=True,
         pending_deactivation=True,
         evicted_by_others=True,
+        fit_clears_reasons=True,
     )
 
 
@@ -258,6 +264,7 @@ def _decide(
     concurrent_admission: bool,
     pending_deactivation: bool,
     evicted_by_others: bool,
+    fit_clears_reasons: bool,
 ) -> list[types.Output]:
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
@@ -313,6 +320,7 @@ def _decide(
             concurrent_admission=concurrent_admission,
             pending_deactivation=pending_deactivation,
             evicted_by_others=evicted_by_others,
+            fit_clears_reasons=fit_clears_reasons,
         )
     finally:
         tree.rollback()
@@ -329,6 +337,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 45 kept the reasons of flavors tried before a fitting one in pending messages and named only
+    a pod set group's first member for an uncovered resource.
     Versions 9 to 44 ignored an Evicted condition someone else wrote on a Workload holding quota.
     Versions 9 to 43 recorded nothing for a workload set inactive while it held no quota.
     Versions 9 to 41 kept a reservation not yet admitted whose LocalQueue was gone or ClusterQueue terminating.
@@ -402,6 +412,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     concurrent_admission = version >= 43
     pending_deactivation = version >= 44
     evicted_by_others = version >= 45
+    fit_clears_reasons = version >= 46
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -444,6 +455,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             concurrent_admission=concurrent_admission,
             pending_deactivation=pending_deactivation,
             evicted_by_others=evicted_by_others,
+            fit_clears_reasons=fit_clears_reasons,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
