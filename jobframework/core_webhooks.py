@@ -146,6 +146,79 @@ def validate(kind: str, obj: Mapping[str, Any], *, old: Mapping[str, Any] | None
     return refusals
 
 
+CONCURRENT_ADMISSION_GATE: Final = "ConcurrentAdmission"
+"""Kueue's alpha gate (off by default) under which its ClusterQueue webhook checks ``spec.concurrentAdmissionPolicy``."""
+TRY_PREFERRED_FLAVORS: Final = "TryPreferredFlavors"
+MAX_CONCURRENT_ADMISSION_FLAVORS: Final = 16
+
+
+def concurrent_admission_refusals(spec: Mapping[str, Any], *, gates: Mapping[str, bool]) -> list[Refusal]:
+    """The refusals of a ClusterQueue's ``spec`` (with the CRD's defaults, created or updated) for its
+    ``concurrentAdmissionPolicy`` while ``gates`` turn ConcurrentAdmission on (alpha, off by default: then none),
+    as Kueue's clusterqueue_webhook.go validateConcurrentAdmissionPolicy: exactly one resource group, at most 16
+    flavors in it, ``migration.constraints`` only with mode TryPreferredFlavors, a ``lastAcceptableFlavorName``
+    that is one of the ClusterQueue's flavors (listed sorted here; Kueue lists a Go set, in no fixed order), and no
+    StrictFIFO queueing. ``[]`` when the ClusterQueue has no policy. Kueue's check that the policy is immutable
+    (ValidateClusterQueueUpdate) is not made here."""
+    policy = spec.get("concurrentAdmissionPolicy")
+    if not gates.get(CONCURRENT_ADMISSION_GATE, False) or not isinstance(policy, Mapping):
+        return []
+    refusals: list[Refusal] = []
+    groups = _list(spec.get("resourceGroups"))
+    if len(groups) != 1:
+        refusals.append(
+            Refusal(
+                "spec.resourceGroups",
+                INVALID,
+                f"Invalid value: {len(groups)}: must have exactly one ResourceGroup when ConcurrentAdmissionPolicy "
+                "is defined",
+            )
+        )
+    elif len(flavors := _list((groups[0] or {}).get("flavors"))) > MAX_CONCURRENT_ADMISSION_FLAVORS:
+        refusals.append(
+            Refusal(
+                "spec.resourceGroups[0].flavors",
+                INVALID,
+                f"Invalid value: {len(flavors)}: cannot have more than {MAX_CONCURRENT_ADMISSION_FLAVORS} resource "
+                "flavors in the ResourceGroup when ConcurrentAdmissionPolicy is defined",
+            )
+        )
+    migration = policy.get("migration")
+    constraints = migration.get("constraints") if isinstance(migration, Mapping) else None
+    if isinstance(constraints, Mapping) and isinstance(migration, Mapping):
+        mode = str(migration.get("mode") or "")
+        where = "spec.concurrentAdmissionPolicy.migration.constraints"
+        if mode and mode != TRY_PREFERRED_FLAVORS:
+            refusals.append(
+                Refusal(
+                    where,
+                    FORBIDDEN,
+                    f'Forbidden: may only be set when migration.mode is "{TRY_PREFERRED_FLAVORS}" (got {_show(mode)})',
+                )
+            )
+        elif (last := constraints.get("lastAcceptableFlavorName")) is not None:
+            names = sorted({str(name) for name in _flavor_names(spec)})
+            if last not in names:
+                refusals.append(
+                    Refusal(
+                        f"{where}.lastAcceptableFlavorName",
+                        INVALID,
+                        f"Invalid value: {_show(last)}: must be one of the flavors defined in the ClusterQueue: "
+                        f"[{' '.join(names)}]",
+                    )
+                )
+    if spec.get("queueingStrategy") == "StrictFIFO":
+        refusals.append(
+            Refusal(
+                "spec.queueingStrategy",
+                INVALID,
+                'Invalid value: "StrictFIFO": StrictFIFO queueing strategy cannot be used when '
+                "ConcurrentAdmissionPolicy is defined",
+            )
+        )
+    return refusals
+
+
 def _resource_groups(kind: str, spec: Mapping[str, Any]) -> list[Refusal]:
     """common.go validateResourceGroups, validateResourceName (a resource name is a label key), and the unique
     covered resources and flavors of validateTotalCoveredResources and validateTotalFlavors."""

@@ -1470,6 +1470,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         except validation.UnknownFields as exc:
             raise store.StoreError(status=400, reason="BadRequest", message=str(exc)) from exc
         self._kueue_validate(call.ref, admitted, old=old)
+        self._kueue_validate_cluster_queue(call.ref, admitted)
         admitted = self._kueue_validate_workload(call, admitted, old=old)
         if call.ref.group == crds.GROUP:
             schema = validation.schema_of(call.ref.kind)
@@ -1505,6 +1506,23 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if errors:
             raise store.StoreError(status=403, reason="Forbidden", message=workload_webhook.message(errors))
         return obj
+
+    def _kueue_validate_cluster_queue(self, ref: resources.ResourceRef, obj: Mapping[str, Any]) -> None:
+        """The checks of Kueue's ClusterQueue webhook (``vclusterqueue.kb.io``) that read its feature gates, on a
+        create or update the schema accepted (``obj`` with the CRD's defaults), when the emulator plays Kueue's
+        webhooks: :func:`core_webhooks.concurrent_admission_refusals` with :attr:`workload_gates`. A refusal is
+        403 Forbidden, ``admission webhook "vclusterqueue.kb.io" denied the request: <field errors>``."""
+        if (ref.group, ref.kind) != (crds.GROUP, "ClusterQueue") or not self.kueue_validation:
+            return
+        if not any(hook in self.create_hooks for hook in KUEUE_WEBHOOKS):
+            return
+        spec = obj.get("spec")
+        refusals = core_webhooks.concurrent_admission_refusals(
+            spec if isinstance(spec, Mapping) else {}, gates=self.workload_gates
+        )
+        if refusals:
+            message = f'admission webhook "vclusterqueue.kb.io" denied the request: {core_webhooks.message(refusals)}'
+            raise store.StoreError(status=403, reason="Forbidden", message=message)
 
     @property
     def workload_gates(self) -> dict[str, bool]:

@@ -232,17 +232,25 @@ def core_mutate(request: Request, hook: core_webhooks.Hook) -> dict[str, Any]:
     return _review(request.uid, {"allowed": True, "patchType": "JSONPatch", "patch": encoded})
 
 
-def core_validate(request: Request, hook: core_webhooks.Hook) -> dict[str, Any]:
+def core_validate(
+    request: Request, hook: core_webhooks.Hook, *, gates: Mapping[str, bool] | None = None
+) -> dict[str, Any]:
     """The AdmissionReview of Kueue's validating webhook of a ClusterQueue, Cohort or ResourceFlavor
     (``vclusterqueue.kb.io``, ...; CREATE and UPDATE): :func:`core_webhooks.validate` of the object (and the old
-    one on UPDATE); a refusal is 403 Forbidden with Kueue's field errors, as :func:`validate`'s. DELETE is
-    allowed (Kueue's ValidateDelete allows everything)."""
+    one on UPDATE), and for a ClusterQueue the checks that read the feature ``gates`` (the Configuration's:
+    :func:`core_webhooks.concurrent_admission_refusals`); a refusal is 403 Forbidden with Kueue's field errors, as
+    :func:`validate`'s. DELETE is allowed (Kueue's ValidateDelete allows everything)."""
     if request.operation == "CREATE":
         refusals = core_webhooks.validate(hook.kind, request.obj)
     elif request.operation == "UPDATE" and request.old is not None:
         refusals = core_webhooks.validate(hook.kind, request.obj, old=request.old)
     else:
         refusals = []
+    if hook.kind == "ClusterQueue" and request.operation in ("CREATE", "UPDATE"):
+        spec = request.obj.get("spec")
+        refusals += core_webhooks.concurrent_admission_refusals(
+            spec if isinstance(spec, Mapping) else {}, gates=gates or {}
+        )
     if not refusals:
         return _review(request.uid, {"allowed": True})
     return _forbidden(request.uid, core_webhooks.message(refusals))

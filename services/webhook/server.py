@@ -270,7 +270,7 @@ def app(
         if request.path in (workload_webhook.MUTATE_PATH, workload_webhook.VALIDATE_PATH):
             return await _workload(request, gates=gates)
         if (hook := core_webhooks.hook_of_path(request.path)) is not None:
-            return await _core(request, hook)
+            return await _core(request, hook, gates=gates)
         found = webhooks.target_of_path(request.path)
         if found is None:
             return aiohttp.web.Response(text=f"no webhook at {request.path}\n", status=404)
@@ -484,7 +484,9 @@ async def _workload(request: aiohttp.web.Request, *, gates: Mapping[str, bool]) 
     return aiohttp.web.json_response(answer)
 
 
-async def _core(request: aiohttp.web.Request, hook: core_webhooks.Hook) -> aiohttp.web.StreamResponse:
+async def _core(
+    request: aiohttp.web.Request, hook: core_webhooks.Hook, *, gates: Mapping[str, bool]
+) -> aiohttp.web.StreamResponse:
     """Kueue's webhooks of its own kinds (``/mutate-kueue-x-k8s-io-v1beta2-clusterqueue``,
     ``/validate-kueue-x-k8s-io-v1beta2-cohort``, ...: :data:`core_webhooks.HOOKS`): answered from the object alone
     (:mod:`kueue_es.jobframework.core_webhooks`), asking the API nothing."""
@@ -494,7 +496,10 @@ async def _core(request: aiohttp.web.Request, hook: core_webhooks.Hook) -> aioht
         parsed = review.parse(await request.json())
     except (review.BadReview, json.JSONDecodeError, UnicodeDecodeError) as err:
         return aiohttp.web.Response(text=f"{err}\n", status=400)
-    answer = (review.core_mutate if hook.mutating else review.core_validate)(parsed, hook)
+    if hook.mutating:
+        answer = review.core_mutate(parsed, hook)
+    else:
+        answer = review.core_validate(parsed, hook, gates=gates)
     log.info(
         "admission_reviewed",
         webhook=request.path,
