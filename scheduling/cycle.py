@@ -137,9 +137,10 @@ def run(
     False (admitter logic 38 and earlier, for replay) released it at once, with no eviction.
 
     ``fit_clears_reasons`` (admitter logic 46; False: 45 and earlier, for replay): a pending message leaves
-    out the reasons of the flavors tried before one that fits its resource, and a resource no resource group
-    covers names every member of its pod set group, as Kueue's flavorassigner.go findFlavorForPodSets (a nil
-    status on Fit) and assignFlavors (the group's status on each member) (:class:`~kueue_es.scheduling.flavors.Picker`).
+    out the reasons of the flavors tried before one that fits its resource, a resource no resource group
+    covers names every member of its pod set group, and a NoFit message keeps the lines of the pod sets before it
+    that need preemption, as Kueue's flavorassigner.go findFlavorForPodSets (a nil status on Fit), assignFlavors
+    (the group's status on each member) and Assignment.Message (:class:`~kueue_es.scheduling.flavors.Picker`).
     ``kueue_multiple_preemptions`` (admitter logic 17; False: 16 and earlier, for replay): a preempting
     entry's fit check takes the victims of the cycle's earlier preemptions out too, as Kueue's
     scheduler.go fits does, so two preemptors in a cohort may both preempt in one cycle; the

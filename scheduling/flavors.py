@@ -318,10 +318,12 @@ class Picker:
         # group, sorted and joined with ", " (flavorassigner.go Status.Message), a taint as Go prints it;
         # False: logic 16 and earlier, each resource group's reasons in flavor order joined with "; ".
         self.kueue_reasons = kueue_reasons
-        # Admitter logic 45: a resource whose flavor fits carries no reasons (Kueue's findFlavorForPodSets
-        # returns a nil status once its best mode is Fit), and a resource no group covers gives every member of
-        # a pod set group its line (assignFlavors sets the group's status on each); False: logic 44 and earlier
-        # kept the reasons of the flavors tried before the fitting one and named only the group's first member.
+        # Admitter logic 46: a resource whose flavor fits carries no reasons (Kueue's findFlavorForPodSets
+        # returns a nil status once its best mode is Fit), a resource no group covers gives every member of
+        # a pod set group its line (assignFlavors sets the group's status on each), and a NoFit message keeps
+        # the lines of the pod sets before it that need preemption (Assignment.Message); False: logic 45 and
+        # earlier kept the reasons of the flavors tried before the fitting one, named only the group's first
+        # member and wrote the failing pod set's line alone.
         self.fit_clears_reasons = fit_clears_reasons
         self.name = cq.metadata.name
         self.node = tree.cluster_queues[self.name]
@@ -434,7 +436,7 @@ class Picker:
                     continue
                 group = covering.get(resource)
                 if group is None:
-                    return _uncovered(ps.name, resource, tried=(*tried, {}))
+                    return self._after(problems_all, _uncovered(ps.name, resource, tried=(*tried, {})))
                 if len(group.covered) == 1:
                     wanted = {resource: totals[resource]}
                 else:
@@ -443,7 +445,8 @@ class Picker:
                 choice, problems, last = self._pick(ps, group, wanted, taken, oracle, first)
                 mode = choice.mode
                 if choice.flavor is None or mode[0] == NO_FIT:
-                    return _no_flavor(ps.name, problems, tried=(*tried, {}), kueue_reasons=self.kueue_reasons)
+                    nofit = _no_flavor(ps.name, problems, tried=(*tried, {}), kueue_reasons=self.kueue_reasons)
+                    return self._after(problems_all, nofit)
                 if self.kueue_reasons:
                     if mode[0] != FIT or not self.fit_clears_reasons:
                         reasons += problems
@@ -470,6 +473,14 @@ class Picker:
         outcome = "Fit" if worst[0] == FIT else "Preempt"
         message = "; ".join(problems_all) if outcome != "Fit" else ""
         return Assignment(outcome, tuple(flat), borrowing, message, "", None, tuple(tried))
+
+    def _after(self, earlier: list[str], failed: Assignment) -> Assignment:
+        """``failed`` (a NoFit) with the lines of the pod sets before it that need preemption first, as Kueue's
+        Assignment.Message lists every pod set whose status is not Fit up to the one that failed (admitter logic
+        45, :attr:`fit_clears_reasons`); ``failed`` as it is before that logic or when there are none."""
+        if not earlier or not (self.kueue_reasons and self.fit_clears_reasons):
+            return failed
+        return msgspec.structs.replace(failed, message="; ".join([*earlier, failed.message]))
 
     def _assign_one(
         self, ps: PodSetRequest, *, oracle: Oracle | None, start: tuple[dict[str, int], ...] | None
@@ -565,7 +576,7 @@ class Picker:
                     if self.kueue_reasons and self.fit_clears_reasons:  # every member carries the group's status
                         reason = [f"resource {resource} unavailable in ClusterQueue"]
                         lines = "; ".join(_pod_set_message(pod_sets[i].name, reason) for i in members)
-                        return msgspec.structs.replace(uncovered, message=lines)
+                        return self._after(problems_all, msgspec.structs.replace(uncovered, message=lines))
                     return uncovered
                 wanted = {r: totals[r] for r in group.covered if r in totals}
                 first = resume.get(resource, -1) + 1 if resume else 0
@@ -575,7 +586,7 @@ class Picker:
                     if self.kueue_reasons:  # every member of the group carries the group's status (Kueue)
                         nofit = _no_flavor(lead.name, problems, tried=tried_so_far(members))
                         lines = "; ".join(_pod_set_message(pod_sets[i].name, problems) for i in members)
-                        return msgspec.structs.replace(nofit, message=lines)
+                        return self._after(problems_all, msgspec.structs.replace(nofit, message=lines))
                     return _no_flavor(lead.name, problems, tried=tried_so_far(members), kueue_reasons=False)
                 if self.kueue_reasons:
                     if mode[0] != FIT or not self.fit_clears_reasons:

@@ -33,7 +33,7 @@ class Search:
     preemptor's view, :func:`kueue_es.scheduling.nominations.release_ended`): no candidates.
     ``kueue_reasons``: pending messages as Kueue writes them (:class:`~kueue_es.scheduling.flavors.Picker`;
     False: admitter logic 16 and earlier); ``fit_clears_reasons``: a resource whose flavor fits adds no reasons
-    to them, and an uncovered resource names every member of a pod set group (False: admitter logic 44 and
+    to them, and an uncovered resource names every member of a pod set group (False: admitter logic 45 and
     earlier). ``lq_usage_in_every_cq``: LocalQueue usage orders the
     candidates of every ClusterQueue, as Kueue's CandidatesOrdering (False: of the preemptor's own only,
     admitter logic 17 and preemptor logic 6 and earlier; :func:`~kueue_es.scheduling.preemption.ordered`).

@@ -70,7 +70,9 @@ EARLIER_LOGIC_VERSIONS = (
 pending message, the reasons of the flavors tried before the one that fitted a resource (46 leaves them out, as
 Kueue's findFlavorForPodSets returns no status once a flavor fits: "insufficient unused quota for cpu_credits in
 flavor credits, 1 more needed" alone when cpu fits on a second flavor), and named only the first member of a pod
-set group asking for a resource no resource group covers (46 gives every member its line). 44 and earlier ignored an
+set group asking for a resource no resource group covers (46 gives every member its line), and wrote a NoFit
+pod set's line alone (46 keeps the lines of the pod sets before it that need preemption, as Kueue's
+Assignment.Message). 44 and earlier ignored an
 Evicted condition someone other than kueue-es wrote on a Workload holding quota (45 carries out its
 WorkloadEvictionObserved: an EvictionRequested ``observed`` with the condition's reason, message and time, the job
 stopped and the quota released once it no longer runs, as Kueue's job reconciler, reconciler.go "6. handle
@@ -337,8 +339,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
-    Versions 9 to 45 kept the reasons of flavors tried before a fitting one in pending messages and named only
-    a pod set group's first member for an uncovered resource.
+    Versions 9 to 45 kept the reasons of flavors tried before a fitting one in pending messages, named only
+    a pod set group's first member for an uncovered resource and wrote a NoFit pod set's line alone.
     Versions 9 to 44 ignored an Evicted condition someone else wrote on a Workload holding quota.
     Versions 9 to 43 recorded nothing for a workload set inactive while it held no quota.
     Versions 9 to 41 kept a reservation not yet admitted whose LocalQueue was gone or ClusterQueue terminating.

@@ -1,10 +1,11 @@
-"""Admitter logic 46: Kueue's pending message once a resource's flavor fits, and for a pod set group asking for a
-resource no resource group covers; 45 kept for replay.
+"""Admitter logic 46: Kueue's pending message once a resource's flavor fits, for a pod set group asking for a
+resource no resource group covers, and after pod sets that need preemption; 45 kept for replay.
 
 Kueue's findFlavorForPodSets (pkg/scheduler/flavorassigner/flavorassigner.go) returns no status once the best
 flavor of a resource fits, so the flavors tried before it give no reason; assignFlavors sets a pod set group's
-status on every member, and Assignment.Message writes a line for each. Found walking Kueue's "Share Quotas Across
-Resource Flavors" page (its Event names the credits alone) and the LeaderWorkerSet TAS example.
+status on every member, and Assignment.Message writes a line for each pod set whose status is not Fit, up to the
+one that failed. Found walking Kueue's "Share Quotas Across Resource Flavors" page (its Event names the credits
+alone) and the LeaderWorkerSet TAS example.
 """
 
 from __future__ import annotations
@@ -52,3 +53,15 @@ def test_an_uncovered_resource_names_every_group_member_from_logic_46() -> None:
         "couldn't assign flavors to pod set leader: resource nvidia.com/gpu unavailable in ClusterQueue"
     )
     assert admitter.LOGIC_VERSION >= 46 and 45 in admitter.EARLIER_LOGIC_VERSIONS
+
+
+def test_a_nofit_message_keeps_the_preempting_pod_sets_before_it_from_logic_46() -> None:
+    path = SCENARIOS / "flavors/multi-podset-preempting-then-nofit-message-lists-both.yaml"
+    assert _pending(path, "default/incoming") == (
+        "NoMatchingFlavor",
+        "couldn't assign flavors to pod set first: insufficient unused quota for cpu in flavor default, 1 more "
+        "needed; couldn't assign flavors to pod set second: resource example.com/gpu unavailable in ClusterQueue",
+    )
+    assert _pending(path, "default/incoming", version=45)[1] == (
+        "couldn't assign flavors to pod set second: resource example.com/gpu unavailable in ClusterQueue"
+    )
