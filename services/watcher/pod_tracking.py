@@ -184,6 +184,9 @@ class PodGroups:
         await self.reporter.report_mark_stopped(wl_key, [pod, *members], running=running, now_ms=now_ms)
         if wl_key not in self.publisher.known["Workload"] or not members:
             return
+        # a finished pod or group: Kueue's job reconciler returns before it writes PodsReady (reconciler.go step 3
+        # before step 5), so a single pod that succeeded keeps PodsReady True rather than WaitForRecovery
+        finished = pods.group_has_finished(members) if group else pods.is_terminated(members[0])
         if group:
             total = workloads.parse_int(
                 workloads.job_ref(pod, kind="Pod", api_version=pods.POD_API).annotations.get(
@@ -197,7 +200,8 @@ class PodGroups:
         # a held workload (its StatefulSet scaled to zero) is not admitted: Kueue's generatePodsReadyCondition
         # says WaitForStart whatever its going pods still report, so the scale-up's pods are Started, not Recovered
         started = progress.started("Pod", members) and not (known is not None and known.on_hold)
-        await self.reporter.report_pods_ready(wl_key, started=started, ready=ready, version=version)
+        if not finished:
+            await self.reporter.report_pods_ready(wl_key, started=started, ready=ready, version=version)
         if group and known is not None:  # a finished group's report is not taken by the fold
             reclaimable = pods.group_reclaimable_pods(members)
             ref = self.publisher.workload_ref(wl_key)

@@ -107,7 +107,15 @@ class ProgressReporter:
         if integration is not None:
             running = integration.active(raw) or not integrations.suspended(integration, raw)
             await self.report_mark_stopped(wl_key, [obj], running=running, now_ms=now_ms)
-        if kind != "Pod" and wl_key in self.publisher.known["Workload"]:
+        # Kueue's job reconciler writes nothing more once the job has finished (reconciler.go: step 3, "handle
+        # job is finished", returns before step 5 writes PodsReady), so a failed Job's Workload keeps its last
+        # PodsReady rather than turning WaitForRecovery as its pods go
+        finished = (
+            jobs.finished_condition(raw) is not None
+            if kind == "Job"
+            else (integration is not None and integration.finished(raw) is not None)
+        )
+        if kind != "Pod" and wl_key in self.publisher.known["Workload"] and not finished:
             ready = (
                 integrations.pods_ready(integration, raw, context=context)
                 if integration is not None

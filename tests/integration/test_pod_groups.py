@@ -478,3 +478,40 @@ async def test_a_finished_single_pod_loses_kueues_finalizer(api, bus: MemoryBus)
             while any(p["metadata"].get("finalizers") for p in (await all_pods(api)).values()):
                 await asyncio.sleep(0.05)
     assert running_member["metadata"]["finalizers"] == ["kueue.x-k8s.io/managed"]
+
+
+async def test_a_single_pod_that_succeeded_keeps_pods_ready_true(api, bus: MemoryBus) -> None:
+    """A single pod runs, ready, then succeeds (phase Succeeded, Ready False with reason PodCompleted, as its
+    kubelet writes it in one update): its workload finishes and keeps PodsReady True ``Started``, as in Kueue,
+    whose job reconciler returns once the job has finished (reconciler.go step 3) before it writes PodsReady
+    (step 5). Before, the watcher reported the not-ready pod first and the Workload showed PodsReady False
+    ``WaitForRecovery`` "At least one pod has failed, waiting for recovery" (found walking Kueue's "Run Plain
+    Pods" page with kubectl)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=9)
+        await kube.apply_manifest(api, member("solo", "", total=1))
+        await pods_until(api, lambda pods: "solo" in ungated(pods))
+        ready = {"type": "Ready", "status": "True"}
+        await kube.patch_object(
+            api, resources.PODS, namespace="default", name="solo",
+            patch={"status": {"phase": "Running", "conditions": [ready]}}, subresource="status",
+        )  # fmt: skip
+        await wait_for(bus, types.WorkloadPodsReady, ready=True, timeout=10)
+        completed = {"type": "Ready", "status": "False", "reason": "PodCompleted"}
+        await kube.patch_object(
+            api, resources.PODS, namespace="default", name="solo",
+            patch={"status": {"phase": "Succeeded", "conditions": [completed]}}, subresource="status",
+        )  # fmt: skip
+        name = (await wait_for(bus, types.WorkloadFinished, timeout=10))[0].workload.name
+        async with asyncio.timeout(10):
+            while True:
+                wl = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+                conditions = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or []}
+                if "Finished" in conditions:
+                    break
+                await asyncio.sleep(0.05)
+        reports = [(r.ready, r.reason) for r in await events_of(bus, types.WorkloadPodsReady)]
+    assert ("Finished", "True") == (conditions["Finished"]["type"], conditions["Finished"]["status"])
+    assert (conditions["PodsReady"]["status"], conditions["PodsReady"]["reason"]) == ("True", "Started")
+    assert (False, "WaitForRecovery") not in reports
