@@ -455,6 +455,8 @@ def _fold_into(
             _check_changed(record, event)
             if record.admission is not None and wl.reservation is not None and not wl.admitted:
                 _checks_moved(record, state, at_ms=event.at_ms, granular=granular)
+        case types.WorkloadPodsReady() if before.finished:
+            pass  # Kueue's job reconciler writes no PodsReady once the job finished (reconciler.go step 3, then 5)
         case types.WorkloadPodsReady() if not wl.admitted:
             # a job started by hand with no admission (stopped again: suspension.py): Kueue's
             # generatePodsReadyCondition says WaitForStart for a workload that is not admitted, whatever runs

@@ -819,6 +819,25 @@ def test_a_job_started_by_hand_before_admission_shows_pods_ready_wait_for_start(
     assert (pods_ready["status"], pods_ready["reason"]) == ("True", "Started")
 
 
+def test_a_finished_workload_keeps_its_last_pods_ready() -> None:
+    """Kueue's job reconciler writes nothing more once the job has finished (reconciler.go: step 3 returns before
+    step 5 writes PodsReady): a PodsReady fact folded after the finish and the release of the quota (as the
+    watcher reported when a failed Job's pods went, on logs written before it stopped) leaves the Workload's
+    PodsReady as it was. Before, the Workload of a Job failed with BackoffLimitExceeded showed PodsReady False
+    WaitForStart (found walking Kueue's troubleshooting pages with kubectl)."""
+    log, ref = queues_log()
+    log.add(*admitted(ref, 1))
+    log.add(types.WorkloadPodsReady(workload=ref, ready=True, reason="Started", at_ms=at(2)))
+    failed = "Job has reached the specified backoff limit"
+    log.add(types.WorkloadFinished(workload=ref, succeeded=False, reason="Failed", message=failed, at_ms=at(3)))
+    log.add(released(ref, "Finished", 3))
+    log.add(types.WorkloadPodsReady(workload=ref, ready=False, reason="WaitForRecovery", at_ms=at(3)))
+    conditions = {c["type"]: c for c in log.status(ref)["conditions"]}
+    started = "All pods reached readiness and the workload is running"
+    assert conditions["PodsReady"] == cond("PodsReady", True, "Started", started, 2)
+    assert conditions["Finished"] == cond("Finished", True, "Failed", failed, 3)
+
+
 def test_a_delayed_admission_check_retry_counts_and_backs_off() -> None:
     """delayed_admission_test.go 'should requeue workloads after a delayed retry', on the core engine's log:
     a Retry without requeueAfterSeconds evicts the workload, resets its check to Pending with retryCount 1 and
