@@ -12,7 +12,8 @@ Which decision gives which Event (type, reason: message), as Kueue words them:
   reservation was 0s" (recordWorkloadAdmissionEvents);
 - WorkloadInadmissible: Warning, the granular QuotaReserved=False reason (``Pending`` when
   none) and the pending message (scheduler.go requeueAndUpdate); none for a workload whose LocalQueue or
-  ClusterQueue is missing or inactive (Kueue's workload controller sets only the condition); reason
+  ClusterQueue is missing or inactive (Kueue's workload controller sets only the condition), nor for one
+  waiting for waitForPodsReady.blockAdmission (``WaitingForPodsReady``: waitForPodsReadyIfNeeded); reason
   ``SecondPassFailed`` for a failed second pass of a workload holding quota (Kueue: the same Event,
   no condition); none for one recorded ``Deactivated`` or back to ``PendingEvaluation`` after its
   reactivation (workload controller, and evict.go records no Event without an admission); Normal
@@ -131,7 +132,7 @@ def for_decision(
                 return [
                     _workload_controller_event(ref, "AdmissionGated", f"Workload admission is gated by: {gated_by}", at)
                 ]
-            if _workload_controller_reason(reason, message):
+            if _workload_controller_reason(reason, message) or reason == WAITING_FOR_PODS_READY:
                 return []
             return [
                 KubeEvent(workload=ref, type="Warning", reason=reason or "Pending", message=truncate(message), at_ms=at)
@@ -670,6 +671,10 @@ def eviction_component(reason: str) -> str:
         return WORKLOAD_CONTROLLER_COMPONENT
     return ""
 
+
+WAITING_FOR_PODS_READY = "WaitingForPodsReady"
+"""The reason of a workload that waits for waitForPodsReady.blockAdmission: Kueue's scheduler only sets the condition
+(scheduler.go waitForPodsReadyIfNeeded), with no Event."""
 
 REPORTING_COMPONENT = "kueue-admission"
 """Kueue's event source for these Events (constants.AdmissionName), kept so that tools filtering

@@ -478,6 +478,19 @@ def test_no_event_for_what_kueues_workload_controller_only_marks() -> None:
     assert _events(log, event) == [(ref.name, "Warning", "Misconfigured", mismatch)]
 
 
+def test_no_event_while_admission_waits_for_pods_ready() -> None:
+    """waitForPodsReady.blockAdmission: Kueue's scheduler sets QuotaReserved=False WaitingForPodsReady "waiting for
+    all admitted workloads to be in PodsReady condition" and blocks until they are (scheduler.go
+    waitForPodsReadyIfNeeded), recording no Event. Before, kueue-es added a Warning WaitingForPodsReady Event,
+    which ``kubectl describe workload`` showed on Kueue's "Setup All-or-nothing with ready Pods" page."""
+    log, ref = queues_log()
+    message = "waiting for all admitted workloads to be in PodsReady condition"
+    event = types.WorkloadInadmissible(workload=ref, reason="WaitingForPodsReady", message=message, at_ms=at(1))
+    assert _events(log, event) == []
+    pending = types.WorkloadInadmissible(workload=ref, reason="WaitingForQuota", message=PENDING_MESSAGE, at_ms=at(2))
+    assert _events(log, pending) == [(ref.name, "Warning", "WaitingForQuota", PENDING_MESSAGE)]
+
+
 def test_a_job_nested_too_deep_in_kueues_words() -> None:
     """A Job whose owner chain is deeper than Kueue walks: Warning JobNestingTooDeep with Kueue's message
     (reconciler.go ReconcileGenericJob), on the Job, not kueue-es's generic ErrWorkloadCompose."""
