@@ -245,7 +245,9 @@ class SimulatedKubelet:
             if cancelled is not None:
                 await asyncio.gather(cancelled, return_exceptions=True)
             if cancelled is not None or _needs_suspended_status(job):
-                if not _suspended(job) and uid not in self._said_suspended:  # the condition becomes True
+                # the condition becomes True: it was False, or a run this kubelet resumed (its Resumed Event
+                # recorded) was cut short before its status said so -- the Job controller writes both in one sync
+                if uid not in self._said_suspended and (not _suspended(job) or cancelled is not None):
                     self._said_suspended.add(uid)
                     await self._record(job, "Suspended", "Job suspended")
                 if (

@@ -197,6 +197,31 @@ async def test_a_job_suspended_and_resumed_at_once_says_it_runs_again(
     assert reasons.index("Suspended") < reasons.index("Resumed")
 
 
+async def test_a_job_suspended_while_its_pods_are_made_says_suspended_again(
+    api: k8s_client.ApiClient, sim_kubelet: kubelet.SimulatedKubelet
+) -> None:
+    """A Job resumed and suspended again while its pods are still being made (Kueue preempting a workload it just
+    admitted, as ``kueue-es demo --preempt`` does): the Job controller had written ``Suspended`` False with its
+    ``Resumed`` Event, so the suspension gets a ``Suspended`` Event again. Before, the run was cancelled before
+    its status was written, the Job still read ``Suspended`` True and ``kubectl describe job`` showed two
+    ``Resumed`` Events in a row (found walking Kueue's troubleshooting pages)."""
+    body = job("quick", suspend=True, duration=30, parallelism=60, completions=60)
+    await client.create_object(api, resources.JOBS, namespace="default", body=body)
+    await wait_for_status(api, "quick", lambda s: (condition(s, "Suspended") or {}).get("status") == "True")
+    resume = {"spec": {"suspend": False}}
+    await client.patch_object(api, resources.JOBS, namespace="default", name="quick", patch=resume)
+    async with asyncio.timeout(5):
+        while "Resumed" not in [reason for _, _, reason, _ in await job_events(api, "quick")]:
+            await asyncio.sleep(0.005)
+    suspend = {"spec": {"suspend": True}}
+    await client.patch_object(api, resources.JOBS, namespace="default", name="quick", patch=suspend)
+    async with asyncio.timeout(5):
+        while [reason for _, _, reason, _ in await job_events(api, "quick")].count("Suspended") < 2:
+            await asyncio.sleep(0.05)
+    reasons = [reason for _, _, reason, _ in await job_events(api, "quick") if reason in ("Suspended", "Resumed")]
+    assert reasons == ["Suspended", "Resumed", "Suspended"]
+
+
 @pytest.mark.usefixtures("sim_kubelet")
 async def test_duration_annotation_overrides_the_default(api: k8s_client.ApiClient) -> None:
     """A Job annotated with 1.0 s is still running when the default (0.2 s) Job is done."""
