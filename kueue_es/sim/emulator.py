@@ -11,7 +11,7 @@ history, status subresource, PUT, or addressing of the Namespace kind.
 OpenAPI and every request for a registered kind itself, from ``store.ObjectStore``.
 
 What is served, per registered kind (``resources.RESOURCES``: Kueue's kinds and the built-in ones
-kueue-es and its users meet -- Namespace, Node, Pod, Event, Secret, PodTemplate, batch/v1 Job and
+kueue-es and its users meet -- Namespace, Node, Pod, Event, Secret, ConfigMap, PodTemplate, batch/v1 Job and
 CronJob, apps/v1 Deployment, ReplicaSet and StatefulSet, scheduling.k8s.io/v1 PriorityClass, Lease, DRA's
 kinds, ProvisioningRequest; the access and self-subject reviews, :mod:`.reviews`, allowed and never stored; the controllers that act on them are simulated elsewhere, :mod:`.kubelet`
 and :mod:`.controllers`): GET (get/list), GET ?watch=true|True|1 (watch), POST (create, 201), PUT
@@ -120,6 +120,7 @@ _BUILT_IN_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] 
     ("", "nodes"): (("no",), ()),
     ("", "namespaces"): (("ns",), ()),
     ("", "events"): (("ev",), ()),
+    ("", "configmaps"): (("cm",), ()),
     ("batch", "jobs"): ((), ("all",)),
     ("batch", "cronjobs"): (("cj",), ("all",)),
     ("scheduling.k8s.io", "priorityclasses"): (("pc",), ()),

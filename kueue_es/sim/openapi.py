@@ -59,7 +59,7 @@ CORE_KINDS: tuple[tuple[str, str, str], ...] = (
     ("", "v1", "Node"),
     ("", "v1", "Pod"),
     ("", "v1", "Event"),
-    ("", "v1", "ConfigMap"),  # not served yet: ready for a kind that carries Kueue's configuration
+    ("", "v1", "ConfigMap"),
     ("batch", "v1", "Job"),
     ("batch", "v1", "CronJob"),
     ("scheduling.k8s.io", "v1", "PriorityClass"),

@@ -98,6 +98,8 @@ RESOURCES: dict[tuple[str, str], ResourceRef] = {
         _ref("v1", "Pod", "pods", namespaced=True, status=True),
         _ref("v1", "Event", "events", namespaced=True, status=False),
         _ref("v1", "Secret", "secrets", namespaced=True, status=False),
+        # served so that Kueue's examples that mount one apply (the all-or-nothing page's job template)
+        _ref("v1", "ConfigMap", "configmaps", namespaced=True, status=False),
         _ref("batch/v1", "Job", "jobs", namespaced=True, status=True),
         _ref("batch/v1", "CronJob", "cronjobs", namespaced=True, status=True),
         # read for the priority of jobs naming one (services/watcher/kinds.py); no status
@@ -137,6 +139,7 @@ RESOURCE_SLICES = RESOURCES[RESOURCE_V1, "ResourceSlice"]
 PODS = RESOURCES["v1", "Pod"]
 EVENTS = RESOURCES["v1", "Event"]
 SECRETS = RESOURCES["v1", "Secret"]
+CONFIG_MAPS = RESOURCES["v1", "ConfigMap"]
 JOBS = RESOURCES["batch/v1", "Job"]
 CRON_JOBS = RESOURCES["batch/v1", "CronJob"]
 PRIORITY_CLASSES = RESOURCES["scheduling.k8s.io/v1", "PriorityClass"]

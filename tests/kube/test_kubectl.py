@@ -506,6 +506,85 @@ async def test_cronjob_and_priority_class_apply_print_and_validate(kubectl: Kube
     assert rows[1][:3] == ["high", "1000", "false"] and rows[1][4] == "PreemptLowerPriority"
 
 
+# the job template of Kueue's "Setup All-or-nothing with ready Pods" page (tasks/manage/setup_wait_for_pods_ready.md),
+# its script cut short: a headless Service, the script's ConfigMap and an Indexed Job mounting it
+ALL_OR_NOTHING_TEMPLATE = """\
+apiVersion: v1
+kind: Service
+metadata:
+  name: svc_ID_
+spec:
+  clusterIP: None
+  selector:
+    job-name: job_ID_
+  ports:
+  - name: http
+    protocol: TCP
+    port: 8080
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: script-code_ID_
+data:
+  main.py: |
+    import sys, os, time
+    time.sleep(10)
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: job_ID_
+  labels:
+    kueue.x-k8s.io/queue-name: user-queue
+spec:
+  parallelism: 20
+  completions: 20
+  completionMode: Indexed
+  suspend: true
+  template:
+    spec:
+      subdomain: svc_ID_
+      volumes:
+      - name: script-volume
+        configMap:
+          name: script-code_ID_
+      containers:
+      - name: main
+        image: python:bullseye
+        command: ["python"]
+        args:
+        - /script-path/main.py
+        - "20"
+        ports:
+        - containerPort: 8080
+        imagePullPolicy: IfNotPresent
+        resources:
+          requests:
+            memory: "316Mi"
+        volumeMounts:
+          - mountPath: /script-path
+            name: script-volume
+      restartPolicy: Never
+  backoffLimit: 0
+"""
+
+
+async def test_the_all_or_nothing_pages_job_template_creates_its_config_map(kubectl: Kubectl, tmp_path: Path) -> None:
+    """`sed 's/_ID_/1/g' job-template.yaml > /tmp/job1.yaml; kubectl create -f /tmp/job1.yaml`, as Kueue's
+    waitForPodsReady page types it: the Service, the ConfigMap and the Job are created, validated against the
+    server's OpenAPI, and `kubectl get configmaps` prints kubectl's columns. Before, ConfigMaps were not served:
+    kubectl found no ConfigMap in the OpenAPI document and refused the whole file ("failed to download
+    openapi"), so the Job was never created."""
+    path = tmp_path / "job1.yaml"
+    path.write_text(ALL_OR_NOTHING_TEMPLATE.replace("_ID_", "1"))
+    out = await kubectl.ok("create", "-f", str(path))
+    assert out.split("\n")[:3] == ["service/svc1 created", "configmap/script-code1 created", "job.batch/job1 created"]
+    rows = table(await kubectl.ok("get", "configmaps"))
+    assert rows[0] == ["NAME", "DATA", "AGE"] and rows[1][:2] == ["script-code1", "1"]
+    assert "main.py" in await kubectl.ok("get", "cm", "script-code1", "-o", "yaml")
+
+
 PROVISIONING = EXAMPLES / "provisioning" / "provisioning-setup.yaml"
 
 
