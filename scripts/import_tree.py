@@ -44,8 +44,9 @@ def mapped_folders(root: Path) -> dict[str, Path]:
 
 
 def link_tree(source: Path, target: Path) -> None:
-    """Real folders under ``target`` mirroring ``source``, each ``.py`` file a link back to its source."""
-    for path in sorted(source.rglob("*.py")):
+    """Real folders under ``target`` mirroring ``source``, each ``.py`` file (and ``.pyi`` stub: protoc's
+    beside its generated module) a link back to its source."""
+    for path in sorted([*source.rglob("*.py"), *source.rglob("*.pyi")]):
         relative = path.relative_to(source)
         if "__pycache__" in relative.parts:
             continue

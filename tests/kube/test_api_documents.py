@@ -14,7 +14,7 @@ from kubernetes_asyncio import client as k8s_client
 from kueue_es import crds
 from kueue_es.services.kube import client as kube_client
 from kueue_es.services.kube import resources
-from kueue_es.sim import emulator, openapi, patches, strategies, tables
+from kueue_es.sim import emulator, openapi, openapi_v2_pb, patches, strategies, tables
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -370,3 +370,13 @@ def test_an_event_series_shows_its_count_and_last_observation() -> None:
         ("2m", "kueue-admission", "Preempted workload default/a", "10m", 8),
         ("10m", "kueue-admission", "Preempted workload default/a", "10m", 1),
     ]
+
+
+def test_openapi_v2_protobuf_refuses_what_swagger_cannot_say_naming_where() -> None:
+    """The protobuf encoder names the definition and field of a schema it cannot write (not an object), and
+    of a parameter of a kind gnostic's message does not hold here (a header)."""
+    with pytest.raises(ValueError, match=r"definitions\[X\]\.spec: a schema must be an object, not str"):
+        openapi_v2_pb.encode({"definitions": {"X": {"type": "object", "properties": {"spec": "object"}}}})
+    header = {"get": {"parameters": [{"name": "h", "in": "header", "type": "string"}], "responses": {}}}
+    with pytest.raises(ValueError, match=r"paths\[/x\]\.get\.parameters\[h\]\.in: 'header'"):
+        openapi_v2_pb.encode({"paths": {"/x": header}})
