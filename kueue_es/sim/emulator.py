@@ -36,7 +36,8 @@ with a BOOKMARK annotated ``k8s.io/initial-events-end``),
 or Namespace (:mod:`.protobuf`: what ``kubectl create priorityclass`` and ``create namespace`` send;
 other protobuf bodies get 415).  Also served, for kubectl: legacy discovery (``/api``,
 ``/apis``, ... with Kueue's short names), ``/version``, ``/openapi/v3`` and
-``/openapi/v2`` (JSON; ``openapi.py``).  CustomResourceDefinitions
+``/openapi/v2`` (JSON; ``openapi.py``; ``/openapi/v2`` also as the protobuf kubectl asks for to validate a
+``kind: List`` file, ``openapi_v2_pb.py``).  CustomResourceDefinitions
 (``apiextensions.k8s.io/v1``, :mod:`.custom_resources`): writing one serves its kinds (every
 served version, status and scale subresources, short names and categories, schema, printer
 columns), their objects pruned, defaulted and validated by the schema (not its CEL rules);
@@ -46,7 +47,7 @@ HTTP.  Kueue's kinds are served in v1beta2 and, as Kueue's CRDs serve it, in the
 stored as v1beta2 and converted both ways by Kueue's rules (:mod:`kueue_es.events.v1beta1`), with
 Kueue's v1beta1 schemas, printer columns and deprecation warning (one difference: the
 ``managedFields`` of a write through v1beta1 name v1beta2 and its field paths).  Not served: aggregated discovery, the
-protobuf OpenAPI v2, CEL rules of CRDs, deletecollection, consistent pages of a list (a page
+protobuf OpenAPI v3, CEL rules of CRDs, deletecollection, consistent pages of a list (a page
 read with a ``continue`` token has the objects as they are now, not as of the first page), the items of
 ``listType=map`` and ``set`` lists as fields of their own in ``managedFields`` (every list is owned whole),
 the background garbage collection of dependents (the default propagation, Background, deletes the object
@@ -99,6 +100,7 @@ from kueue_es.sim import (
     garbage,
     managed_fields,
     openapi,
+    openapi_v2_pb,
     patches,
     protobuf,
     rbac,
@@ -267,6 +269,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     #: The kinds the emulator serves by itself that a CRD may take over (schema-less placeholders: JobSet).
     _placeholders: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
     _documents: dict[tuple[Any, ...], dict[str, Any]] = attrs.field(factory=dict, init=False)
+    #: The last ``/openapi/v2`` document served as protobuf, and its bytes.
+    _v2_protobuf: tuple[dict[str, Any], bytes] | None = attrs.field(default=None, init=False)
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
     _builtin_payload_ids: set[int] = attrs.field(factory=set, init=False)
     #: Kueue's v1beta1 kinds by (group, version, plural): the v1beta2 kind they are stored as and converted to.
@@ -477,12 +481,16 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     kmock.KubernetesError(status=503, reason="ServiceUnavailable", message=str(err), details={})
                 )
         if raw_request.method == "GET" and (document := self._discovery(raw_request.path)) is not None:
-            if not _accepts_json(raw_request.headers.get("Accept", "")):
+            accept = raw_request.headers.get("Accept", "")
+            if raw_request.path.strip("/") == "openapi/v2" and _prefers_v2_protobuf(accept):
+                body = self._openapi_v2_protobuf(document)
+                return aiohttp.web.Response(body=body, content_type=openapi_v2_pb.CONTENT_TYPE)
+            if not _accepts_json(accept):
                 return await self._render_error(
                     kmock.KubernetesError(
                         status=406,
                         reason="NotAcceptable",
-                        message="only application/json is served here (no protobuf)",
+                        message="only application/json is served here (and protobuf for /openapi/v2)",
                         details={"name": raw_request.path},
                     )
                 )
@@ -635,6 +643,17 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 return None
         self._documents[key] = document
         return document
+
+    def _openapi_v2_protobuf(self, document: dict[str, Any]) -> bytes:
+        """``/openapi/v2`` as gnostic's protobuf (:mod:`.openapi_v2_pb`), what kubectl asks for to validate a
+        ``kind: List`` file client-side; encoded once for each v2 document (the document is rebuilt, and
+        so encoded again, when the served kinds change)."""
+        cached = self._v2_protobuf
+        if cached is not None and cached[0] is document:
+            return cached[1]
+        encoded = openapi_v2_pb.encode(document)
+        self._v2_protobuf = (document, encoded)
+        return encoded
 
     def _discoverable(self) -> list[resources.ResourceRef]:
         """The registered kinds still in kmock's ``resources`` (a test removes one there to hide it)."""
@@ -2349,6 +2368,19 @@ def _version_priority(version: str) -> tuple[int, int, int]:
         return (3, 0, 0)
     stage = {"": 0, "beta": 1, "alpha": 2}[found.group(2) or ""]
     return (stage, -int(found.group(1)), -int(found.group(3) or 0))
+
+
+def _prefers_v2_protobuf(accept: str) -> bool:
+    """Whether ``/openapi/v2`` is answered as protobuf: the first Accept clause naming a form served there
+    names protobuf (kube-openapi pkg/handler serves the first clause it matches; q-values are not weighed
+    here, kubectl sends none). An empty header takes JSON."""
+    for part in accept.split(","):
+        media = part.split(";", 1)[0].strip().lower()
+        if media in openapi_v2_pb.MEDIA_TYPES:
+            return True
+        if media in ("application/json", "*/*", "application/*"):
+            return False
+    return False
 
 
 def _accepts_json(accept: str) -> bool:

@@ -12,9 +12,10 @@ reads it, and a real API server refuses unknown fields when the client asks for
   query parameters, which is how kubectl learns that the server validates, so it
   does not validate client-side), and ``components.schemas`` with every schema
   the kinds of that group-version reach;
-* ``/openapi/v2``: the same schemas as one Swagger 2.0 JSON document (the
-  protobuf form kubectl's v2 client asks for is not produced: kubectl 1.32 uses
-  v3 and falls back to v2 only when v3 fails).
+* ``/openapi/v2``: the same schemas as one Swagger 2.0 JSON document, served
+  too as the protobuf kubectl's v2 client asks for (:mod:`.openapi_v2_pb`):
+  kubectl uses v3, and v2 when v3 fails and to validate a ``kind: List`` file
+  client-side, item by item.
 
 Where the schemas come from:
 

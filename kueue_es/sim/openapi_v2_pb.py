@@ -29,9 +29,10 @@ from kueue_es.sim import openapiv2_pb2 as pb
 
 #: The media type kubectl's OpenAPI v2 client asks for (client-go discovery ``openAPIV2mimePb``).
 MEDIA_TYPE = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
-#: The Content-Type kube-apiserver answers it with (kube-openapi handler: Go's mime parser refuses ``@``,
-#: so the served type spells it with a dot).
+#: The Content-Type kube-apiserver answers it with (kube-openapi pkg/handler: Go's mime parser refuses ``@``,
+#: so the served type spells it with a dot), which it also takes in Accept.
 CONTENT_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+MEDIA_TYPES = (MEDIA_TYPE, CONTENT_TYPE)
 
 _STRINGS = {"format": "format", "title": "title", "description": "description", "pattern": "pattern"}
 _NUMBERS = {"multipleOf": "multiple_of", "maximum": "maximum", "minimum": "minimum"}

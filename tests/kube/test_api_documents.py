@@ -14,7 +14,7 @@ from kubernetes_asyncio import client as k8s_client
 from kueue_es import crds
 from kueue_es.services.kube import client as kube_client
 from kueue_es.services.kube import resources
-from kueue_es.sim import emulator, openapi, openapi_v2_pb, patches, strategies, tables
+from kueue_es.sim import emulator, openapi, openapi_v2_pb, openapiv2_pb2, patches, strategies, tables
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -326,14 +326,44 @@ async def test_dry_run_stores_and_logs_nothing(api: k8s_client.ApiClient, cluste
     assert refused.value.status == 422
 
 
-async def test_openapi_v2_is_json_and_protobuf_only_requests_get_406(api: k8s_client.ApiClient) -> None:
+async def test_openapi_v2_is_json_or_gnostic_protobuf_as_asked(api: k8s_client.ApiClient) -> None:
     """/openapi/v2 is a Swagger 2.0 JSON document with every kind's definition; a client asking for the
-    protobuf form only (as kubectl's v2 client does) gets 406 rather than JSON it cannot parse."""
+    protobuf form only (as kubectl's v2 client does, to validate a ``kind: List`` file) gets the same
+    document as gnostic's ``openapi.v2.Document`` (the Content-Type kube-apiserver answers, with a dot for
+    the ``@`` Go's mime parser refuses): each kind's definition, its GVK extension as YAML, its PATCH
+    operation's fieldValidation. Discovery asked for protobuf only is still 406."""
     swagger = await get_json(api, "/openapi/v2")
     assert swagger["swagger"] == "2.0"
     assert {"io.k8s.api.batch.v1.Job", "io.x-k8s.kueue.v1beta2.ClusterQueue"} <= set(swagger["definitions"])
     assert '"#/components/' not in json.dumps(swagger)
-    status = await get_json(api, "/openapi/v2", accept="application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+    response = await api.call_api(
+        "/openapi/v2", "GET", header_params={"Accept": openapi_v2_pb.MEDIA_TYPE}, _preload_content=False
+    )
+    assert response.status == 200
+    assert response.headers["Content-Type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    document = openapiv2_pb2.Document.FromString(await response.read())
+    assert document.swagger == "2.0"
+    definitions = {named.name: named.value for named in document.definitions.additional_properties}
+    assert set(definitions) == set(swagger["definitions"])
+    cq = definitions["io.x-k8s.kueue.v1beta2.ClusterQueue"]
+    assert list(cq.type.value) == ["object"]
+    assert {p.name for p in cq.properties.additional_properties} == {"apiVersion", "kind", "metadata", "spec", "status"}
+    extensions = {named.name: json.loads(named.value.yaml) for named in cq.vendor_extension}
+    gvk = {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "ClusterQueue"}
+    assert extensions["x-kubernetes-group-version-kind"] == [gvk]
+    job = definitions["io.k8s.api.batch.v1.Job"]
+    metadata = next(p.value for p in job.properties.additional_properties if p.name == "metadata")
+    assert metadata._ref == "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"  # an allOf of one $ref
+    paths = {named.name: named.value for named in document.paths.path}
+    patch = paths["/apis/kueue.x-k8s.io/v1beta2/clusterqueues/{name}"].patch
+    queries = [p.parameter.non_body_parameter.query_parameter_sub_schema.name for p in patch.parameters]
+    assert "fieldValidation" in queries
+    dotted = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf, application/json"  # protobuf first
+    response = await api.call_api("/openapi/v2", "GET", header_params={"Accept": dotted}, _preload_content=False)
+    assert openapiv2_pb2.Document.FromString(await response.read()) == document
+    json_first = "application/json, " + openapi_v2_pb.MEDIA_TYPE
+    assert (await get_json(api, "/openapi/v2", accept=json_first))["swagger"] == "2.0"
+    status = await get_json(api, "/api/v1", accept="application/vnd.kubernetes.protobuf")
     assert status["code"] == 406
 
 
