@@ -60,15 +60,25 @@ controllers do, enough for Kueue's view of them:
   resourceVersion preconditions): what an orphaning deletion left without its owner stays, whatever order
   the watches showed the changes in.
 * Pods (the scheduler and kubelet stand-in): a pod with no scheduling gate left that is not
-  running is bound to a Node when there are Nodes (``spec.nodeName``: of those its nodeSelector
-  matches, not cordoned, whose NoSchedule/NoExecute taints it tolerates, the one with the fewest
-  running pods; none fitting, it runs unbound) and gets phase Running and Ready (serving pods
+  running is bound to a Node when there are Nodes (``spec.nodeName``: of those kube-scheduler's
+  filters keep -- not cordoned, its NoSchedule/NoExecute taints tolerated, its nodeSelector and
+  required node affinity matched, room for its requests (cpu, memory, extended resources such as
+  ``nvidia.com/gpu``, and one of ``pods``) in the node's ``status.allocatable`` less what the active
+  pods bound there request: :func:`unfit_reasons` -- the one with the fewest pods bound, pods taken by
+  priority then age). A pod that fits no node stays Pending as kube-scheduler leaves it: PodScheduled
+  False reason Unschedulable with its "0/N nodes are available: ..." message
+  (:func:`unschedulable_message`) and one Warning ``FailedScheduling`` Event per message; every
+  reconcile (a pod finishing, a Node added or changed) tries it again. With no Node at all a pod runs
+  unbound at once, as before Nodes were read; a Node whose kubelet reported no capacity limits
+  nothing. A bound pod gets phase Running and Ready (serving pods
   never finish here; a plain pod without a controller and a Job's pods are finished by
   :mod:`kueue_es.sim.kubelet` after its duration, which also makes a Job's pods); the status of
   each controller counts its ready pods.
 
 Not simulated: a Deployment's minReadySeconds, progress deadline and pause, PVCs, pod failures and restarts,
-LWS startup and restart policies, node resources and affinity in the scheduler stand-in. Do not point it at a real cluster.
+LWS startup and restart policies; in the scheduler stand-in pod (anti-)affinity, topology spread, host ports,
+volumes, scores other than the pod count, and preemption (it evicts no lower-priority pod to make room: its
+message says no victims were found). Do not point it at a real cluster.
 """
 
 from __future__ import annotations
@@ -77,6 +87,7 @@ import asyncio
 import contextlib
 import datetime
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -84,7 +95,7 @@ from typing import Any
 import structlog
 from kubernetes_asyncio import client as k8s_client
 
-from kueue_es.events import manifests, slices
+from kueue_es.events import manifests, quantities, slices
 from kueue_es.jobframework import workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import client, errors, resources
@@ -302,6 +313,19 @@ def job_pod(job: Mapping[str, Any], *, index: int | None = None) -> Object:
     return pod
 
 
+#: kube-scheduler's reasons for a node it filtered out (pkg/scheduler/framework/plugins: nodeunschedulable
+#: ErrReasonUnschedulable, nodeaffinity ErrReasonPod, noderesources "Too many pods" / "Insufficient <name>"; the
+#: tainttoleration reason names the taint), and its FitError wording (framework/types.go NoNodeAvailableMsg,
+#: preemption.go: nodes the preemption cannot help, and those with no victims).
+REASON_UNSCHEDULABLE_NODE = "node(s) were unschedulable"
+REASON_NODE_SELECTOR = "node(s) didn't match Pod's node affinity/selector"
+REASON_TOO_MANY_PODS = "Too many pods"
+PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_PREEMPTION_VICTIMS = "No preemption victims found for incoming pod"
+#: The taint a cordoned node carries (k8s.io/api core/v1 TaintNodeUnschedulable), which a pod may tolerate.
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+
 def _tolerated(taint: Mapping[str, Any], tolerations: Iterable[Any]) -> bool:
     """Whether one of ``tolerations`` tolerates ``taint`` (k8s.io/api core/v1 Toleration.ToleratesTaint)."""
     for toleration in tolerations:
@@ -316,28 +340,255 @@ def _tolerated(taint: Mapping[str, Any], tolerations: Iterable[Any]) -> bool:
     return False
 
 
-def fits_node(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    """Whether the scheduler stand-in may bind ``pod`` to ``node``: every ``nodeSelector`` label on the node,
-    the node not cordoned (``spec.unschedulable``), each NoSchedule or NoExecute taint tolerated. Resources,
-    node affinity and pod (anti-)affinity are not looked at."""
-    spec, node_spec = pod.get("spec") or {}, node.get("spec") or {}
-    labels = (node.get("metadata") or {}).get("labels") or {}
+def _matches_requirement(requirement: Any, values: Mapping[str, str]) -> bool:
+    """One NodeSelectorRequirement (``key``, ``operator``, ``values``) against a node's labels or fields
+    (k8s.io/component-helpers nodeaffinity: In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
+    if not isinstance(requirement, dict):
+        return False
+    key, operator = requirement.get("key"), requirement.get("operator")
+    wanted = [str(v) for v in requirement.get("values") or []]
+    present = key in values
+    value = values.get(str(key), "")
+    if operator == "In":
+        return present and value in wanted
+    if operator == "NotIn":
+        return not present or value not in wanted
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and len(wanted) == 1:
+        try:
+            have, bound = int(value), int(wanted[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return False
+
+
+def _matches_affinity(spec: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """Whether ``node`` matches the pod's ``nodeSelector`` and its required node affinity: any of the
+    ``nodeSelectorTerms``, each term all of its ``matchExpressions`` (on labels) and ``matchFields`` (only
+    ``metadata.name``), a term with neither matching nothing (nodeaffinity plugin, component-helpers)."""
+    meta = node.get("metadata") or {}
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     if any(labels.get(key) != value for key, value in (spec.get("nodeSelector") or {}).items()):
         return False
-    if node_spec.get("unschedulable"):
-        return False
-    taints = [t for t in node_spec.get("taints") or [] if isinstance(t, dict)]
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if not isinstance(affinity, dict):
+        return True
+    fields = {"metadata.name": str(meta.get("name", ""))}
+    for term in affinity.get("nodeSelectorTerms") or []:
+        if not isinstance(term, dict):
+            continue
+        expressions, match_fields = term.get("matchExpressions") or [], term.get("matchFields") or []
+        if not expressions and not match_fields:
+            continue
+        if all(_matches_requirement(r, labels) for r in expressions) and all(
+            _matches_requirement(r, fields) for r in match_fields
+        ):
+            return True
+    return False
+
+
+def node_allocatable(node: Mapping[str, Any]) -> dict[str, int] | None:
+    """What ``node`` offers pods: its ``status.allocatable`` (else ``status.capacity``, as a kubelet reports
+    both) as integer amounts (cpu in millicores, memory in bytes, ``pods`` and extended resources such as
+    ``nvidia.com/gpu`` in units: :func:`kueue_es.events.quantities.to_amount`); None for a Node whose kubelet
+    reported neither, which the scheduler stand-in does not limit (as before it read resources). A quantity that
+    does not parse counts as 0."""
+    status = node.get("status") or {}
+    offered = status.get("allocatable") or status.get("capacity")
+    if not isinstance(offered, dict) or not offered:
+        return None
+    out: dict[str, int] = {}
+    for resource, value in offered.items():
+        try:
+            out[str(resource)] = quantities.to_amount(str(resource), value)
+        except quantities.QuantityError:
+            out[str(resource)] = 0
+    return out
+
+
+def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
+    """The requests kube-scheduler fits ``pod`` with (noderesources computePodResourceRequest): the containers'
+    sum, at least each init container's, sidecars and ``overhead`` added (:func:`kueue_es.events.manifests.
+    pod_requests`), as integer amounts; zero amounts left out. Raises ManifestError naming the pod's field of
+    a bad quantity."""
+    meta = pod.get("metadata") or {}
+    requests = manifests.pod_requests(
+        dict(pod.get("spec") or {}), where="spec", kind="Pod", name=f"{meta.get('namespace')}/{meta.get('name')}"
+    )
+    return {resource: amount for resource, amount in requests.items() if amount > 0}
+
+
+def node_used(pods: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """What the pods bound to each node take of it: node name -> the summed :func:`pod_requests` of its active
+    pods (bound by ``spec.nodeName``, neither Succeeded nor Failed nor being deleted: :func:`is_active`) and their
+    count under ``pods``. A pod whose requests do not parse counts as a pod only."""
+    used: dict[str, dict[str, int]] = {}
+    for pod in pods:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name or not is_active(pod):
+            continue
+        on_node = used.setdefault(str(node_name), {})
+        on_node["pods"] = on_node.get("pods", 0) + 1
+        try:
+            requests = pod_requests(pod)
+        except manifests.ManifestError:
+            continue
+        for resource, amount in requests.items():
+            on_node[resource] = on_node.get(resource, 0) + amount
+    return used
+
+
+def unfit_reasons(
+    pod: Mapping[str, Any],
+    node: Mapping[str, Any],
+    used: Mapping[str, int] | None = None,
+    *,
+    requests: Mapping[str, int] | None = None,
+) -> tuple[list[str], bool]:
+    """Why kube-scheduler's filters leave ``node`` out for ``pod``: ``(reasons, resolvable)``, no reasons when
+    it fits. The filters run in the default profile's order, the first failing one giving the reasons
+    (framework RunFilterPlugins): NodeUnschedulable (a cordoned node, unless the pod tolerates
+    ``node.kubernetes.io/unschedulable:NoSchedule``), TaintToleration (the first NoSchedule or NoExecute taint not
+    tolerated: "node(s) had untolerated taint {key: value}"), NodeAffinity (``nodeSelector`` and required node
+    affinity), then NodeResourcesFit: "Too many pods" when the node's ``pods`` allocatable is taken, and
+    "Insufficient <resource>" for each resource the pod requests (``requests``, else :func:`pod_requests`) beyond
+    the node's allocatable (:func:`node_allocatable`) less ``used`` (what its pods take: :func:`node_used`); a
+    resource the node does not offer has 0. ``resolvable`` is False for the reasons preemption cannot help (all
+    but the resources'). Raises ManifestError for a bad quantity in the pod."""
+    spec, node_spec = pod.get("spec") or {}, node.get("spec") or {}
     tolerations = spec.get("tolerations") or []
-    return all(_tolerated(t, tolerations) for t in taints if t.get("effect") in ("NoSchedule", "NoExecute"))
+    if node_spec.get("unschedulable") and not _tolerated(
+        {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}, tolerations
+    ):
+        return [REASON_UNSCHEDULABLE_NODE], False
+    for taint in node_spec.get("taints") or []:
+        if isinstance(taint, dict) and taint.get("effect") in ("NoSchedule", "NoExecute"):
+            if not _tolerated(taint, tolerations):
+                return [f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"], False
+    if not _matches_affinity(spec, node):
+        return [REASON_NODE_SELECTOR], False
+    allocatable = node_allocatable(node)
+    if allocatable is None:
+        return [], True
+    used = used or {}
+    reasons = []
+    if used.get("pods", 0) + 1 > allocatable.get("pods", 0):
+        reasons.append(REASON_TOO_MANY_PODS)
+    wanted = pod_requests(pod) if requests is None else requests
+    for resource, amount in sorted(wanted.items()):
+        if amount > 0 and amount > allocatable.get(resource, 0) - used.get(resource, 0):
+            reasons.append(f"Insufficient {resource}")
+    return reasons, True
 
 
-def pick_node(pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], load: Mapping[str, int]) -> str | None:
-    """The node the scheduler stand-in binds ``pod`` to: of the nodes it fits (:func:`fits_node`), the one with
-    the fewest running pods in ``load`` (pods by node name), then the first by name, so pods spread; None when
-    no node fits (or there are none) -- the pod then runs without a node, as every pod did before Nodes were
-    read here, rather than staying Pending."""
-    fitting = [str(n["metadata"]["name"]) for n in nodes if fits_node(pod, n)]
-    return min(fitting, key=lambda name: (load.get(name, 0), name), default=None)
+def fits_node(pod: Mapping[str, Any], node: Mapping[str, Any], used: Mapping[str, int] | None = None) -> bool:
+    """Whether the scheduler stand-in may bind ``pod`` to ``node`` (:func:`unfit_reasons` gives none): not
+    cordoned, its NoSchedule/NoExecute taints tolerated, its labels matching the pod's ``nodeSelector`` and
+    required node affinity, and room for the pod's requests in its allocatable less ``used`` (what the pods
+    bound to it take: :func:`node_used`; nothing when None). Pod (anti-)affinity, topology spread and host ports
+    are not looked at. Raises ManifestError for a bad quantity in the pod."""
+    return not unfit_reasons(pod, node, used)[0]
+
+
+def pick_node(
+    pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], used: Mapping[str, Mapping[str, int]]
+) -> str | None:
+    """The node the scheduler stand-in binds ``pod`` to: of the nodes it fits (:func:`fits_node`, given ``used``:
+    node name -> what its pods take, :func:`node_used`), the one with the fewest pods bound (``used[name]["pods"]``),
+    then the first by name, so pods spread; None when no node fits or there are none (the caller tells those apart:
+    with no Node at all a pod runs unbound). Raises ManifestError for a bad quantity in the pod."""
+    requests = pod_requests(pod)
+    fitting = [
+        str(n["metadata"]["name"])
+        for n in nodes
+        if not unfit_reasons(pod, n, used.get(str(n["metadata"]["name"])), requests=requests)[0]
+    ]
+    return min(fitting, key=lambda name: (used.get(name, {}).get("pods", 0), name), default=None)
+
+
+def unschedulable_message(
+    pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], used: Mapping[str, Mapping[str, int]]
+) -> str:
+    """The message kube-scheduler writes (PodScheduled False reason Unschedulable, and the FailedScheduling
+    Event) for ``pod`` that fits none of ``nodes`` (framework FitError.Error): "0/N nodes are available: " and
+    each reason counted over the nodes (:func:`unfit_reasons`), sorted, then what the default preemption found:
+    "preemption: 0/N nodes are available: " with "Preemption is not helpful for scheduling" counted for the nodes
+    left out for reasons preemption cannot change and "No preemption victims found for incoming pod" for the
+    others (the stand-in preempts no pod), or "preemption: not eligible due to preemptionPolicy=Never." E.g.
+    ``0/8 nodes are available: 8 Insufficient cpu. preemption: 0/8 nodes are available: 8 No preemption victims
+    found for incoming pod.`` Raises ManifestError for a bad quantity in the pod."""
+    nodes = list(nodes)
+    requests = pod_requests(pod)
+    reasons: dict[str, int] = {}
+    preemption: dict[str, int] = {}
+    for node in nodes:
+        found, resolvable = unfit_reasons(pod, node, used.get(str(node["metadata"]["name"])), requests=requests)
+        for reason in found:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        outcome = NO_PREEMPTION_VICTIMS if resolvable else PREEMPTION_NOT_HELPFUL
+        preemption[outcome] = preemption.get(outcome, 0) + 1
+
+    def histogram(counts: Mapping[str, int]) -> str:
+        return ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
+
+    message = f"0/{len(nodes)} nodes are available: {histogram(reasons)}."
+    if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+        return f"{message} preemption: not eligible due to preemptionPolicy=Never."
+    return f"{message} preemption: 0/{len(nodes)} nodes are available: {histogram(preemption)}."
+
+
+#: kube-scheduler's reason for a pod it cannot place (k8s.io/api core/v1 PodReasonUnschedulable), the Event reason
+#: it records then (schedule_one.go handleSchedulingFailure) and its name as an Event's source.
+UNSCHEDULABLE_REASON = "Unschedulable"
+FAILED_SCHEDULING = "FailedScheduling"
+SCHEDULER_NAME = "default-scheduler"
+
+
+def scheduling_event(pod: Mapping[str, Any], *, message: str, now: datetime.datetime, serial: int = 0) -> Object:
+    """The core v1 Event kube-scheduler records about ``pod`` (a stored Pod: ``metadata.name``, ``namespace``,
+    ``uid``) that fits no node: Warning ``FailedScheduling`` with ``message`` (:func:`unschedulable_message`),
+    reported by ``default-scheduler``, action ``Scheduling``, count 1, first and last seen ``now`` (an aware
+    datetime). Named as client-go names Events, ``<pod>.<hex nanoseconds>`` (``serial`` added to keep two Events
+    of one instant apart)."""
+    meta = pod["metadata"]
+    namespace = meta.get("namespace") or "default"
+    stamp = store.format_timestamp(now)
+    nanos = int(now.timestamp()) * 1_000_000_000 + now.microsecond * 1000 + serial
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{meta['name']}.{nanos:x}", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": namespace,
+            "name": meta["name"],
+            "uid": meta.get("uid", ""),
+        },
+        "type": "Warning",
+        "reason": FAILED_SCHEDULING,
+        "message": message,
+        "action": "Scheduling",
+        "count": 1,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "source": {"component": SCHEDULER_NAME},
+        "reportingComponent": SCHEDULER_NAME,
+        "reportingInstance": "",
+    }
+
+
+def _queue_order(pod: Mapping[str, Any]) -> tuple[int, str]:
+    """kube-scheduler's active queue order (queuesort PrioritySort): higher ``spec.priority`` first, then older."""
+    priority = (pod.get("spec") or {}).get("priority")
+    created = str((pod.get("metadata") or {}).get("creationTimestamp") or "")
+    return (-priority if isinstance(priority, int) else 0, created)
 
 
 def replica_set_for(deployment: Mapping[str, Any]) -> Object:
@@ -582,6 +833,8 @@ class SimulatedControllers:
         self._synced: set[str] = set()
         self._wakeup = asyncio.Event()
         self.next_schedule: datetime.datetime | None = None
+        self._unschedulable_said: dict[str, str] = {}  # pod UID -> the FailedScheduling message recorded
+        self._event_serial = itertools.count()  # keeps Event names apart within one clock tick
 
     async def run(self) -> None:
         """Watch every kind and reconcile whenever something changed, or a CronJob is due (cancel to stop)."""
@@ -1215,26 +1468,76 @@ class SimulatedControllers:
 
     async def _run_pods(self) -> None:
         """The scheduler and kubelet stand-in: each active pod with no scheduling gate left that does not run yet
-        is bound to a node when Nodes exist (:func:`pick_node`; ``spec.nodeName``, as the binding subresource
-        sets it) and gets phase Running and Ready."""
+        is bound to a node when Nodes exist (:func:`pick_node`: one it fits, with room for its requests in the
+        node's allocatable less what the pods bound there take; ``spec.nodeName``, as the binding subresource sets
+        it) and gets phase Running and Ready; pods are taken by priority, then age (kube-scheduler's queue order).
+        A pod that fits no node stays Pending (:meth:`_unschedulable`) and is tried again at each reconcile (a pod
+        finishing or a Node changing wakes it). With no Node at all, pods run unbound."""
         now = store.format_timestamp(self._clock())
         nodes = list(self.objects.get("Node", {}).values())
-        load: dict[str, int] = {}
-        if nodes:
-            for pod in self.objects["Pod"].values():
-                node_name = (pod.get("spec") or {}).get("nodeName")
-                if node_name and is_active(pod):
-                    load[node_name] = load.get(node_name, 0) + 1
-        for pod in list(self.objects["Pod"].values()):
-            phase = (pod.get("status") or {}).get("phase")
-            if is_gated(pod) or not is_active(pod) or phase == "Running":
-                continue
-            node_name = (pod.get("spec") or {}).get("nodeName") or pick_node(pod, nodes, load)
-            if node_name and not (pod.get("spec") or {}).get("nodeName"):
+        used = node_used(self.objects["Pod"].values()) if nodes else {}
+        pending = [
+            pod
+            for pod in self.objects["Pod"].values()
+            if not is_gated(pod) and is_active(pod) and (pod.get("status") or {}).get("phase") != "Running"
+        ]
+        pending.sort(key=_queue_order)
+        waiting = {str(pod["metadata"].get("uid")) for pod in pending}
+        for uid in set(self._unschedulable_said) - waiting:
+            del self._unschedulable_said[uid]
+        for pod in pending:
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            if not node_name and nodes:
+                try:
+                    node_name = pick_node(pod, nodes, used)
+                    message = "" if node_name else unschedulable_message(pod, nodes, used)
+                except manifests.ManifestError as err:
+                    logger.warning("sim_pod_not_scheduled", error=str(err))
+                    continue
+                if node_name is None:
+                    await self._unschedulable(pod, message, now)
+                    continue
                 await self._patch("Pod", pod, {"spec": {"nodeName": node_name}})
-                load[node_name] = load.get(node_name, 0) + 1
+                on_node = used.setdefault(node_name, {})
+                on_node["pods"] = on_node.get("pods", 0) + 1
+                for resource, amount in pod_requests(pod).items():
+                    on_node[resource] = on_node.get(resource, 0) + amount
                 pod = self.objects["Pod"].get(_key(pod), pod)
+            self._unschedulable_said.pop(str(pod["metadata"].get("uid")), None)
             await self._write_status("Pod", pod, running_status(pod, now))
+
+    async def _unschedulable(self, pod: Object, message: str, now: str) -> None:
+        """Leave ``pod`` Pending as kube-scheduler leaves a pod that fits no node: the PodScheduled condition False
+        with reason Unschedulable and ``message`` (:func:`unschedulable_message`; written when it changes, its
+        transition time kept while it stays False), and one Warning ``FailedScheduling`` Event per message, not one
+        per attempt (the scheduler backs an unschedulable pod off and its Event recorder folds repeats)."""
+        uid = str(pod["metadata"].get("uid"))
+        conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+        old = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+        if old is None or old.get("reason") != UNSCHEDULABLE_REASON or old.get("message") != message:
+            condition = {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": UNSCHEDULABLE_REASON,
+                "message": message,
+                "lastProbeTime": None,
+                "lastTransitionTime": old.get("lastTransitionTime", now)
+                if old is not None and old.get("status") == "False"
+                else now,
+            }
+            others = [c for c in conditions if c.get("type") != "PodScheduled"]
+            await self._write_status("Pod", pod, {"phase": "Pending", "conditions": [condition, *others]})
+        if self._unschedulable_said.get(uid) == message:
+            return
+        self._unschedulable_said[uid] = message
+        if old is not None and old.get("reason") == UNSCHEDULABLE_REASON and old.get("message") == message:
+            return  # recorded before this stand-in (re)started
+        body = scheduling_event(pod, message=message, now=self._clock(), serial=next(self._event_serial))
+        try:
+            await client.create_object(self._api, resources.EVENTS, namespace=body["metadata"]["namespace"], body=body)
+        except errors.KubeError as err:  # best effort, as an Event recorder
+            logger.info("sim_event_dropped", reason=FAILED_SCHEDULING, error=str(err))
+        logger.info("sim_pod_unschedulable", name=f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}")
 
     # -- writes ---------------------------------------------------------------------------------
 
