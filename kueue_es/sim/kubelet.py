@@ -18,7 +18,13 @@ watches batch/v1 Jobs, makes their pods as Kubernetes' Job controller does
   then ``startTime``, ``active``/``ready`` = parallelism, ``Suspended`` condition
   set False.  :mod:`kueue_es.sim.controllers`, the scheduler stand-in, binds each
   ungated pod to a Node that fits it (when there are Nodes) and runs it; a pod held
-  by the TAS gate waits for Kueue's ungater;
+  by the TAS gate waits for Kueue's ungater, and one no Node has room for stays Pending
+  (Unschedulable). When the cluster has Nodes (listed as the Job starts), ``ready`` counts
+  the Job's Ready pods as they come and go, as the Job controller counts them, so a pod left
+  Pending keeps the Job from being ready (Kueue's waitForPodsReady sees it), and each pod runs
+  its share of the duration (below) from its own ``startTime``: a Pending pod never finishes,
+  and the Job completes once its completions are reached. With no Node, all its pods count
+  ready from the start and run at once, as before;
 * after its duration -- the annotation ``kueue-es.dev/sim-duration-seconds``
   or the constructor default -- its pods succeed (what a kubelet writes when the
   containers exit 0, as for plain pods below) and then the Job: ``completionTime``,
@@ -118,6 +124,9 @@ SIM_DURATION_ANNOTATION = "kueue-es.dev/sim-duration-seconds"
 #: Seconds a replacement pod of a running Job takes to start and pass readiness (its Job's ``status.ready`` counts
 #: it only then; a kubelet pulls, starts and probes a container in about that time).
 REPLACEMENT_START_SECONDS = 1.0
+#: Seconds between looks at a Job whose time is up while one of its pods is still Pending (its scheduling waits
+#: for room on a node): the wave ends once every pod has run its time.
+PENDING_POLL_SECONDS = 1.0
 _FINISHED_TYPES = ("Complete", "Failed")
 _T = TypeVar("_T")
 
@@ -163,6 +172,10 @@ class SimulatedKubelet:
         self._failed_pods: dict[str, set[str]] = {}
         self._killing: set[str] = set()  # UIDs of deleted pods being written Failed
         self._replacements: set[asyncio.Task[None]] = set()  # replacement pods starting (_replacement_ready)
+        # Job UID -> the UIDs of its pods that are Ready (the pod watch's view), and the Jobs whose status.ready
+        # counts them (run while the cluster has Nodes: _counts_ready), with the last count written
+        self._ready_pods: dict[str, set[str]] = {}
+        self._counting: dict[str, tuple[dict[str, Any], int]] = {}
 
     def start(self) -> None:
         """Run ``run()`` in a background task (idempotent)."""
@@ -204,13 +217,19 @@ class SimulatedKubelet:
                 live = {_uid(pod) for pod in item.objects}
                 for uid in set(self._pod_runs) - live:
                     self._cancel_pod_run(uid)
+                self._ready_pods = {}
                 for pod in item.objects:
                     self._reconcile_pod(pod)
+                    self._track_ready(pod, gone=False)
+                for uid in list(self._counting):
+                    await self._ready_changed(uid)
             elif item.type == "DELETED":
                 self._cancel_pod_run(_uid(item.object))
+                await self._ready_changed(self._track_ready(item.object, gone=True))
                 await self._job_pod_changed(item.object, gone=True)
             else:
                 self._reconcile_pod(item.object)
+                await self._ready_changed(self._track_ready(item.object, gone=False))
                 await self._job_pod_changed(item.object, gone=False)
                 if terminates_pod(item.object) and _uid(item.object) not in self._killing:
                     await self._kill(item.object)
@@ -326,10 +345,14 @@ class SimulatedKubelet:
         # the failed pod is no longer ready: the Job controller counts one pod less in status.ready until the
         # replacement's containers have started (job_controller.go countReadyPods), which Kueue reads as the
         # Workload's PodsReady turning False, reason WaitForRecovery (waitForPodsReady.recoveryTimeout)
+        # (a Job whose ready pods are counted, _counts_ready, has its count follow the pods themselves)
+        counted = _uid(job) in self._counting
         was_ready = int((job.get("status") or {}).get("ready") or 0)
-        await self._write_status(job, {"failed": failed, "ready": max(0, was_ready - 1)})
+        await self._write_status(
+            job, {"failed": failed} if counted else {"failed": failed, "ready": max(0, was_ready - 1)}
+        )
         await self._create_pods(job, await self._job_pods(job))
-        if was_ready:
+        if was_ready and not counted:
             task = asyncio.create_task(self._replacement_ready(job, was_ready), name=f"replacement-{_uid(job)}")
             self._replacements.add(task)
             task.add_done_callback(self._replacements.discard)
@@ -353,6 +376,44 @@ class SimulatedKubelet:
     def _forget_run(self, uid: str, task: asyncio.Task[None]) -> None:
         if self._runs.get(uid) is task:
             del self._runs[uid]
+            self._counting.pop(uid, None)
+
+    def _track_ready(self, pod: dict[str, Any], *, gone: bool) -> str | None:
+        """Note whether a Job's ``pod`` is Ready now (not once ``gone`` or being deleted: the Job controller's
+        countReadyPods); returns its Job's UID, None for a pod no Job controls."""
+        owner = _job_owner(pod)
+        if owner is None:
+            return None
+        job_uid, ready = str(owner.get("uid")), self._ready_pods.setdefault(str(owner.get("uid")), set())
+        if not gone and controllers.is_ready(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+            ready.add(_uid(pod))
+        else:
+            ready.discard(_uid(pod))
+            if not ready and job_uid not in self._runs:
+                del self._ready_pods[job_uid]
+        return job_uid
+
+    async def _ready_changed(self, job_uid: str | None) -> None:
+        """Write the ``status.ready`` of a running Job whose ready pods are counted (:meth:`_counts_ready`) when
+        the count of its Ready pods changed since the last write."""
+        if job_uid is None or job_uid not in self._counting:
+            return
+        job, written = self._counting[job_uid]
+        ready = len(self._ready_pods.get(job_uid, ()))
+        if ready != written:
+            self._counting[job_uid] = (job, ready)
+            await self._write_status(job, {"ready": ready})
+
+    async def _counts_ready(self) -> bool:
+        """Whether the Jobs starting now count only their Ready pods in ``status.ready`` and wait for their pods to
+        run, as on a real cluster: when the cluster has Nodes, where :mod:`kueue_es.sim.controllers`' scheduler
+        stand-in leaves a pod that fits no node Pending. Without Nodes (or when they cannot be listed) every pod
+        runs at once, and a Job counts all its pods ready from its start, as before Nodes were read here."""
+        try:
+            nodes, _ = await client.list_objects(self._api, resources.NODES)
+        except errors.KubeError:
+            return False
+        return bool(nodes)
 
     def _reconcile_pod(self, pod: dict[str, Any]) -> None:
         """Start the run of a pod this kubelet finishes, or cancel it once the pod no longer runs."""
@@ -417,18 +478,41 @@ class SimulatedKubelet:
         duration = _duration_of(job, default=self._default_duration, log=log)
         started_at = _parse_time(job.get("status", {}).get("startTime"))
         pods = await self._job_pods(job)
+        counting = makes_pods(job) and await self._counts_ready()
+        if counting:
+            self._counting[_uid(job)] = (job, -1)
         if started_at is None:
             started_at = self._clock()
             if _suspended(job) or _uid(job) in self._said_suspended:  # the condition turns False
                 self._said_suspended.discard(_uid(job))
                 await self._record(job, "Resumed", "Job resumed")
             pods = await self._create_pods(job, pods)
-            await self._write_status(job, _started_status(job, now=started_at))
+            ready = len(self._ready_pods.get(_uid(job), ())) if counting else None
+            if counting:
+                self._counting[_uid(job)] = (job, ready or 0)
+            await self._write_status(job, _started_status(job, now=started_at, ready=ready))
             log.info("sim_job_started", duration_seconds=duration)
+        elif counting:
+            await self._ready_changed(_uid(job))
         # one wave of pods at a time (parallelism of them, fewer at the end), the Job's duration shared out over
         # the waves; a restarted kubelet picks the run up from the pods it finds
         waves, current = _waves_left(job, pods), job
-        while True:
+        if counting:
+            # on a cluster with Nodes each pod runs its share from its own start: one left Pending (no node has
+            # room, or a gate holds it) runs later, and the Job completes once its completions are reached
+            remaining = duration - (self._clock() - started_at).total_seconds()
+            share = max(0.0, remaining / waves)
+            while True:
+                pods = await self._create_pods(current, pods)
+                await self._sleep(self._next_due(pods, share))
+                still = await self._still_running(current, log=log)
+                if still is None:
+                    return
+                current = still
+                pods = await self._finish_pods(current, ran_for=share)
+                if not _completions_left(current, pods):
+                    break
+        while not counting:
             pods = await self._create_pods(current, pods)
             remaining = duration - (self._clock() - started_at).total_seconds()
             await self._sleep(max(0.0, remaining / waves))
@@ -503,12 +587,28 @@ class SimulatedKubelet:
             out.append(created)
         return out
 
-    async def _finish_pods(self, job: dict[str, Any]) -> list[dict[str, Any]]:
-        """Write each active pod of ``job`` Succeeded (:func:`_pod_succeeded_status`); returns its pods as they are
-        then."""
+    def _next_due(self, pods: list[dict[str, Any]], share: float) -> float:
+        """Seconds until the first of the running ``pods`` has run ``share`` seconds from its ``startTime``; at most
+        :data:`PENDING_POLL_SECONDS` while an active pod is not running yet (it may be bound at any time)."""
+        now, due, waiting = self._clock(), [], False
+        for pod in pods:
+            if not controllers.is_active(pod):
+                continue
+            started = _parse_time((pod.get("status") or {}).get("startTime"))
+            if (pod.get("status") or {}).get("phase") != "Running" or started is None:
+                waiting = True
+                continue
+            due.append(max(0.0, share - (now - started).total_seconds()))
+        wait = min(due, default=PENDING_POLL_SECONDS)
+        return min(wait, PENDING_POLL_SECONDS) if waiting else wait
+
+    async def _finish_pods(self, job: dict[str, Any], *, ran_for: float | None = None) -> list[dict[str, Any]]:
+        """Write each active pod of ``job`` Succeeded (:func:`_pod_succeeded_status`); with ``ran_for`` (seconds),
+        only the Running ones that started at least that long ago (a Pending pod has not started); returns its
+        pods as they are then."""
         out = []
         for pod in await self._job_pods(job):
-            if controllers.is_active(pod):
+            if controllers.is_active(pod) and (ran_for is None or self._ran(pod, ran_for)):
                 metadata = pod["metadata"]
                 try:
                     pod = await _until_reachable(
@@ -526,6 +626,13 @@ class SimulatedKubelet:
                     self._log.warning("sim_pod_not_completed", pod=metadata["name"], error=str(exc))
             out.append(pod)
         return out
+
+    def _ran(self, pod: dict[str, Any], seconds: float) -> bool:
+        """Whether ``pod`` is Running and started at least ``seconds`` ago (its ``startTime``, whole seconds)."""
+        started = _parse_time((pod.get("status") or {}).get("startTime"))
+        if (pod.get("status") or {}).get("phase") != "Running" or started is None:
+            return False
+        return (self._clock() - started).total_seconds() >= seconds - 0.001
 
     async def _delete_pods(self, job: dict[str, Any]) -> None:
         """Delete the active pods of a suspended ``job``, as the Job controller does (finished pods stay); they are
@@ -875,11 +982,13 @@ def _pod_count(job: dict[str, Any]) -> int:
     return int(spec.get("parallelism") if spec.get("parallelism") is not None else 1)
 
 
-def _started_status(job: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
+def _started_status(job: dict[str, Any], *, now: datetime.datetime, ready: int | None = None) -> dict[str, Any]:
+    """The status of ``job`` as it starts: ``startTime`` ``now``, its pods active, ``ready`` of them Ready (all
+    when None: a cluster without Nodes runs them at once), the Suspended condition turned False."""
     status: dict[str, Any] = {
         "startTime": store.format_timestamp(now),
         "active": _pod_count(job),
-        "ready": _pod_count(job),
+        "ready": _pod_count(job) if ready is None else ready,
     }
     if any(condition.get("type") == "Suspended" for condition in _conditions_of(job)):
         status["conditions"] = _with_condition(

@@ -302,6 +302,98 @@ async def test_pods_are_bound_to_a_node_their_node_selector_matches(
     assert [node for name, node in placed.items() if name.startswith("gpu-")] == ["gpu-a", "gpu-a"]
 
 
+def sized_node(name: str, *, cpu: str) -> dict[str, Any]:
+    """A Node whose kubelet reported ``cpu`` CPUs, 16Gi and 110 pods allocatable."""
+    allocatable = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"capacity": allocatable, "allocatable": allocatable},
+    }
+
+
+@pytest.mark.usefixtures("simulated")
+async def test_a_pod_no_node_has_room_for_stays_pending_with_one_event_until_a_node_has_room(
+    kubectl: Kubectl, api: k8s_client.ApiClient
+) -> None:
+    """A pod asking for 100 CPUs on a cluster of 8-CPU nodes is not bound: it stays Pending with kube-scheduler's
+    PodScheduled False Unschedulable condition and one FailedScheduling Event, its Job counts it not ready and
+    does not complete; once a Node with room joins, the pod is bound there, runs, and the Job completes."""
+    for name in ("worker1", "worker2"):
+        await client.create_object(api, resources.NODES, body=sized_node(name, cpu="8"))
+    requests = {"requests": {"cpu": "100"}}
+    containers = [{"name": "c", "image": "busybox", "resources": requests}]
+    await client.create_object(
+        api, resources.JOBS, namespace="default", body=job("big", duration=1, template_spec={"containers": containers})
+    )
+    message = (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+    )
+
+    async def unschedulable() -> dict[str, Any] | None:
+        pods = await pods_of(kubectl, "big")
+        conditions = pods[0]["status"].get("conditions") or [] if pods else []
+        found = [c for c in conditions if c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"]
+        return pods[0] if found else None
+
+    pending = await until(unschedulable)
+    condition = next(c for c in pending["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert (pending["status"]["phase"], condition["status"], condition["message"]) == ("Pending", "False", message)
+    assert not pending["spec"].get("nodeName")
+    # longer than the Job's 1 s: the pod never ran, so the Job neither completes nor counts it ready
+    await asyncio.sleep(2.5)
+    status = await job_status(api, "big")
+    assert not is_complete(status) and status.get("ready") == 0 and status.get("active") == 1, status
+    rows = table(await kubectl.ok("get", "pods", "-l", "job-name=big"))
+    assert rows[1][2] == "Pending"
+    events = json.loads(await kubectl.ok("get", "events", "--field-selector", "reason=FailedScheduling", "-o", "json"))
+    assert [
+        (e["involvedObject"]["name"], e["type"], e["message"], e["source"]["component"]) for e in events["items"]
+    ] == [(pending["metadata"]["name"], "Warning", message, "default-scheduler")]
+
+    await client.create_object(api, resources.NODES, body=sized_node("big-node", cpu="128"))
+
+    async def completed() -> dict[str, Any] | None:
+        status = await job_status(api, "big")
+        return status if is_complete(status) else None
+
+    await until(completed)
+    (finished,) = await pods_of(kubectl, "big")
+    assert (finished["spec"]["nodeName"], finished["status"]["phase"]) == ("big-node", "Succeeded")
+    events = json.loads(await kubectl.ok("get", "events", "--field-selector", "reason=FailedScheduling", "-o", "json"))
+    assert len(events["items"]) == 1
+
+
+@pytest.mark.usefixtures("simulated")
+async def test_pods_take_turns_on_a_node_with_room_for_one_at_a_time(
+    kubectl: Kubectl, api: k8s_client.ApiClient
+) -> None:
+    """Two pods of 6 CPUs on one 8-CPU node: one runs, the other waits Pending (Insufficient cpu) until the first
+    succeeded and freed its CPUs, then runs on the same node; the Job completes after both."""
+    await client.create_object(api, resources.NODES, body=sized_node("only", cpu="8"))
+    containers = [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "6"}}}]
+    body = job("pair", duration=1, parallelism=2, completions=2, template_spec={"containers": containers})
+    await client.create_object(api, resources.JOBS, namespace="default", body=body)
+
+    async def one_waiting() -> list[str] | None:
+        found = sorted(phases(await pods_of(kubectl, "pair")))
+        return found if found == ["Pending", "Running"] else None
+
+    await until(one_waiting)
+    status = await job_status(api, "pair")
+    assert status.get("ready") == 1, status
+
+    async def completed() -> dict[str, Any] | None:
+        status = await job_status(api, "pair")
+        return status if is_complete(status) else None
+
+    await until(completed)
+    pods = await pods_of(kubectl, "pair")
+    assert [(p["spec"].get("nodeName"), p["status"]["phase"]) for p in pods] == [("only", "Succeeded")] * 2
+
+
 @pytest.mark.usefixtures("simulated")
 async def test_topology_gated_pods_wait_and_then_run_on_the_node_the_ungater_chose(
     kubectl: Kubectl, api: k8s_client.ApiClient
