@@ -52,6 +52,7 @@ from kubernetes_asyncio import client as k8s_client
 from kueue_es.events import codec, job_owners, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, BusError, Delivery, DurableConsumer, LogMessage
+from kueue_es.jobframework import workloads
 from kueue_es.jobframework.annotations import DISPATCHER_FIELD_MANAGER
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError
@@ -79,7 +80,7 @@ from kueue_es.services.dispatcher.ungating import Ungating
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.health import ObservedBus
 from kueue_es.services.kube import errors as kube_errors
-from kueue_es.services.kube import objects
+from kueue_es.services.kube import objects, resources
 from kueue_es.services.runtime import (
     OrphanHook,
     StartPoint,
@@ -803,8 +804,26 @@ class Dispatcher:
         if isinstance(action, core.StopJob | core.StopIntegration | core.StopPods):
             await self._report_stopped(action, seq=seq)
         ref = action.workload
+        if await self._outlives_its_job(ref):
+            log.info("job_gone_workload_kept", workload=ref.key, seq=seq)
+            return
         deleted = types.ObjectDeleted(kind="Workload", namespace=ref.namespace, name=ref.name, uid=ref.uid)
         await self.bus.publish(subjects.fact_message(deleted, version=f"disp-{seq}"))
+
+    async def _outlives_its_job(self, ref: types.WorkloadRef) -> bool:
+        """Whether the Workload object of ``ref`` outlives its gone job: its job was deleted with
+        ``propagationPolicy: Orphan`` (the garbage collector took the owner reference off before the job went), so
+        the watcher finishes it ``OwnerNotFound`` and it stays, as in Kueue (workload_controller.go
+        isOrphanedWorkload). A start that lagged behind such a delete must not delete it. Read from the API server
+        (only where the dispatcher writes objects); a read error counts as not (the job's deletion stands)."""
+        if not self.write_objects:
+            return False
+        try:
+            current = await self.api.get_object(resources.WORKLOADS, namespace=ref.namespace, name=ref.name)
+        except (kube_errors.ApiError, OSError, TimeoutError):
+            return False
+        labels = (current.get("metadata") or {}).get("labels") or {}
+        return workloads.is_orphaned(current) and labels.get(workloads.JOB_UID_LABEL) == ref.uid
 
     # -- the TAS ungater ---------------------------------------------------------------------------
 
