@@ -553,35 +553,67 @@ SCHEDULER_NAME = "default-scheduler"
 def scheduling_event(pod: Mapping[str, Any], *, message: str, now: datetime.datetime, serial: int = 0) -> Object:
     """The core v1 Event kube-scheduler records about ``pod`` (a stored Pod: ``metadata.name``, ``namespace``,
     ``uid``) that fits no node: Warning ``FailedScheduling`` with ``message`` (:func:`unschedulable_message`),
-    reported by ``default-scheduler``, action ``Scheduling``, count 1, first and last seen ``now`` (an aware
-    datetime). Named as client-go names Events, ``<pod>.<hex nanoseconds>`` (``serial`` added to keep two Events
-    of one instant apart)."""
-    meta = pod["metadata"]
+    reported by ``default-scheduler``, action ``Scheduling`` (:func:`core_event`)."""
+    return core_event(
+        pod,
+        api_version="v1",
+        kind="Pod",
+        event_type="Warning",
+        reason=FAILED_SCHEDULING,
+        message=message,
+        component=SCHEDULER_NAME,
+        now=now,
+        serial=serial,
+        action="Scheduling",
+    )
+
+
+def core_event(
+    obj: Mapping[str, Any],
+    *,
+    api_version: str,
+    kind: str,
+    event_type: str,
+    reason: str,
+    message: str,
+    component: str,
+    now: datetime.datetime,
+    serial: int = 0,
+    action: str = "",
+) -> Object:
+    """The core v1 Event a controller (``component``: its source and reporting component) records about ``obj``
+    (a stored object of ``api_version``/``kind``: its ``metadata.name``, ``namespace``, ``uid``): ``event_type``
+    (Normal or Warning), ``reason``, ``message``, ``action`` when given, count 1, first and last seen ``now`` (an
+    aware datetime). Named as client-go names Events, ``<object>.<hex nanoseconds>``, ``serial`` added to the
+    nanoseconds to keep two Events of one instant apart."""
+    meta = obj["metadata"]
     namespace = meta.get("namespace") or "default"
     stamp = store.format_timestamp(now)
     nanos = int(now.timestamp()) * 1_000_000_000 + now.microsecond * 1000 + serial
-    return {
+    event: Object = {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"name": f"{meta['name']}.{nanos:x}", "namespace": namespace},
         "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "Pod",
+            "apiVersion": api_version,
+            "kind": kind,
             "namespace": namespace,
             "name": meta["name"],
             "uid": meta.get("uid", ""),
         },
-        "type": "Warning",
-        "reason": FAILED_SCHEDULING,
+        "type": event_type,
+        "reason": reason,
         "message": message,
-        "action": "Scheduling",
         "count": 1,
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
-        "source": {"component": SCHEDULER_NAME},
-        "reportingComponent": SCHEDULER_NAME,
+        "source": {"component": component},
+        "reportingComponent": component,
         "reportingInstance": "",
     }
+    if action:
+        event["action"] = action
+    return event
 
 
 def _queue_order(pod: Mapping[str, Any]) -> tuple[int, str]:

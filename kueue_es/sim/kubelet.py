@@ -826,31 +826,17 @@ def job_event(
     ``BackoffLimitExceeded``, controller_utils.go's ``SuccessfulCreate``/``SuccessfulDelete``),
     source ``job-controller``, count 1, first and last seen ``now`` (an aware datetime). Its name is client-go's
     ``<job>.<hex nanoseconds>``, ``serial`` added to the nanoseconds so that two Events of one instant differ."""
-    metadata = job["metadata"]
-    namespace = metadata.get("namespace") or "default"
-    stamp = store.format_timestamp(now)
-    nanos = int(now.timestamp()) * 1_000_000_000 + now.microsecond * 1000 + serial
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": f"{metadata['name']}.{nanos:x}", "namespace": namespace},
-        "involvedObject": {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "namespace": namespace,
-            "name": metadata["name"],
-            "uid": _uid(job),
-        },
-        "type": kind,
-        "reason": reason,
-        "message": message,
-        "count": 1,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "source": {"component": JOB_CONTROLLER_COMPONENT},
-        "reportingComponent": JOB_CONTROLLER_COMPONENT,
-        "reportingInstance": "",
-    }
+    return controllers.core_event(
+        job,
+        api_version="batch/v1",
+        kind="Job",
+        event_type=kind,
+        reason=reason,
+        message=message,
+        component=JOB_CONTROLLER_COMPONENT,
+        now=now,
+        serial=serial,
+    )
 
 
 def _suspended(job: dict[str, Any]) -> bool:
