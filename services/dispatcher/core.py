@@ -1103,17 +1103,24 @@ def _plan_start(view: DispatchState, event: types.WorkloadAdmitted, *, seq: int 
     return start_of(view, current, event.workload)
 
 
-def start_of(view: DispatchState, current: WorkloadState, ref: types.WorkloadRef | None = None) -> Action | None:
+def start_of(
+    view: DispatchState,
+    current: WorkloadState,
+    ref: types.WorkloadRef | None = None,
+    *,
+    replacement_starts: bool = False,
+) -> Action | None:
     """The start of ``current``'s job, holding its reservation (``ref``: the decision's reference to it, its
     own by default): StartJob, StartIntegration or StartPods with its pod set information (as the admission
     put it in, :data:`DispatchState.started`, else computed), FailStart when that conflicts; None for a
-    workload of no job this dispatcher starts, or a replacement slice of an elastic job."""
+    workload of no job this dispatcher starts, or a replacement slice of an elastic job (unless
+    ``replacement_starts``: its job, read suspended, was never started, its earlier slice replaced first)."""
     state = view.cluster
     ref = ref or current.ref
     owner = current.workload.owner
     if owner is None or not startable(owner.api_version, owner.kind):
         return None
-    if slices.replacement_for(current.workload) is not None:
+    if slices.replacement_for(current.workload) is not None and not replacement_starts:
         # A replacement slice of an elastic job: the job runs on, never suspended; its new pods are
         # released by the ungater (SEMANTICS-ADVANCED D.4).
         return None

@@ -355,6 +355,8 @@ class Dispatcher:
                         self.retention.configured()
                     if isinstance(accepted, types.WorkloadAdmitted | types.TopologyAssigned):
                         self.ungating.mark(accepted.workload.key)
+                        if isinstance(accepted, types.WorkloadAdmitted):
+                            self.suspension.replacement_admitted(accepted.workload.key, seq=seq)
                     elif isinstance(accepted, types.WorkloadPodsReady):
                         self.suspension.observed(accepted)
                     elif isinstance(accepted, types.WorkloadObserved):

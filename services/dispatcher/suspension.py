@@ -168,6 +168,18 @@ class Suspension:
         self.due[key] = (seq, wall_clock_ms())
         self._wake.set()
 
+    def replacement_admitted(self, key: str, *, seq: int) -> None:
+        """The fold took, at ``seq``, the admission of workload ``key``: when it is an elastic job's replacement
+        slice, mark it. Its admission's plan starts nothing (the job runs on, its new pods ungated), but a job
+        whose earlier slice was replaced before its start was dispatched is still suspended: :meth:`check` then
+        starts it with this slice's admission (reconciler.go step 7: a suspended job whose workload is admitted
+        is started)."""
+        wl = self.view.cluster.workloads.get(key)
+        if wl is None or slices.replacement_for(wl.workload) is None or not _job_owned(wl):
+            return
+        self.due[key] = (seq, wall_clock_ms())
+        self._wake.set()
+
     def finished(self, event: types.WorkloadFinished, *, seq: int) -> None:
         """The fold took ``event`` at ``seq``: a prebuilt Workload finished ``OutOfSync`` leaves its job with no
         workload, so a job of it that runs is stopped (reconciler.go handleJobWithNoWorkload: stopJob
@@ -284,11 +296,13 @@ class Suspension:
         (``seq``, ``at_ms``: the log sequence and time of the fact that marked it, which name the write in the
         dispatcher's log and its Event). Raises the API's errors (but 404: a job that is gone needs nothing)."""
         wl = self.view.cluster.workloads.get(key)
-        if wl is None or wl.gone or wl.finished is not None or wl.deleted_seq or not _job_of_its_own(wl):
+        if wl is None or wl.gone or wl.finished is not None or wl.deleted_seq or not _job_owned(wl):
             return
         if self.gate is not None and not self.gate():
             return
         admitted = wl.admitted and wl.reservation is not None
+        if not admitted and not _job_of_its_own(wl):
+            return  # a replacement slice only ever starts a job still suspended (replacement_admitted)
         if admitted and wl.eviction is not None:
             return  # being stopped by its eviction
         if not admitted and wl.workload.metadata.annotations.get(slices.SLICE_NAME_ANNOTATION):
@@ -505,7 +519,7 @@ class Suspension:
         if wl.reservation is None:
             return  # released before its job could be started again
         message = kube_events.started_message(wl.reservation.cluster_queue)  # read now: the fold runs on meanwhile
-        action = core.start_of(self.view, wl)
+        action = core.start_of(self.view, wl, replacement_starts=True)  # a suspended job: a slice starts it too
         if not isinstance(action, core.StartJob | core.StartIntegration):
             return
         if isinstance(action, core.StartJob):
@@ -536,8 +550,12 @@ class Suspension:
 
 
 def _job_of_its_own(wl: WorkloadState) -> bool:
-    """A batch/v1 Job's or a registered integration's workload (not Pods': their stop deletes them)."""
+    """A batch/v1 Job's or a registered integration's workload (not Pods': their stop deletes them), not an
+    elastic job's replacement slice (:func:`_job_owned`)."""
+    return _job_owned(wl) and slices.replacement_for(wl.workload) is None
+
+
+def _job_owned(wl: WorkloadState) -> bool:
+    """A batch/v1 Job's or a registered integration's workload, a replacement slice of an elastic job included."""
     owner = wl.workload.owner
-    if owner is None or owner.kind == "Pod" or not core.startable(owner.api_version, owner.kind):
-        return False
-    return slices.replacement_for(wl.workload) is None
+    return owner is not None and owner.kind != "Pod" and core.startable(owner.api_version, owner.kind)

@@ -145,3 +145,54 @@ async def test_a_job_marked_before_its_admission_is_left_to_the_admissions_start
     assert api.patches == [] and suspension.restarted == 0
     await suspension.check(REF.key, seq=4, at_ms=1)  # suspended by hand after it: started again
     assert len(api.patches) == 1 and suspension.restarted == 1
+
+
+async def test_a_replacement_slice_starts_a_job_its_replaced_slice_never_started() -> None:
+    """An elastic Job scaled up before its first slice's start was dispatched: the fold already shows that slice
+    replaced (released), so its admission's plan starts nothing, and the replacement slice's plan starts nothing
+    either (the job is taken to run on). Kueue's reconciler starts a suspended job whose workload is admitted
+    (step 7), so the replacement slice's admission marks its job and a Job read suspended is started with its
+    admission. Kueue's TAS e2e "should preserve topology assignment during scale-up with elastic jobs" left the
+    Job suspended for ever in CI. A Job read running is left alone."""
+    from kueue_es.events import slices
+
+    view = admitted_view()
+    replacement = models.Workload(
+        metadata=models.ObjectMeta(
+            name="w2",
+            namespace="ns",
+            uid="u2",
+            annotations={slices.REPLACEMENT_FOR_ANNOTATION: REF.key, slices.ELASTIC_JOB_ANNOTATION: "true"},
+        ),
+        spec=models.WorkloadSpec(queue_name="lq", pod_sets=[models.PodSet(requests={"cpu": 1000}, count=2)]),
+        owner=models.OwnerReference(api_version="batch/v1", kind="Job", name="job-w", uid="job-1"),
+    )
+    ref2 = types.WorkloadRef(namespace="ns", name="w2", uid="u2")
+    for event in (
+        types.WorkloadObserved(workload=replacement),
+        types.QuotaReserved(
+            workload=ref2,
+            cluster_queue="cq",
+            pod_set_assignments=[
+                types.PodSetAssignment(name="main", flavors={"cpu": "rf"}, resource_usage={"cpu": 2000}, count=2)
+            ],
+            at_ms=2,
+        ),
+        types.WorkloadAdmitted(workload=ref2, cluster_queue="cq", at_ms=2),
+    ):
+        view.cluster.last_seq += 1
+        apply(view.cluster, event, seq=view.cluster.last_seq)
+    assert slices.replacement_for(view.cluster.workloads[ref2.key].workload) is not None
+    assert core.start_of(view, view.cluster.workloads[ref2.key]) is None  # the admission's plan: nothing
+    api = FoldingJobApi(view, [])
+    suspension = Suspension(
+        view=view,
+        jobs=JobWrites(api=api, limiter=WriteLimiter(qps=1000, burst=10)),  # type: ignore[arg-type]
+        recording=Recorder(),  # type: ignore[arg-type]
+    )
+    suspension.replacement_admitted(ref2.key, seq=view.cluster.last_seq)
+    assert ref2.key in suspension.due
+    await suspension.check(ref2.key, seq=view.cluster.last_seq, at_ms=2)
+    assert suspension.restarted == 1 and api.patches and api.patches[0]["spec"]["suspend"] is False
+    suspension.replacement_admitted(REF.key, seq=view.cluster.last_seq)  # not a replacement: not marked
+    assert REF.key not in suspension.due
