@@ -750,7 +750,19 @@ def validate_create(
         and not ancestor_managed(obj, context)
     ):
         errors += _pod_set_rules(integration, obj)
-    return errors
+    return _in_kind_order(served, errors)
+
+
+def _in_kind_order(served: Target, errors: list[FieldError]) -> list[FieldError]:
+    """``errors`` in the order the kind's webhook lists them: an MPIJob's sorted by field path, stably, on create
+    and on update (mpijob_webhook.go ValidateCreate and ValidateUpdate; Kueue #14483 made the update sort the list
+    it returns); every other kind's in the order its checks found them."""
+    return sorted(errors, key=lambda e: e.field) if _sorts_by_field(served) else errors
+
+
+def _sorts_by_field(served: Target) -> bool:
+    """Whether the kind's webhook sorts its errors by field path (mpijob_webhook.go, alone)."""
+    return (served.api_version, served.kind) == ("kubeflow.org/v2beta1", "MPIJob")
 
 
 def _ray_managed(obj: Mapping[str, Any], context: Context) -> bool:
@@ -1403,9 +1415,9 @@ def validate_update(
         errors += _job_update(old, new, old_suspended=old_suspended, new_suspended=new_suspended)
     elif served == POD:
         errors += _pod_update(old, new)
-    if _validated_only_when_managed(served):
-        # their ValidateUpdate lists ValidateJobOnUpdate's errors before validateCreate's
-        return errors[created:] + errors[:created]
+    if _validated_only_when_managed(served) or _sorts_by_field(served):
+        # their ValidateUpdate lists ValidateJobOnUpdate's errors before validateCreate's (an MPIJob's then sorted)
+        return _in_kind_order(served, errors[created:] + errors[:created])
     return errors
 
 

@@ -39,6 +39,14 @@ from kueue_es.jobframework import jobs, workloads
 
 Path = tuple[str | int, ...]
 
+
+class MapKey(str):
+    """A path step that is a key of a map of the object's schema (an MPIJob's ``mpiReplicaSpecs``' ``Worker``), not
+    a field: :func:`field_name` writes it ``[Worker]``, as Kueue's ``field.Path.Key`` does."""
+
+    __slots__ = ()
+
+
 JOB_ON_HOLD_MESSAGE = "Job is on hold"
 """The QuotaReserved message of a workload its job put on hold (Kueue reconciler.go, JobWithOnHold)."""
 """Where a field is in an object: map keys and list indexes from the object's root."""
@@ -286,10 +294,11 @@ def set_at(obj: dict[str, Any], path: Path, value: Any) -> None:
 
 
 def field_name(path: Path) -> str:
-    """``spec.replicaSpecs[Worker].template``: a path as Kueue's field errors write it."""
+    """``spec.replicaSpecs[Worker].template``: a path as Kueue's field errors write it (a list index or a
+    :class:`MapKey` in brackets, a field after a dot)."""
     out = ""
     for step in path:
-        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else step)
+        out += f"[{step}]" if isinstance(step, int | MapKey) else (f".{step}" if out else step)
     return out
 
 

@@ -19,6 +19,7 @@ from kueue_es.jobframework import workloads
 from kueue_es.jobframework.integrations import (
     Finished,
     Integration,
+    MapKey,
     PodSetSource,
     condition_true,
     count_of,
@@ -57,7 +58,7 @@ def _pod_sets(field: str, order: tuple[str, ...]) -> Any:
                 PodSetSource(
                     name=replica_type.lower(),
                     count=count,
-                    template_path=("spec", field, replica_type, "template"),
+                    template_path=("spec", field, MapKey(replica_type), "template"),
                     pod_index_label=REPLICA_INDEX_LABEL,
                 )
             )

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kueue_es.jobframework import workloads
-from kueue_es.jobframework.integrations import Integration, PodSetSource, kubeflow
+from kueue_es.jobframework.integrations import Integration, MapKey, PodSetSource, kubeflow
 
 API_VERSION = "kubeflow.org/v2beta1"
 #: The replica types Kueue makes pod sets of, in its order (orderedReplicaTypes); any other key is ignored.
@@ -56,7 +56,7 @@ def pod_sets(ref: workloads.JobRef, job: Mapping[str, Any]) -> list[PodSetSource
             PodSetSource(
                 name=replica_type.lower(),
                 count=workloads.count_field(ref, spec.get("replicas"), field=f"{where}.replicas", default=1),
-                template_path=("spec", "mpiReplicaSpecs", replica_type, "template"),
+                template_path=("spec", "mpiReplicaSpecs", MapKey(replica_type), "template"),
                 pod_index_label=REPLICA_INDEX_LABEL,
             )
         )

@@ -387,3 +387,30 @@ def test_an_appwrapper_is_created_suspended() -> None:
     """Kueue's case "should suspend an AppWrapper when created in unsuspend state"."""
     obj = appwrapper("queue")
     assert webhooks.default(obj["apiVersion"], obj["kind"], obj)["spec"]["suspend"] is True
+
+
+def test_an_mpijob_s_refusal_lists_its_errors_by_field() -> None:
+    """Kueue's MPIJob webhook sorts its errors by field path, on create and on update (#14483: ValidateUpdate sorted
+    another slice than the one it returned, so an update's errors came in check order): a running MPIJob moved to
+    another queue with a bad ``max-exec-time-seconds`` label and a bad TAS annotation lists the label errors
+    (``metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]`` before ``metadata.labels[...queue-name]``) ahead of
+    the template's, whichever rule found them first."""
+    old = mpijob()
+    old["metadata"]["labels"] = {QUEUE: "a"}
+    old["spec"]["runPolicy"] = {"suspend": False}
+    new = json.loads(json.dumps(old))
+    new["metadata"]["labels"] = {QUEUE: "b", "kueue.x-k8s.io/max-exec-time-seconds": "0"}
+    new["spec"]["mpiReplicaSpecs"]["Worker"]["template"] = {"metadata": {"annotations": TAS_BOTH}, **POD_TEMPLATE}
+    context = webhooks.Context(topology_aware_scheduling=True)
+    created = webhooks.validate_create(new["apiVersion"], new["kind"], new, context=context)
+    updated = webhooks.validate_update(new["apiVersion"], new["kind"], old, new, context=context)
+    for found in (created, updated):
+        assert [e.field for e in found] == sorted(e.field for e in found), [e.field for e in found]
+    # ValidateJobOnUpdate's errors first, then validateCommon's: the two on one field stay in that order
+    assert [(e.field, e.detail) for e in updated][:3] == [
+        ("metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]", "field is immutable"),
+        ("metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]", "should be greater than 0"),
+        ("metadata.labels[kueue.x-k8s.io/queue-name]", "field is immutable"),
+    ]
+    # a replica type is a map key: in brackets, as Kueue's field.Path.Key writes it
+    assert updated[-1].field == "spec.mpiReplicaSpecs[Worker].template.metadata.annotations"

@@ -303,7 +303,7 @@ def test_tas_annotations_of_an_integration_name_its_replica_template() -> None:
     bad = pytorch(worker_annotations={"kueue.x-k8s.io/podset-unconstrained-topology": "maybe"})
     errors = webhooks.validate_create("kubeflow.org/v1", "PyTorchJob", bad)
     assert len(errors) == 1
-    assert errors[0].field.startswith("spec.pytorchReplicaSpecs.Worker.template.metadata.annotations[")
+    assert errors[0].field.startswith("spec.pytorchReplicaSpecs[Worker].template.metadata.annotations[")
 
 
 def test_pod_rules() -> None:
