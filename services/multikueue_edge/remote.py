@@ -11,7 +11,8 @@ tests hold them and the service stay a thin runner:
   labels plus the origin label, the job-uid label dropped, no status, no owner);
 - :func:`remote_job`: the job created on the winning worker (a copy of the manager's job,
   ``managedBy`` cleared, the Job's selector and controller-uid labels dropped, labels
-  ``kueue.x-k8s.io/prebuilt-workload-name`` and the origin) so the worker's Kueue adopts the Workload;
+  ``kueue.x-k8s.io/prebuilt-workload-name``, an annotation past 63 characters, and the origin) so the
+  worker's Kueue adopts the Workload;
 - :func:`mirrored_job_status`: the remote job's status as the manager's job takes it (batch Job:
   only while the manager's job runs, both are suspended, or the remote one finished);
 - :func:`pods_of_owner`, :func:`remote_pods_of_group`: the Pods a Pod-owned workload runs on the winner,
@@ -32,12 +33,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kueue_es.jobframework import pods as pod_groups
+from kueue_es.jobframework import workloads
 from kueue_es.services.multikueue_edge.core import Priority
 
 ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
 """The label on every remote object, whose value is the manager's ``multiKueue.origin``."""
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
-"""The label by which the worker's Kueue adopts an existing Workload for a job (constants.go)."""
+"""The label (or, for a name too long for a label value, annotation) by which the worker's Kueue adopts an
+existing Workload for a job (constants.go)."""
+LABEL_VALUE_MAX_LENGTH = 63
+"""The longest label value the API server takes (validation.LabelValueMaxLength)."""
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 """The AdmissionCheck controllerName, and the ``managedBy`` value of jobs MultiKueue runs."""
@@ -119,7 +124,9 @@ def remote_job(local: Mapping[str, Any], *, workload_name: str, origin: str) -> 
 
     A copy of ``local`` without status and server fields, ``spec.managedBy`` removed (the worker's
     own controller runs it), labels plus ``kueue.x-k8s.io/prebuilt-workload-name: <workload_name>``
-    and the origin label. A batch/v1 Job also loses ``spec.selector`` and the Job controller's labels
+    and the origin label; a ``workload_name`` longer than a label value (63 characters) goes in the
+    annotation of that key instead (jobframework utils.go SetPrebuiltWorkloadName, Kueue #13636), and
+    the key the manager's job carried in the other place is dropped. A batch/v1 Job also loses ``spec.selector`` and the Job controller's labels
     on its template, which the worker's Job controller generates again (job_multikueue_adapter.go
     SyncJob). Raises :class:`RemoteCopyError` when ``local`` has no name, namespace or spec.
     """
@@ -129,7 +136,9 @@ def remote_job(local: Mapping[str, Any], *, workload_name: str, origin: str) -> 
     if not isinstance(spec, Mapping):
         raise RemoteCopyError(f"{kind} {namespace}/{name}: spec is required for its remote copy")
     labels = dict((local.get("metadata") or {}).get("labels") or {})
-    labels[PREBUILT_WORKLOAD_LABEL] = workload_name
+    labels.pop(PREBUILT_WORKLOAD_LABEL, None)
+    if len(workload_name) <= LABEL_VALUE_MAX_LENGTH:
+        labels[PREBUILT_WORKLOAD_LABEL] = workload_name
     labels[ORIGIN_LABEL] = origin
     remote_spec = copy.deepcopy(dict(spec))
     remote_spec.pop("managedBy", None)
@@ -141,12 +150,20 @@ def remote_job(local: Mapping[str, Any], *, workload_name: str, origin: str) -> 
             template_meta["labels"] = {
                 k: v for k, v in template_meta["labels"].items() if k not in _JOB_CONTROLLER_LABELS
             }
-    return {
-        "apiVersion": local.get("apiVersion"),
-        "kind": kind,
-        "metadata": _clean_metadata(local.get("metadata") or {}, labels=labels),
-        "spec": remote_spec,
-    }
+    metadata = _clean_metadata(local.get("metadata") or {}, labels=labels)
+    annotations = dict(metadata.pop("annotations", None) or {})
+    annotations.pop(PREBUILT_WORKLOAD_LABEL, None)
+    if len(workload_name) > LABEL_VALUE_MAX_LENGTH:
+        annotations[PREBUILT_WORKLOAD_LABEL] = workload_name
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": local.get("apiVersion"), "kind": kind, "metadata": metadata, "spec": remote_spec}
+
+
+def names_prebuilt(job: Mapping[str, Any], workload_name: str) -> bool:
+    """Whether the remote ``job`` names ``workload_name`` as its prebuilt Workload, by annotation (read first) or
+    label, as the worker's Kueue reads it (jobframework utils.go PrebuiltWorkloadNameFor)."""
+    return workloads.prebuilt_workload(job) == workload_name
 
 
 def pods_of_owner(owner_name: str, pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -21,8 +21,9 @@ This runner, as NATS user ``multikueue-edge``:
 - copies the remote job's status to the manager's job (:func:`remote.mirrored_job_status`).
 
 Transient errors are retried (tenacity for single writes; every plan is recomputed each tick), never
-fatal. The remote job names its copy as its prebuilt Workload (the job's label): the worker's Kueue (or
-kueue-es) adopts the copy, admitted already, and starts the job; the edge never unsuspends it itself.
+fatal. The remote job names its copy as its prebuilt Workload (the job's label; past 63 characters, its
+annotation): the worker's Kueue (or kueue-es) adopts the copy, admitted already, and starts the job; the edge
+never unsuspends it itself.
 """
 
 from __future__ import annotations
@@ -717,12 +718,15 @@ class Edge:
 
     async def _delete_owned_jobs(self, api: k8s_client.ApiClient, ref: types.WorkloadRef) -> None:
         """GC: delete the remote Jobs, JobSets and Pods (a pod group's every Pod) that name ``ref`` as their
-        prebuilt Workload."""
-        selector = f"{remote.PREBUILT_WORKLOAD_LABEL}={ref.name},{remote.ORIGIN_LABEL}={self.origin}"
+        prebuilt Workload (by label, or by annotation for a name longer than a label value: those of this origin
+        listed, then :func:`remote.names_prebuilt` asked)."""
+        selector = f"{remote.ORIGIN_LABEL}={self.origin}"
         for job_ref in (resources.JOBS, resources.JOBSETS, resources.PODS):
             with contextlib.suppress(errors.KubeError):
                 jobs, _ = await client.list_objects(api, job_ref, namespace=ref.namespace, label_selector=selector)
                 for job in jobs:
+                    if not remote.names_prebuilt(job, ref.name):
+                        continue
                     with contextlib.suppress(errors.NotFoundError):
                         await client.delete_object(api, job_ref, namespace=ref.namespace, name=job["metadata"]["name"])
 

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from kueue_es.events import codec, models, types
-from kueue_es.jobframework import jobs, webhooks
+from kueue_es.jobframework import jobs, webhooks, workloads
 from kueue_es.services.multikueue_edge import core, remote
 from kueue_es.services.multikueue_edge.service import remote_observation
 
@@ -93,6 +93,55 @@ def test_remote_job_clears_managed_by_and_the_selector_and_names_the_workload():
     assert out["spec"]["template"]["metadata"]["labels"] == {"app": "demo"}
     assert "annotations" not in out["metadata"] and "uid" not in out["metadata"] and "status" not in out
     assert LOCAL_JOB["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"  # the input is untouched
+
+
+def test_a_workload_name_longer_than_a_label_value_is_named_by_annotation():
+    """Kueue #13636 (jobframework SetPrebuiltWorkloadName): a Workload name longer than a label value may be (63
+    characters) names the remote job's prebuilt Workload by the ``kueue.x-k8s.io/prebuilt-workload-name``
+    annotation, which the worker's Kueue reads first; as a label the API server refuses the copy, so the job
+    never ran on the worker. A short name stays a label; either way the other key copied from the manager's job
+    is dropped, so the worker reads the one written."""
+    long_name = "job-" + "a-very-long-job-name-" * 3 + "abcde"
+    assert len(long_name) > 63
+    local = copy.deepcopy(LOCAL_JOB)
+    local["metadata"]["labels"][remote.PREBUILT_WORKLOAD_LABEL] = "stale"
+    out = remote.remote_job(local, workload_name=long_name, origin="multikueue")
+    assert out["metadata"]["annotations"] == {remote.PREBUILT_WORKLOAD_LABEL: long_name}
+    assert out["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "user-queue", remote.ORIGIN_LABEL: "multikueue"}
+    assert all(len(v) <= 63 for v in out["metadata"]["labels"].values())
+    assert workloads.prebuilt_workload(out) == long_name
+    local["metadata"]["annotations"] = {remote.PREBUILT_WORKLOAD_LABEL: "stale"}
+    short = remote.remote_job(local, workload_name="job-sample-abcde", origin="multikueue")
+    assert "annotations" not in short["metadata"]
+    assert workloads.prebuilt_workload(short) == "job-sample-abcde"
+
+
+async def test_the_gc_finds_a_copy_named_by_annotation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GC deletes the remote jobs of this origin that name the copy as their prebuilt Workload, by label or
+    (a name longer than 63 characters, Kueue #13636) by annotation, and none naming another."""
+    from kueue_es.services.kube import client
+
+    long_name = "job-" + "a-very-long-job-name-" * 3 + "abcde"
+    ours = {remote.ORIGIN_LABEL: "multikueue"}
+    jobs = [
+        {"metadata": {"name": "long", "labels": ours, "annotations": {remote.PREBUILT_WORKLOAD_LABEL: long_name}}},
+        {"metadata": {"name": "other", "labels": {**ours, remote.PREBUILT_WORKLOAD_LABEL: "other-wl"}}},
+    ]
+    deleted: list[tuple[str, str]] = []
+
+    async def list_objects(api, ref, *, namespace=None, label_selector="", **_kw):
+        assert label_selector == f"{remote.ORIGIN_LABEL}=multikueue"
+        return (jobs if ref.kind == "Job" else []), "1"
+
+    async def delete_object(api, ref, *, namespace, name, **_kw):
+        deleted.append((ref.kind, name))
+
+    monkeypatch.setattr(client, "list_objects", list_objects)
+    monkeypatch.setattr(client, "delete_object", delete_object)
+    edge = _pod_edge()
+    ref = types.WorkloadRef(namespace="default", name=long_name, uid="u")
+    await edge._write(core.DeleteRemote(cluster="worker1", workload=ref, why="garbage", decision_seq=0))
+    assert deleted == [("Job", "long"), ("Workload", long_name)]
 
 
 def test_remote_jobset_keeps_its_own_selectors():
@@ -990,7 +1039,8 @@ async def test_the_gc_takes_a_pod_groups_pods_with_its_copy(monkeypatch: pytest.
 
     listed: list[tuple[str, str]] = []
     deleted: list[tuple[str, str]] = []
-    pods = [{"metadata": {"name": f"test-group-{i}"}} for i in range(3)]
+    labels = {remote.PREBUILT_WORKLOAD_LABEL: "test-group", remote.ORIGIN_LABEL: "multikueue"}
+    pods = [{"metadata": {"name": f"test-group-{i}", "labels": labels}} for i in range(3)]
 
     async def list_objects(api, ref, *, namespace=None, label_selector="", **_kw):
         listed.append((ref.kind, label_selector))
@@ -1003,8 +1053,7 @@ async def test_the_gc_takes_a_pod_groups_pods_with_its_copy(monkeypatch: pytest.
     monkeypatch.setattr(client, "delete_object", delete_object)
     edge = _pod_edge()
     await edge._write(core.DeleteRemote(cluster="worker1", workload=GROUP_REF, why="garbage", decision_seq=0))
-    selector = f"{remote.PREBUILT_WORKLOAD_LABEL}=test-group,{remote.ORIGIN_LABEL}=multikueue"
-    assert ("Pod", selector) in listed
+    assert ("Pod", f"{remote.ORIGIN_LABEL}=multikueue") in listed
     assert deleted == [
         ("Pod", "test-group-0"),
         ("Pod", "test-group-1"),
