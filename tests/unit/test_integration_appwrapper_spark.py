@@ -402,6 +402,28 @@ def test_spark_global_node_selector_goes_into_the_roles() -> None:
         assert started["spec"][role]["nodeSelector"] == {"zone": "us-east", "instance-type": "spot"}
 
 
+def test_spark_global_node_selector_does_not_clobber_the_other_role() -> None:
+    """Kueue #12647 "should apply different node selectors per role when global nodeSelector is set": each role
+    admitted on its own flavor gets the application-wide selector with its own flavor's labels; the executor's
+    no longer overwrites the driver's through ``spec.nodeSelector`` (both pods then ran on the executor's nodes)."""
+
+    def flavor(node_type: str) -> Any:
+        def change(template: dict[str, Any]) -> dict[str, Any]:
+            out = copy.deepcopy(template)
+            spec = out.setdefault("spec", {})
+            spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), "node-type": node_type}
+            return out
+
+        return change
+
+    app = make_spark(nodeSelector={"zone": "us-east"})
+    templates = {"driver": flavor("cpu"), "executor": flavor("gpu")}
+    started = integrations.changed_job(SPARK, app, templates=templates, suspend=False)
+    assert "nodeSelector" not in started["spec"]
+    assert started["spec"]["driver"]["nodeSelector"] == {"zone": "us-east", "node-type": "cpu"}
+    assert started["spec"]["executor"]["nodeSelector"] == {"zone": "us-east", "node-type": "gpu"}
+
+
 def test_spark_is_gated_as_kueue_gates_it() -> None:
     """The configuration refuses the framework without the gate this integration names."""
     assert manager_config.GATED_FRAMEWORKS == {SPARK.framework: sparkapplication.FEATURE_GATE}
