@@ -142,3 +142,26 @@ def test_jobset_at_different_stages_of_progress_towards_completion(
         status_before, reason_before, _ = pods_ready_of(jobset(before), None)
         previous = (status_before, reason_before)
     assert pods_ready_of(jobset(status, suspended=suspended), previous) == want
+
+
+def _pod(name: str, *, ready: bool) -> dict[str, Any]:
+    conditions = [{"type": "Ready", "status": "True"}] if ready else []
+    return {"metadata": {"name": name}, "status": {"phase": "Running", "conditions": conditions}}
+
+
+@pytest.mark.parametrize(
+    ("members", "want"),
+    [
+        pytest.param(["driver", "worker-1", "worker-2"], True, id="pod group with all pods ready"),
+        pytest.param(["driver"], False, id="pod group with fewer pods than expected"),
+        pytest.param(
+            ["driver", "-worker-1", "-worker-2"], False, id="pod group with all pods present but not all ready"
+        ),
+    ],
+)
+def test_pod_group_pods_ready_counts_its_total(members: list[str], want: bool) -> None:
+    """pod_controller_test.go TestPodsReady (Kueue #11654): a pod group of total count 3 is ready only when all 3
+    pods exist and each is PodReady; one ready pod of three is not (Kueue said ready before the fix). A name
+    starting with ``-`` is a pod not ready."""
+    pods = [_pod(m.lstrip("-"), ready=not m.startswith("-")) for m in members]
+    assert progress.group_ready(pods, total=3) is want
