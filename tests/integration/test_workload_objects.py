@@ -2188,3 +2188,48 @@ async def test_a_priority_boost_set_on_a_jobs_workload_object_reaches_the_log(ap
         await _boost_becomes(bus, b, None)
     boosts = await _observed_boosts(bus, b)
     assert boosts[0] is None and "100" in boosts and boosts[-1] is None
+
+
+async def test_a_deactivated_workload_stays_inactive_when_its_job_changes(api, bus: MemoryBus) -> None:
+    """Kueue #8424 (issue #6719), reconciler_test.go "update workload to match job with changed parallelism
+    preserves active=false": a suspended Job's Workload deactivated by hand, then the Job's parallelism changed;
+    the Workload is updated to match the Job (its pod set's count) and stays inactive, so the Job, which now
+    fits, is not admitted. Kueue's job reconciler used to rebuild the Workload with ``active`` unset, which
+    reactivated it."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("big", parallelism=5))
+        big = await _pending_workload(bus, "big")
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=big.name, patch={"spec": {"active": False}}
+        )
+        await _observed_until(bus, big.name, lambda wl: not wl.spec.active)
+        await kube.patch_object(api, JOBS, namespace="default", name="big", patch={"spec": {"parallelism": 2}})
+        await _observed_until(bus, big.name, lambda wl: wl.spec.pod_sets[0].count == 2)
+        written = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=big.name,
+            check=lambda o: o["spec"]["podSets"][0]["count"] == 2,
+        )
+        await asyncio.sleep(1.0)  # an admission, were the workload active again, comes within this
+        admitted = [e for e in await events_of(bus, types.WorkloadAdmitted) if e.workload.name == big.name]
+        still = await kube.get_object(api, JOBS, namespace="default", name="big")
+
+    assert written["spec"]["active"] is False
+    assert [wl.spec.active for wl in await _observed(bus, big.name) if wl.spec.pod_sets[0].count == 2] == [False]
+    assert admitted == []
+    assert still["spec"]["suspend"] is True
+
+
+async def _observed(bus: MemoryBus, name: str) -> list[Any]:
+    """The workloads named ``name`` the watcher published, in log order."""
+    return [e.workload for e in await events_of(bus, types.WorkloadObserved) if e.workload.metadata.name == name]
+
+
+async def _observed_until(bus: MemoryBus, name: str, check: Callable[[Any], bool]) -> None:
+    """Wait (10 s at most) for a published workload named ``name`` that passes ``check``."""
+    async with asyncio.timeout(10):
+        while not any(check(wl) for wl in await _observed(bus, name)):
+            await asyncio.sleep(0.02)
