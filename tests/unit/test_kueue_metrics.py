@@ -753,6 +753,53 @@ def test_a_ready_workload_deactivated_by_hand_observes_pods_ready_to_evicted_tim
     assert _value(samples, "kueue_pods_ready_to_evicted_time_seconds_sum", **labels) >= 10
 
 
+def test_time_to_readiness_is_not_observed_again_after_a_recovery() -> None:
+    """Kueue #14626, waitforpodsready_test.go "should continue running workload if pod recovers before
+    recoveryTimeout": a Job's workload is admitted and ready (PodsReady Started), a pod fails (WaitForRecovery)
+    and comes back (Recovered); the four time-to-readiness histograms hold the first readiness alone (count 1).
+    Kueue's reconciler observed them on every PodsReady True, the recovery too."""
+    job = _job("prod-wl", cpus=2, second=1)
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "prod", "uid": "prod-uid", "controller": True}
+    job["metadata"]["ownerReferences"] = [owner]
+    doc = {
+        "name": "ready-once",
+        "source": "kueue test/e2e/sequential/baseline/waitforpodsready_test.go",
+        "podsReady": "manual",
+        "objects": [
+            {
+                "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                "kind": "Configuration",
+                "waitForPodsReady": {"timeout": "5m", "recoveryTimeout": "5m"},
+            },
+            *_preemption_doc_objects(),
+        ],
+        "pending": [job],
+        "events": [
+            {"podsReady": "default/prod-wl"},
+            {"wait": "10s"},
+            {"podsReady": {"workload": "default/prod-wl", "ready": False}},
+            {"wait": "10s"},
+            {"podsReady": {"workload": "default/prod-wl", "ready": True}},
+        ],
+    }
+    run = run_scenario(parse_scenario(yaml.safe_dump(doc, sort_keys=False), path="<ready-once>"))
+    events = [codec.decode(m.data) for m in run.messages]
+    reasons = [e.reason for e in events if isinstance(e, types.WorkloadPodsReady)]
+    assert reasons == ["Started", "WaitForRecovery", "Recovered"]
+    samples = _samples(_fold(run.messages))
+    counts = {
+        name.removesuffix("_count"): value
+        for (name, _labels), value in samples.items()
+        if name.endswith("ready_wait_time_seconds_count")
+    }
+    assert counts == {
+        "kueue_ready_wait_time_seconds": 1,
+        "kueue_admitted_until_ready_wait_time_seconds": 1,
+        "kueue_local_queue_ready_wait_time_seconds": 1,
+        "kueue_local_queue_admitted_until_ready_wait_time_seconds": 1,
+    }
+
+
 def test_a_deleted_cluster_queues_weighted_share_stays_until_the_process_restarts() -> None:
     """Kueue's e2e metrics_test.go lists kueue_cluster_queue_weighted_share among the series still there after
     kubectl delete cq: Kueue clears it only on a cohort or label change (ClearClusterQueueMetricsOnLabelChange).
