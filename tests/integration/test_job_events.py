@@ -31,11 +31,13 @@ from kueue_es.services.kube import resources
 from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.emulator import ClusterEmulator
 from tests.integration.harness import (
+    JOBS,
     RecordingConsumer,
     admitter,
     cluster_queue,
     commit,
     dispatcher_with_consumer,
+    events_of,
     eviction,
     flavor,
     job,
@@ -633,3 +635,37 @@ async def test_pods_joining_a_groups_workload_get_owner_references_added(api, bu
         "name": admitted.workload.name,
         "uid": workload["metadata"]["uid"],
     }
+
+
+async def test_a_pod_group_gone_does_not_finish_another_jobs_workload_of_its_name(api, bus: MemoryBus) -> None:
+    """Kueue #13960, pod_controller_test.go "Should not finalize a foreign Workload sharing the group name when the
+    pod group has no pods": a Job's admitted Workload ``victim``; a queued pod of pod group ``victim`` comes (refused:
+    the name is the Job's Workload's) and is deleted, leaving the group with no pods. The Job's Workload stays as it
+    was: admitted, not finished, not deleted, its Job running. Kueue's pod reconciler used to finalize the
+    Workload named after a group that lost its pods (Finished OwnerNotFound, its quota released)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=9)
+        await kube.apply_manifest(api, job("victim"))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        victim = admitted.workload
+        await kube.apply_manifest(api, member("attacker", victim.name, total=1))
+        await events_until(api, lambda s: any(e[2] == "WorkloadNameConflict" for e in s))
+        await kube.delete_object(api, resources.PODS, namespace="default", name="attacker")
+        await pods_until(api, lambda pods: "attacker" not in pods)
+        await asyncio.sleep(1.5)  # a finish or a deletion of the Job's Workload would be on the log by now
+        kept = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=victim.name)
+        job_now = await kube.get_object(api, JOBS, namespace="default", name="victim")
+        finished = [e for e in await events_of(bus, types.WorkloadFinished) if e.workload.name == victim.name]
+        deleted = [
+            e for e in await events_of(bus, types.ObjectDeleted) if (e.kind, e.name) == ("Workload", victim.name)
+        ]
+        released = [e for e in await events_of(bus, types.QuotaReleased) if e.workload == victim]
+
+    conditions = {c["type"]: c["status"] for c in kept["status"]["conditions"]}
+    assert conditions.get("Admitted") == "True" and conditions.get("Finished") != "True"
+    assert "kueue.x-k8s.io/resource-in-use" in kept["metadata"]["finalizers"]
+    assert "kueue.x-k8s.io/is-group-workload" not in (kept["metadata"].get("annotations") or {})
+    assert [o["kind"] for o in kept["metadata"]["ownerReferences"]] == ["Job"]
+    assert (finished, deleted, released) == ([], [], [])
+    assert job_now["spec"]["suspend"] is False
