@@ -193,7 +193,9 @@ async def test_a_cluster_queue_deleted_by_force_leaves_its_local_queue_without_o
     """Kueue's localqueue_controller_test.go "Should update status when ClusterQueue are forcefully deleted": a
     ClusterQueue deleted while a Job runs in it, its finalizer taken off by hand, is gone; its LocalQueue turns
     Active=False ``ClusterQueueDoesNotExist`` "Can't submit new workloads to clusterQueue" with no counts and no
-    flavor usage left in its status. Same as Kueue."""
+    flavor usage left in its status, although the Job still held quota when its ClusterQueue went (Kueue PR
+    #13708, "fix stale LocalQueue status usage after ClusterQueue deletion": localqueue_controller_test.go "cluster
+    queue deleted while its scheduler cache entry is still present"). Same as Kueue."""
     async with _kueue(api, bus):
         await set_up(api, cpu=3)
         await _started(api, bus, "runs", parallelism=2)

@@ -213,6 +213,12 @@ CASES = [
          [node("b1-r1-x3", {"zone": "zone-a", H: "x3"}, cpu="1000m", pods="1")], ONE, [PS(1, cpu(300), req(H))],
          'topology "default" doesn\'t allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "pods": 1',
          pods=[pod("test-running", "b1-r1-x3", cpu="300m")], node_labels={"zone": "zone-a"}),
+    # Kueue PR #13395: a node a non-TAS pod fills completely (no cpu and no pod slot left) still names the
+    # limiting resource, the first requested one by name, not an empty one.
+    Case("CT node allocatable capacity completely used by non-TAS pod; empty remainingCapacity",
+         [node("x3", {H: "x3"}, cpu="1", pods="1")], ONE, [PS(1, cpu(100), req(H))],
+         'topology "default" doesn\'t allow to fit any of 1 pod(s). Total nodes: 1; excluded: resource "cpu": 1',
+         pods=[pod("running1", "x3", cpu="1")]),
     Case("CT multiple PodSets account assumed pod usage against allocatable pods; BestFit (A.15 #12)",
          [node("x1", {H: "x1"}, cpu="2", pods="1")], ONE,
          [PS(1, cpu(1000), req(H), name="one"), PS(1, cpu(1000), req(H), name="two")],
