@@ -360,7 +360,8 @@ class WorkloadReclaimablePods(_Event, frozen=True, kw_only=True, tag="WorkloadRe
     reconciler writes them to the Workload's ``status.reclaimablePods`` (jobframework
     reconciler.go step 4, JobWithReclaimablePods); the quota of those pods is freed at once
     (pkg/workload podSetsCountsAfterReclaim). While the workload holds quota a count never
-    goes down (Kueue's Workload webhook refuses it); the fold keeps the last one it took.
+    goes down (Kueue's Workload webhook refuses it), but for a pod set an elastic slice was
+    scaled down in; the fold keeps the last one it took.
     Reported by the watcher when the job's count changes; ``at_ms`` is when it saw it.
     """
 

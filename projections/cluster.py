@@ -983,7 +983,10 @@ def _apply_reclaimable(state: ClusterState, event: types.WorkloadReclaimablePods
     Counts above the pod set's size are cut to it (LimitReclaimablePodsToPodSetSizes). Kueue's
     Workload webhook refuses a report naming a pod set the workload does not have, and, while
     the workload holds quota, one lowering or dropping a count (validateReclaimablePodsUpdate):
-    such a report is not taken and the counts in force stay."""
+    such a report is not taken and the counts in force stay. A pod set an elastic slice was
+    scaled down in below its admitted count is the exception (scaledDownPodSetNames, Kueue PRs
+    #12766, #13044, #13178): its job counts its reclaimable pods again for the smaller pod set,
+    and the pods still running keep their quota."""
     current = state.workloads.get(event.workload.key)
     if current is None or current.gone or not _same_uid(current, event.workload):
         return
@@ -996,8 +999,14 @@ def _apply_reclaimable(state: ClusterState, event: types.WorkloadReclaimablePods
     before = current.reclaimable
     if counts == before:
         return
-    if current.reservation is not None and any(counts.get(name, 0) < count for name, count in before.items()):
-        return
+    elastic = current.reservation is not None and _elastic(state, current.workload)
+    if current.reservation is not None:
+        admitted = {psa.name: psa.count for psa in current.reservation.pod_set_assignments} if elastic else {}
+        if any(
+            counts.get(name, 0) < count and admitted.get(name, 0) <= sizes.get(name, 0)
+            for name, count in before.items()
+        ):
+            return
     current.reclaimable = counts
     current.requests_memo = None  # a pending workload now asks for fewer pods
     if current.reservation is None:
@@ -1006,7 +1015,7 @@ def _apply_reclaimable(state: ClusterState, event: types.WorkloadReclaimablePods
     else:
         cq = current.reservation.cluster_queue
         _add_usage(state, current.held or current.reservation, sign=-1)
-        current.held = held_reservation(current.reservation, current.workload, counts)
+        current.held = held_reservation(current.reservation, current.workload, counts, elastic=elastic)
         _add_usage(state, current.held, sign=1)
         _bump_generation(state, cq, seq)
         state.trigger(f"cq:{cq}", seq, released=True)

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 import yaml
 
-from kueue_es.events import types
+from kueue_es.events import models, types
 from kueue_es.jobframework import jobs, jobsets, pods
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.scenarios.core_engine import run_scenario
@@ -299,3 +299,48 @@ def test_dynamic_reclaim_with_preemption_resumes_the_preempted(tmp_path: Path) -
         ("third", 0),
     ]
     assert run.state.usage["preemption-cq"]["on-demand"]["cpu"] == 3000
+
+
+def _elastic(name: str, *, count: int, cpu: str) -> dict[str, Any]:
+    manifest = workload(name, count=count, created=1, cpu=cpu)
+    manifest["metadata"]["annotations"] = {"kueue.x-k8s.io/elastic-job": "true"}
+    return manifest
+
+
+@pytest.mark.parametrize(
+    ("scaled", "want_held"),
+    [
+        # non-indexed: parallelism 20 -> 10, completions 20, 15 succeeded: 5 still run (5 reclaimable)
+        (jobs.reclaimable_pods(job(parallelism=10, completions=20, succeeded=15)), 500),
+        # indexed: 20 -> 10, completedIndexes pruned to 5-9 while status.succeeded is still 15
+        (
+            jobs.reclaimable_pods(
+                job(parallelism=10, completions=10, completionMode="Indexed", completedIndexes="5-9", succeeded=15)
+            ),
+            500,
+        ),
+    ],
+)
+def test_an_elastic_scale_down_lowers_the_reclaimable_count_and_keeps_the_running_pods_quota(
+    scaled: dict[str, int], want_held: int
+) -> None:
+    """Kueue PRs #12766, #13044, #13178 (job_controller_test.go "Should not over-reserve quota for a non-indexed
+    Job after a scale-down", "Should derive reclaimable pods from completedIndexes while status.Succeeded is stale
+    after scale-down"): an elastic Job of 20 pods x 100m with 15 done holds 500m; scaled down to 10 pods, its job
+    reports 5 reclaimable, fewer than the 15 before. The Workload webhook lets a scaled-down pod set's count go
+    down (scaledDownPodSetNames), so the 5 pods still running keep their 500m instead of the slice holding none."""
+    log = quick_start()
+    log.add(
+        types.ConfigurationObserved(
+            configuration=models.Configuration(feature_gates={"ElasticJobsViaWorkloadSlices": True})
+        )
+    )
+    log.apply_manifests(_elastic("e", count=20, cpu="100m"))
+    log.settle(1000)
+    assert scaled == {"main": 5}
+    log.add(reclaim("e", main=15))
+    assert cpu(log) == 500
+    log.apply_manifests(_elastic("e", count=10, cpu="100m"))
+    log.add(reclaim("e", **scaled))
+    assert log.state.workloads["default/e"].reclaimable == {"main": 5}
+    assert cpu(log) == want_held
