@@ -191,6 +191,31 @@ async def test_a_finished_workload_is_deleted_once_after_finished_has_passed(api
     assert not report.mismatches and report.matched == report.decisions > 0
 
 
+async def test_an_orphaned_workload_is_deleted_once_after_finished_has_passed(api, bus: MemoryBus) -> None:
+    """Kueue PR #11721 (Fix ObjectRetentionPolicy for orphaned Workloads; job_controller_test.go "should delete
+    orphaned Workload after finishing if the Job is deleted with PropagationPolicy=DeletePropagationOrphan"): the
+    owner reference taken off an admitted Job's Workload, then the Job deleted with orphan propagation. Kueue
+    finishes the Workload OwnerNotFound and, ``afterFinished`` set, deletes it once that has passed, as any
+    finished Workload (before the fix its reconcile stopped at the orphan and the Workload stayed)."""
+    async with kueue(api, bus) as dispatcher:
+        await configure(bus, after_finished="1s")
+        await set_up(api)
+        ref = await started(api, bus, "orphan")
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=ref.name, patch={"metadata": {"ownerReferences": None}}
+        )
+        await kube.delete_object(api, JOBS, namespace="default", name="orphan", options={"propagationPolicy": "Orphan"})
+        finished = await eventually(api, resources.WORKLOADS, ref.name, lambda o: "Finished" in conditions(o))
+        since = finished_since(dispatcher, ref)
+        gone_at = await gone(api, resources.WORKLOADS, ref.name)
+        await wait_until(lambda: dispatcher.retention.deleted == 1, what="the deletion recorded")
+
+    assert conditions(finished)["Finished"]["reason"] == "OwnerNotFound"
+    assert gone_at >= since + 1000
+    [deleted] = await events_of(bus, types.ObjectDeleted, kind="Workload")
+    assert (deleted.name, deleted.uid) == (ref.name, ref.uid)
+
+
 async def test_without_after_finished_a_finished_workload_stays_until_the_file_sets_it(api, bus: MemoryBus) -> None:
     """Only ``afterDeactivatedByKueue`` set (``0s``): a finished Workload is no business of it and stays, as
     without any retention policy (Kueue's default). The file changed to ``afterFinished: 0s`` (the watcher's
