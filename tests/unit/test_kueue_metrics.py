@@ -32,7 +32,7 @@ from kueue_es.services.dispatcher import status as dispatcher_status
 from kueue_es.services.kueue_metrics import KueueCollector, families
 from kueue_es.services.runtime import fold_message
 from kueue_es.services.watcher import convert
-from tests.builders import reservations
+from tests.builders import Log, reservations
 from tests.integration.harness import cluster_queue, flavor, job, local_queue
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -987,7 +987,8 @@ def _local_queue_families(state: ClusterState) -> set[str]:
 def test_local_queue_metrics_only_of_the_queues_local_queue_metrics_selects() -> None:
     """Kueue's e2e sequential/baseline/metrics_test.go: with ``metrics.localQueueMetrics.localQueueSelector``
     a LocalQueue without the selected label has no ``kueue_local_queue_*`` series, one with it has them
-    (pkg/metrics/localqueue.go ShouldExposeLocalQueueMetrics); ``enable: false`` or the gate LocalQueueMetrics
+    (pkg/metrics/localqueue.go ShouldExposeLocalQueueMetrics), also once its labels change from excluded to
+    included (Kueue PR #12894: the series were not made again); ``enable: false`` or the gate LocalQueueMetrics
     off exports none. The ClusterQueue's series stay."""
     state = _fold(_preemption_run().messages)
     every = _local_queue_families(state)
@@ -1006,3 +1007,81 @@ def test_local_queue_metrics_only_of_the_queues_local_queue_metrics_selects() ->
     assert _local_queue_families(state) == set()
     _configured(state, "featureGates:\n  LocalQueueMetrics: true\n")  # Kueue's defaults: every LocalQueue
     assert _local_queue_families(state) == every
+
+
+def test_quota_gauges_in_cores_and_bytes_unbounded_limits_infinite_and_an_exabyte_exact() -> None:
+    """Kueue PRs #10747 (cohort subtree gauges in CPU, not milliCPU), #12143 (an unset lendingLimit reports +Inf)
+    and #13585 (a quota of 1E memory reports 1e18, not an int64 overflow): ClusterQueue cq of cohort all with
+    30 CPU and 1E memory, no borrowing or lending limit; a workload of 2500m CPU and 1Gi admitted."""
+    log = Log()
+    log.apply_manifests(
+        {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "default"}},
+        {
+            "apiVersion": API,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "cq"},
+            "spec": {
+                "cohortName": "all",
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory"],
+                        "flavors": [
+                            {
+                                "name": "default",
+                                "resources": [
+                                    {"name": "cpu", "nominalQuota": 30},
+                                    {"name": "memory", "nominalQuota": "1E"},
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": API,
+            "kind": "LocalQueue",
+            "metadata": {"name": "lq", "namespace": "default"},
+            "spec": {"clusterQueue": "cq"},
+        },
+    )
+    log.apply_manifests(_workload_manifest("w", cpu="2500m", memory="1Gi"))
+    log.settle(1000)
+    samples = _samples(log.state)
+    cpu = {"cohort": "all", "cluster_queue": "cq", "flavor": "default", "resource": "cpu"}
+    memory = {**cpu, "resource": "memory"}
+    assert _value(samples, "kueue_cluster_queue_nominal_quota", **cpu) == 30.0
+    assert _value(samples, "kueue_cluster_queue_nominal_quota", **memory) == 1e18
+    for labels in (cpu, memory):
+        assert _value(samples, "kueue_cluster_queue_lending_limit", **labels) == math.inf
+        assert _value(samples, "kueue_cluster_queue_borrowing_limit", **labels) == math.inf
+    assert _value(samples, "kueue_cluster_queue_resource_reservation", **cpu) == 2.5
+    subtree = {"cohort": "all", "flavor": "default"}
+    assert _value(samples, "kueue_cohort_subtree_quota", resource="cpu", **subtree) == 30.0
+    assert _value(samples, "kueue_cohort_subtree_quota", resource="memory", **subtree) == 1e18
+    assert _value(samples, "kueue_cohort_subtree_resource_reservations", resource="cpu", **subtree) == 2.5
+    assert _value(samples, "kueue_cohort_subtree_resource_reservations", resource="memory", **subtree) == 2.0**30
+
+
+def _workload_manifest(name: str, **requests: str) -> dict[str, Any]:
+    return {
+        "apiVersion": API,
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "creationTimestamp": "2026-01-01T00:00:01Z",
+        },
+        "spec": {
+            "queueName": "lq",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": requests}}]}},
+                }
+            ],
+        },
+    }
