@@ -92,6 +92,7 @@ def run(
     pending_deactivation: bool = True,
     evicted_by_others: bool = True,
     fit_clears_reasons: bool = True,
+    victims_once: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -141,6 +142,12 @@ def run(
     covers names every member of its pod set group, and a NoFit message keeps the lines of the pod sets before it
     that need preemption, as Kueue's flavorassigner.go findFlavorForPodSets (a nil status on Fit), assignFlavors
     (the group's status on each member) and Assignment.Message (:class:`~kueue_es.scheduling.flavors.Picker`).
+
+    ``victims_once`` (admitter logic 47; False: 46 and earlier, for replay): the TAS staleness check of a
+    preempting entry (:func:`_placement_stale`) takes a victim out of the tree once when it is both one of the
+    entry's targets and one of the cycle's earlier victims, as Kueue's scheduler.go fits does since PR #14269
+    (PreemptedWorkloads.MergeWithTargets); False took it out twice, so the victim's ClusterQueue showed more
+    room than there is and an entry whose quota did not fit was taken for stale and assigned again.
     ``kueue_multiple_preemptions`` (admitter logic 17; False: 16 and earlier, for replay): a preempting
     entry's fit check takes the victims of the cycle's earlier preemptions out too, as Kueue's
     scheduler.go fits does, so two preemptors in a cohort may both preempt in one cycle; the
@@ -562,6 +569,7 @@ def run(
                     recompute_tas=recompute_tas,
                     preemption_gates=gated,
                     reserve_for_preemptors=kueue_preemptors,
+                    victims_once=victims_once,
                 )
             )
             continue
@@ -581,6 +589,7 @@ def run(
                 preemption_gates=gated,
                 reserve_for_preemptors=kueue_preemptors,
                 migrate=migrate,
+                victims_once=victims_once,
             )
         )
     if pending_deactivation and state.activation_due:
@@ -666,6 +675,7 @@ def _process_replacement(
     recompute_tas: Callable[[Entry], Entry] | None = None,
     preemption_gates: bool = False,
     reserve_for_preemptors: bool = False,
+    victims_once: bool = True,
 ) -> list[types.Output]:
     """:func:`_process` for a replacement slice (SEMANTICS-ADVANCED D.3): it asks the delta, checked
     against usage that still counts the slice it replaces, so once booked the tree holds the new
@@ -686,6 +696,7 @@ def _process_replacement(
         recompute_tas=recompute_tas,
         preemption_gates=preemption_gates,
         reserve_for_preemptors=reserve_for_preemptors,
+        victims_once=victims_once,
     )
     reserved = next((o for o in out if isinstance(o, types.QuotaReserved)), None)
     if reserved is None:  # reserved and admitted at once: one WorkloadAdmitted stands for both (_admit)
@@ -894,6 +905,7 @@ def _process(
     preemption_gates: bool = False,
     reserve_for_preemptors: bool = False,
     migrate: Callable[[Entry], list[types.Output] | None] | None = None,
+    victims_once: bool = True,
 ) -> list[types.Output]:
     """Kueue's processEntry (SEMANTICS §4.5), one entry against the cycle's snapshot.
     ``replaced``: the elastic slice the entry replaces (its TAS usage is left out of the
@@ -934,6 +946,8 @@ def _process(
 
     ``migrate`` (ConcurrentAdmission, :func:`run`): asked about an entry about to be admitted; its decisions,
     when it returns some, replace the admission (the entry's usage stays booked for the cycle, as Kueue's).
+
+    ``victims_once`` (admitter logic 47, :func:`run`): the staleness check takes each victim out once.
     """
     if recompute is not None and entry.targets and any(t.key in chosen for t in entry.targets):
         entry = recompute(entry)
@@ -942,7 +956,13 @@ def _process(
         if entry.assignment.mode == "Fit":
             return _defer(entry, tree=tree, cycle=cycle, now_ms=now_ms)
     if tas_recompute and _placement_stale(
-        entry, tree=tree, chosen=chosen, cycle=cycle, replaced=replaced, earlier_victims_gone=earlier_victims_gone
+        entry,
+        tree=tree,
+        chosen=chosen,
+        cycle=cycle,
+        replaced=replaced,
+        earlier_victims_gone=earlier_victims_gone,
+        victims_once=victims_once,
     ):
         if recompute_tas is None:
             message = "Workload no longer fits after processing another workload"
@@ -1062,12 +1082,15 @@ def _placement_stale(
     cycle: tas_cycle.CycleTopology,
     replaced: str | None,
     earlier_victims_gone: bool,
+    victims_once: bool = True,
 ) -> bool:
     """Kueue's FitsCheckNoTAS (clusterqueue_snapshot.go Fits, scheduler.go fits) for an entry that is
     Fit, or Preempt with targets: its quota fits (a preempting entry's with its targets and, with
     ``earlier_victims_gone``, the cycle's earlier victims taken out) and its nominated placement does
     not, given the cycle's earlier admissions and reservations. An entry without TAS pod sets, or whose
-    quota does not fit, is not stale (the quota check decides it)."""
+    quota does not fit, is not stale (the quota check decides it). ``victims_once`` (admitter logic 47): a
+    target that is also an earlier victim is taken out once (Kueue PR #14269, PreemptedWorkloads.MergeWithTargets;
+    False: twice, as 46 and earlier did)."""
     assignment = entry.assignment
     part: tas_cycle.TASPart | None = assignment.tas
     if part is None or not part.wanted:
@@ -1079,7 +1102,8 @@ def _placement_stale(
     elif assignment.mode == "Preempt" and victims:
         taken_out = [t.candidate for t in victims]
         if earlier_victims_gone:
-            taken_out += [c for c in chosen.values() if c is not None]
+            own = {c.key for c in taken_out} if victims_once else set()
+            taken_out += [c for c in chosen.values() if c is not None and c.key not in own]
         removed = frozenset(c.key for c in taken_out)
     else:
         return False

@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 46
+LOGIC_VERSION = 47
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -65,8 +65,13 @@ EARLIER_LOGIC_VERSIONS = (
     43,
     44,
     45,
+    46,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 45 and earlier wrote, in a
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 46 and earlier took a victim
+out of the quota tree twice in a preempting TAS entry's staleness check when it was both one of the entry's targets
+and a victim of the cycle's earlier preemptions, so its ClusterQueue showed room it does not have and the entry was
+assigned again rather than skipped for its overlapping targets (47 takes it out once, as Kueue's scheduler.go fits
+since PR #14269). 45 and earlier wrote, in a
 pending message, the reasons of the flavors tried before the one that fitted a resource (46 leaves them out, as
 Kueue's findFlavorForPodSets returns no status once a flavor fits: "insufficient unused quota for cpu_credits in
 flavor credits, 1 more needed" alone when cpu fits on a second flavor), and named only the first member of a pod
@@ -224,6 +229,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         pending_deactivation=True,
         evicted_by_others=True,
         fit_clears_reasons=True,
+        victims_once=True,
     )
 
 
@@ -267,6 +273,7 @@ def _decide(
     pending_deactivation: bool,
     evicted_by_others: bool,
     fit_clears_reasons: bool,
+    victims_once: bool,
 ) -> list[types.Output]:
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
@@ -323,6 +330,7 @@ def _decide(
             pending_deactivation=pending_deactivation,
             evicted_by_others=evicted_by_others,
             fit_clears_reasons=fit_clears_reasons,
+            victims_once=victims_once,
         )
     finally:
         tree.rollback()
@@ -339,6 +347,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 46 took a victim that was both a target and an earlier victim of the cycle out twice in the
+    TAS staleness check.
     Versions 9 to 45 kept the reasons of flavors tried before a fitting one in pending messages, named only
     a pod set group's first member for an uncovered resource and wrote a NoFit pod set's line alone.
     Versions 9 to 44 ignored an Evicted condition someone else wrote on a Workload holding quota.
@@ -415,6 +425,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     pending_deactivation = version >= 44
     evicted_by_others = version >= 45
     fit_clears_reasons = version >= 46
+    victims_once = version >= 47
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -458,6 +469,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             pending_deactivation=pending_deactivation,
             evicted_by_others=evicted_by_others,
             fit_clears_reasons=fit_clears_reasons,
+            victims_once=victims_once,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)
