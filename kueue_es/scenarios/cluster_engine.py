@@ -45,7 +45,7 @@ import nats
 import nats.js.errors
 import yaml
 
-from kueue_es.events import codec, manifests, models, subjects, types
+from kueue_es.events import codec, dra, manifests, models, subjects, types
 from kueue_es.events.bus import base as bus_base
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.server import NatsServer
@@ -324,6 +324,8 @@ class _ClusterRun(_BusRun):
         api_version = "v1" if kind in ("Namespace", "Node", "Pod") else manifests.KUEUE_API
         if kind == "Topology":
             api_version = "kueue.x-k8s.io/v1beta2"
+        elif (dra.RESOURCE_API, kind) in dra.DRA_KINDS:
+            api_version = dra.RESOURCE_API
         ref = kube.ref_for(api_version, kind)
         before = await self.bus.last_seq()  # type: ignore[union-attr]
         try:

@@ -81,7 +81,9 @@ TAS_KINDS = frozenset(
 """(apiVersion, kind) of the TAS inputs, turned into facts by :func:`kueue_es.events.tas.tas_fact`."""
 IGNORED_KINDS: frozenset[tuple[str, str]] = frozenset()
 """(apiVersion, kind) accepted but not modelled yet: kept out of the fact stream."""
-MODELLED_KINDS = frozenset({*manifests.KUEUE_KINDS, "Namespace", "Configuration", *(k for _, k in TAS_KINDS)})
+MODELLED_KINDS = frozenset(
+    {*manifests.KUEUE_KINDS, "Namespace", "Configuration", *(k for _, k in TAS_KINDS), *(k for _, k in dra.DRA_KINDS)}
+)
 LIMIT_RANGE = ("v1", "LimitRange")
 """(apiVersion, kind) of a LimitRange: it changes the Workloads of its namespace (:class:`_LimitRanges`)."""
 _KEY = re.compile(r"^[^/\s]+/[^/\s]+$")
@@ -596,7 +598,7 @@ def _delete(value: Any, *, where: str) -> DeleteEvent:
     ignored = kind in {k for _, k in IGNORED_KINDS}
     if not ignored and kind not in MODELLED_KINDS:
         raise _Problem(f"{where}: kind {kind!r} is not an object a scenario can hold")
-    if (kind in manifests.NAMESPACED_KINDS or kind == "Pod") and not namespace:
+    if (kind in manifests.NAMESPACED_KINDS or kind in ("Pod", "ResourceClaimTemplate")) and not namespace:
         namespace = "default"
     return DeleteEvent(kind=kind, namespace=namespace, name=name, modelled=not ignored)
 

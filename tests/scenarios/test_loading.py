@@ -386,3 +386,20 @@ def test_a_limit_range_checks_the_workloads_of_its_namespace_after_it(tmp_path: 
     [refreshed] = event.refreshed
     assert isinstance(refreshed, types.WorkloadObserved)
     assert refreshed.workload.spec.pod_sets[0].misconfigured == ""
+
+
+def test_dra_objects_can_be_deleted_by_an_event(tmp_path: Path) -> None:
+    """A DeviceClass, ResourceSlice or ResourceClaimTemplate (namespaced: default unless named) is a modelled
+    kind an event may delete (dra/device-class-deleted-requeues-pending)."""
+    doc = scenario_doc(pending=[cpu_workload("w1", cpus=1)])
+    doc["events"] = [
+        {"delete": {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "name": "gpu.example.com"}},
+        {"delete": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "name": "t"}},
+        {"delete": {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "name": "s"}},
+    ]
+    scenario = load_scenario(write(tmp_path / "s.yaml", doc))
+    assert scenario.events == (
+        DeleteEvent(kind="DeviceClass", name="gpu.example.com"),
+        DeleteEvent(kind="ResourceClaimTemplate", namespace="default", name="t"),
+        DeleteEvent(kind="ResourceSlice", name="s"),
+    )

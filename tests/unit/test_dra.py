@@ -7,14 +7,19 @@ integration tests check (test/integration/singlecluster/controller/dra/dra_test.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from kueue_es.events import dra as dra_events
 from kueue_es.events import manager_config, manifests, models, types
 from kueue_es.jobframework import jobs
 from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.scenarios import specs
+from kueue_es.scenarios.core_engine import run_scenario
+from kueue_es.scenarios.loading import parse_scenario
 from kueue_es.scheduling import dra, explain, queues
 
 MAPPED = models.Configuration(
@@ -259,3 +264,27 @@ def test_the_fold_keeps_the_dra_objects_and_explain_shows_the_charge() -> None:
     apply(state, types.ObjectDeleted(kind="ResourceClaimTemplate", namespace="default", name="gpus"), seq=4)
     assert state.devices_version > version
     assert 'resourceclaimtemplates.resource.k8s.io "gpus" not found' in dra.charge_in(state, workload).problem
+
+
+# Kueue #11929 (commit 8edd001ba3): a DeviceClass deleted requeues the pending workloads that asked for its
+# extended resource, evaluated again without the DRA translation (dra_test.go 'Should requeue inadmissible
+# workload when DeviceClass is deleted'; the scenario dra/device-class-deleted-requeues-pending admits one).
+
+_DELETED_CLASS = Path(__file__).parents[1] / "scenarios" / "dra" / "device-class-deleted-requeues-pending.yaml"
+
+
+def test_a_deleted_device_class_requeues_the_pending_workload_without_the_translation() -> None:
+    """As Kueue's test: the ClusterQueue covers only the mapped gpu-claims, so dc-delete-pending waits for
+    gpu-claims; once the DeviceClass is gone it asks for example.com/gpu itself, and its message names it."""
+    text = _DELETED_CLASS.read_text()
+    text = text.replace("coveredResources: [gpu-claims, example.com/gpu]", "coveredResources: [gpu-claims]")
+    text = text.replace(", {name: example.com/gpu, nominalQuota: 4}", "")
+    scenario = msgspec.structs.replace(parse_scenario(text), expect=specs.Expect())
+    before = run_scenario(msgspec.structs.replace(scenario, events=())).state.workloads["default/dc-delete-pending"]
+    assert before.reservation is None
+    assert "insufficient unused quota for gpu-claims" in before.pending_message
+    after = run_scenario(scenario).state.workloads["default/dc-delete-pending"]
+    assert after.reservation is None
+    assert after.pending_message == (
+        "couldn't assign flavors to pod set main: resource example.com/gpu unavailable in ClusterQueue"
+    )
