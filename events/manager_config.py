@@ -399,7 +399,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
         raise _error(source, field, problem) from err
     gates = _feature_gates(file.feature_gates, feature_gates, source=source)
     _process_sections(file, source=source)
-    dependency = slices.tas_gate_problem(gates)
+    dependency = feature_gate_problem(gates)
     if dependency is not None:
         raise _error(source, "featureGates", dependency)
     copied_labels, copied_annotations = keys_to_copy(file, gates=gates)
@@ -803,6 +803,80 @@ def _external_frameworks(section: _Integrations | None, *, source: str) -> tuple
         if name in listed[:index]:
             raise _error(source, field, f"duplicate value {name!r}")
     return listed
+
+
+FEATURE_GATE_DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    "TASFailedNodeReplacement": ("TopologyAwareScheduling",),
+    "TASFailedNodeReplacementFailFast": ("TopologyAwareScheduling", "TASFailedNodeReplacement"),
+    "TASReplaceNodeOnPodTermination": ("TopologyAwareScheduling", "TASFailedNodeReplacement"),
+    "TASReplaceNodeDueToNotReadyOverFixedTime": ("TopologyAwareScheduling", "TASFailedNodeReplacement"),
+    "TASBalancedPlacement": ("TopologyAwareScheduling",),
+    "TASReplaceNodeOnNodeTaints": ("TopologyAwareScheduling",),
+    "TASMultiLayerTopology": ("TopologyAwareScheduling",),
+    "TASRespectNodeAffinityPreferred": ("TopologyAwareScheduling",),
+    "UnadmittedWorkloadsExplicitStatus": ("UnadmittedWorkloadsObservability",),
+    "TASHandleOverlappingFlavors": ("TopologyAwareScheduling",),
+    "TASProfileMixed": ("TopologyAwareScheduling",),
+    "TASRecomputeAssignmentWithinSchedulingCycle": ("TopologyAwareScheduling",),
+    slices.TAS_GATE: slices.TAS_DEPENDENCIES,
+    "KueueDRAIntegrationExtendedResource": ("KueueDRAIntegration",),
+    "KueueDRAIntegrationPartitionableDevices": ("KueueDRAIntegration",),
+    "KueueDRAIntegrationConsumableCapacity": ("KueueDRAIntegration",),
+    "FlavorFungibilityPreserveScanProgress": ("FlavorFungibility",),
+}
+"""Kueue's feature gate dependencies (pkg/features/kube_features.go defaultFeatureGateDependencies):
+a gate -> the gates it needs on. TASRecomputeAssignmentWithinSchedulingCycle needs
+TopologyAwareScheduling since Kueue PR #14237."""
+
+FEATURE_GATE_DEFAULTS: dict[str, bool] = {
+    "TopologyAwareScheduling": True,
+    "TASFailedNodeReplacement": True,
+    "TASFailedNodeReplacementFailFast": True,
+    "TASReplaceNodeOnPodTermination": True,
+    "TASReplaceNodeDueToNotReadyOverFixedTime": False,
+    "TASBalancedPlacement": False,
+    "TASReplaceNodeOnNodeTaints": True,
+    "TASMultiLayerTopology": True,
+    "TASRespectNodeAffinityPreferred": False,
+    "UnadmittedWorkloadsObservability": True,
+    "UnadmittedWorkloadsExplicitStatus": False,
+    "TASHandleOverlappingFlavors": True,
+    "TASProfileMixed": True,
+    "TASRecomputeAssignmentWithinSchedulingCycle": True,
+    slices.GATE: False,
+    slices.TAS_GATE: False,
+    "KueueDRAIntegration": True,
+    "KueueDRAIntegrationExtendedResource": True,
+    "KueueDRAIntegrationPartitionableDevices": True,
+    "KueueDRAIntegrationConsumableCapacity": False,
+    "FlavorFungibility": True,
+    "FlavorFungibilityPreserveScanProgress": True,
+}
+"""The defaults (Kueue's defaultVersionedFeatureGates at v0.19/v0.20; ElasticJobsViaWorkloadSlices
+off, as kueue-es takes it, :func:`kueue_es.events.slices.gate_enabled`) of every gate
+:data:`FEATURE_GATE_DEPENDENCIES` names."""
+
+
+def feature_gate_problem(gates: dict[str, bool]) -> str | None:
+    """Kueue's refusal of ``gates`` (a Configuration's featureGates; a gate not set has its default,
+    :data:`FEATURE_GATE_DEFAULTS`) when an enabled gate depends on a disabled one (the dependencies
+    component-base checks when Kueue's pkg/config LoadAndValidateFeatureGates sets the gates):
+    ``"X is enabled, but depends on features that are disabled: [A B]"``, one such sentence per gate
+    in the order of the gates' names, joined by ``"; "``; None when every dependency holds. So turning
+    TopologyAwareScheduling off needs its dependents that are on by default turned off too, as in
+    Kueue (PR #14237 added TASRecomputeAssignmentWithinSchedulingCycle to them)."""
+
+    def enabled(name: str) -> bool:
+        return gates.get(name, FEATURE_GATE_DEFAULTS.get(name, False))
+
+    problems = []
+    for gate in sorted(FEATURE_GATE_DEPENDENCIES):
+        if not enabled(gate):
+            continue
+        off = [name for name in FEATURE_GATE_DEPENDENCIES[gate] if not enabled(name)]
+        if off:
+            problems.append(f"{gate} is enabled, but depends on features that are disabled: [{' '.join(off)}]")
+    return "; ".join(problems) or None
 
 
 def _feature_gates(in_file: dict[str, bool], flag: str, *, source: str) -> dict[str, bool]:

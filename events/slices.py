@@ -52,22 +52,9 @@ def gate_enabled(gates: Mapping[str, bool]) -> bool:
 
 def tas_gate_enabled(gates: Mapping[str, bool]) -> bool:
     """Whether ElasticJobsViaWorkloadSlicesWithTAS is on in ``gates``, with both gates it depends
-    on (the Configuration's parser refuses it without them, :func:`tas_gate_problem`)."""
+    on (the Configuration's parser refuses it without them,
+    :func:`kueue_es.events.manager_config.feature_gate_problem`)."""
     return bool(gates.get(TAS_GATE, False)) and gate_enabled(gates) and gates.get("TopologyAwareScheduling", True)
-
-
-def tas_gate_problem(gates: Mapping[str, bool]) -> str | None:
-    """Kueue's refusal of ElasticJobsViaWorkloadSlicesWithTAS on without a gate it depends on
-    (pkg/features/kube_features.go dependencies, checked by pkg/config validation): ``"... is
-    enabled, but depends on features that are disabled: [ElasticJobsViaWorkloadSlices]"``; None
-    when fine."""
-    if not gates.get(TAS_GATE, False):
-        return None
-    defaults = {GATE: False, "TopologyAwareScheduling": True}
-    off = [name for name in TAS_DEPENDENCIES if not gates.get(name, defaults[name])]
-    if not off:
-        return None
-    return f"{TAS_GATE} is enabled, but depends on features that are disabled: [{' '.join(off)}]"
 
 
 def is_elastic(annotations: Mapping[str, str]) -> bool:

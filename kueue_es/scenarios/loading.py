@@ -317,6 +317,10 @@ def _object(raw: Any, *, where: str, ranges: _LimitRanges | None = None) -> Scen
             raise _Problem(f"{where}: {err}") from err
     try:
         manifests.parse_object(raw)
+        gates = raw.get("featureGates") if kind == "Configuration" else None
+        problem = manager_config.feature_gate_problem(gates) if isinstance(gates, dict) else None
+        if problem is not None:  # as the watcher refuses the file (the cluster engine's --config)
+            raise _Problem(f"{where}: featureGates: {problem}")
         if kind == "Configuration" and _has_sources(raw):  # what only the manager's own parsing reads
             config = manager_config.parse(json.dumps(raw), source=where).configuration
             return ScenarioObject(manifest=raw, fact=types.ConfigurationObserved(configuration=config))

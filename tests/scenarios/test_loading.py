@@ -403,3 +403,23 @@ def test_dra_objects_can_be_deleted_by_an_event(tmp_path: Path) -> None:
         DeleteEvent(kind="ResourceClaimTemplate", namespace="default", name="t"),
         DeleteEvent(kind="ResourceSlice", name="s"),
     )
+
+
+def test_a_configuration_kueue_would_refuse_for_its_feature_gates_is_a_scenario_error(tmp_path: Path) -> None:
+    """As the watcher refuses the file (Kueue PR #14237: TASRecomputeAssignmentWithinSchedulingCycle, on by
+    default, needs TopologyAwareScheduling)."""
+    doc = scenario_doc(pending=[cpu_workload("w1", cpus=1)])
+    off = {"TopologyAwareScheduling": False, "TASProfileMixed": False, "TASHandleOverlappingFlavors": False}
+    off |= {"TASFailedNodeReplacement": False, "TASFailedNodeReplacementFailFast": False}
+    off |= {"TASReplaceNodeOnPodTermination": False, "TASReplaceNodeOnNodeTaints": False}
+    off |= {"TASMultiLayerTopology": False}
+    config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": off}
+    doc["objects"] = [config, *doc["objects"]]
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(write(tmp_path / "s.yaml", doc))
+    assert caught.value.problem == (
+        "objects[0]: featureGates: TASRecomputeAssignmentWithinSchedulingCycle is enabled, but depends on "
+        "features that are disabled: [TopologyAwareScheduling]"
+    )
+    config["featureGates"] = off | {"TASRecomputeAssignmentWithinSchedulingCycle": False}
+    load_scenario(write(tmp_path / "s.yaml", doc))

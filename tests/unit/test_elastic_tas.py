@@ -179,7 +179,10 @@ def test_the_gate_needs_both_gates_it_depends_on() -> None:
         manager_config.parse(
             CONFIG,
             feature_gates="ElasticJobsViaWorkloadSlices=true,ElasticJobsViaWorkloadSlicesWithTAS=true,"
-            "TopologyAwareScheduling=false",
+            "TopologyAwareScheduling=false,TASProfileMixed=false,TASHandleOverlappingFlavors=false,"
+            "TASFailedNodeReplacement=false,TASFailedNodeReplacementFailFast=false,"
+            "TASReplaceNodeOnPodTermination=false,TASReplaceNodeOnNodeTaints=false,TASMultiLayerTopology=false,"
+            "TASRecomputeAssignmentWithinSchedulingCycle=false",
         )
     gates = "ElasticJobsViaWorkloadSlices=true,ElasticJobsViaWorkloadSlicesWithTAS=true"
     parsed = manager_config.parse(CONFIG, feature_gates=gates)

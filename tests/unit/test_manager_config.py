@@ -191,6 +191,81 @@ def test_feature_gates_from_the_flag_not_together_with_the_file() -> None:
         manager_config.parse(V1BETA2, feature_gates="A=yes")
 
 
+# Kueue pkg/config/validation_test.go TestLoadAndValidateFeatureGates: a gate on whose dependencies are off
+# is refused (pkg/features/kube_features.go defaultFeatureGateDependencies).
+
+TAS_DEPENDENTS_OFF = (
+    "TopologyAwareScheduling=false,TASProfileMixed=false,TASHandleOverlappingFlavors=false,"
+    "TASFailedNodeReplacement=false,TASFailedNodeReplacementFailFast=false,TASReplaceNodeOnPodTermination=false,"
+    "TASReplaceNodeOnNodeTaints=false,TASMultiLayerTopology=false"
+)
+
+
+def _gate_problem(flag: str) -> str | None:
+    try:
+        manager_config.parse(V1BETA2, feature_gates=flag)
+    except ManifestError as err:
+        return str(err).partition("featureGates: ")[2]
+    return None
+
+
+def test_tas_recompute_requires_topology_aware_scheduling() -> None:
+    """Kueue PR #14237: 'TASRecomputeAssignmentWithinSchedulingCycle requires TopologyAwareScheduling'; on by
+    default, so TopologyAwareScheduling off needs it turned off too ('cannot set TAS profile with TAS disabled'
+    and the other cases now list it)."""
+    assert _gate_problem(TAS_DEPENDENTS_OFF) == (
+        "TASRecomputeAssignmentWithinSchedulingCycle is enabled, but depends on features that are disabled: "
+        "[TopologyAwareScheduling]"
+    )
+    assert _gate_problem(TAS_DEPENDENTS_OFF + ",TASRecomputeAssignmentWithinSchedulingCycle=false") is None
+    assert _gate_problem(
+        TAS_DEPENDENTS_OFF.replace("TASProfileMixed=false", "TASProfileMixed=true")
+        + ",TASRecomputeAssignmentWithinSchedulingCycle=false"
+    ) == ("TASProfileMixed is enabled, but depends on features that are disabled: [TopologyAwareScheduling]")
+
+
+@pytest.mark.parametrize(
+    ("flag", "problem"),
+    [
+        (
+            "TASReplaceNodeDueToNotReadyOverFixedTime=true,TASFailedNodeReplacement=false,"
+            "TASFailedNodeReplacementFailFast=false,TASReplaceNodeOnPodTermination=false",
+            "TASReplaceNodeDueToNotReadyOverFixedTime is enabled, but depends on features that are disabled: "
+            "[TASFailedNodeReplacement]",
+        ),
+        (
+            "TASFailedNodeReplacement=false",
+            "TASFailedNodeReplacementFailFast is enabled, but depends on features that are disabled: "
+            "[TASFailedNodeReplacement]; TASReplaceNodeOnPodTermination is enabled, but depends on features "
+            "that are disabled: [TASFailedNodeReplacement]",
+        ),
+        (
+            "KueueDRAIntegration=false,KueueDRAIntegrationExtendedResource=false",
+            "KueueDRAIntegrationPartitionableDevices is enabled, but depends on features that are disabled: "
+            "[KueueDRAIntegration]",
+        ),
+        (
+            "KueueDRAIntegration=false,KueueDRAIntegrationExtendedResource=false,"
+            "KueueDRAIntegrationPartitionableDevices=false",
+            None,
+        ),
+        ("TASBalancedPlacement=true", None),
+        (
+            "UnadmittedWorkloadsObservability=false,UnadmittedWorkloadsExplicitStatus=true",
+            "UnadmittedWorkloadsExplicitStatus is enabled, but depends on features that are disabled: "
+            "[UnadmittedWorkloadsObservability]",
+        ),
+        (
+            "FlavorFungibility=false",
+            "FlavorFungibilityPreserveScanProgress is enabled, but depends on features that are disabled: "
+            "[FlavorFungibility]",
+        ),
+    ],
+)
+def test_a_gate_needs_the_gates_it_depends_on(flag: str, problem: str | None) -> None:
+    assert _gate_problem(flag) == problem
+
+
 async def configs_on(bus: MemoryBus) -> list[tuple[str, types.Event]]:
     found = []
     for seq in range(1, await bus.last_seq() + 1):
