@@ -19,6 +19,7 @@ in its base unit (memory in bytes), flavors summed per resource name.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
@@ -72,6 +73,16 @@ class Ledger:
     admitted: dict[str, int] = field(default_factory=dict)
     last_ms: int = 0
     pending: dict[str, dict[str, float]] = field(default_factory=dict)
+    carried: dict[str, float] = field(default_factory=dict)
+    """The history from before the LocalQueue was deleted and created again, at ``carried_ms``: Kueue drops
+    a deleted LocalQueue's ledger entry and seeds the new one empty, never from the live admitted usage
+    (localqueue_controller.go Delete and initializeAfsIfNeeded, Kueue PR #12891). ``consumed`` keeps it, as
+    the deciders before that was followed read it (admitter logic 47, preemptor 19); :meth:`fresh` takes it
+    out, decayed as ``consumed`` decays."""
+    carried_ms: int = 0
+    dropped: set[str] = field(default_factory=set)
+    """The workloads of ``pending`` whose penalty records went with the deleted LocalQueue's entry: they
+    count in no pending usage, and their admission settles no penalty (it goes to ``carried``)."""
 
     def decayed(self, now_ms: int, half_life_s: float) -> dict[str, float]:
         """``consumed`` decayed to ``now_ms`` towards the admitted usage (no mutation)."""
@@ -90,6 +101,37 @@ class Ledger:
         if now_ms >= self.last_ms:
             self.consumed = self.decayed(now_ms, half_life_s)
             self.last_ms = now_ms
+
+    def fresh(self, now_ms: int, half_life_s: float) -> dict[str, float]:
+        """:meth:`decayed` without the :attr:`carried` history (decayed to ``now_ms`` too, towards
+        nothing), never below zero: the consumed usage of the LocalQueue as it exists now."""
+        values = self.decayed(now_ms, half_life_s)
+        if not self.carried or not values:
+            return values
+        keep = 1.0 - alpha(max(0, now_ms - self.carried_ms) / 1000.0, half_life_s)
+        for resource, amount in self.carried.items():
+            if resource in values:
+                values[resource] = max(0.0, values[resource] - amount * keep)
+        return values
+
+    def recreated(self, at_ms: int, half_life_s: float | None) -> None:
+        """The LocalQueue was created again at ``at_ms`` (after a deletion): all its history so far is
+        :attr:`carried`, and its pending penalty records are :attr:`dropped` (``half_life_s`` None:
+        admission fair sharing off, the history taken as it stands at ``last_ms``)."""
+        if half_life_s is None:
+            self.carried, self.carried_ms = dict(self.consumed), self.last_ms
+        else:
+            at_ms = max(at_ms, self.last_ms)
+            self.carried, self.carried_ms = self.decayed(at_ms, half_life_s), at_ms
+        self.dropped = set(self.pending)
+
+    def carry(self, penalty: dict[str, float], at_ms: int, half_life_s: float) -> None:
+        """A dropped workload's entry penalty settled at ``at_ms``: :meth:`fresh` leaves it out too."""
+        keep = 1.0 - alpha(max(0, at_ms - self.carried_ms) / 1000.0, half_life_s)
+        carried = {r: v * keep for r, v in self.carried.items()}
+        for resource, amount in penalty.items():
+            carried[resource] = carried.get(resource, 0.0) + amount
+        self.carried, self.carried_ms = carried, max(at_ms, self.carried_ms)
 
 
 def active(cq: models.ClusterQueue | None, config: models.Configuration) -> bool:
@@ -127,7 +169,10 @@ def usage_value(
 ) -> float:
     """Kueue's CalculateUsage: sum over resources of weight x (consumed + pending penalties), over the
     LocalQueue's weight (default 1; zero or less is infinite). ``pending`` False leaves the penalties of
-    workloads reserved but not admitted yet out, as admitter logic 28 and earlier did (for replay)."""
+    workloads reserved but not admitted yet out, as admitter logic 28 and earlier did (for replay). The
+    consumed usage is :meth:`Ledger.fresh` (what a LocalQueue deleted and created again carried over is
+    not counted, nor the penalties its deletion dropped); the deciders before that was followed see ledgers
+    without them (:func:`with_history_kept`)."""
     afs = config.admission_fair_sharing
     assert afs is not None
     weight = 1.0
@@ -137,9 +182,11 @@ def usage_value(
         return math.inf
     if ledger is None:
         return 0.0
-    values = ledger.decayed(now_ms, half_life_s(config))
+    values = ledger.fresh(now_ms, half_life_s(config))
     if pending and ledger.pending:
-        for penalty in ledger.pending.values():
+        for key, penalty in ledger.pending.items():
+            if key in ledger.dropped:
+                continue
             for resource, amount in penalty.items():
                 values[resource] = values.get(resource, 0.0) + amount
     total = 0.0
@@ -151,3 +198,15 @@ def usage_value(
 
 def _quantity(text: str) -> float:
     return float(quantities.parse_decimal(text))
+
+
+def with_history_kept(ledgers: dict[tuple[str, str], Ledger]) -> dict[tuple[str, str], Ledger]:
+    """``ledgers`` as admitter logic 47 and preemptor logic 19 and earlier read them (for replay): a
+    LocalQueue deleted and created again keeps its history and its pending penalties (copies without
+    :attr:`Ledger.carried` and :attr:`Ledger.dropped`); ``ledgers`` itself when no LocalQueue was."""
+    if not any(ledger.carried or ledger.dropped for ledger in ledgers.values()):
+        return ledgers
+    return {
+        key: (dataclasses.replace(ledger, carried={}, dropped=set()) if ledger.carried or ledger.dropped else ledger)
+        for key, ledger in ledgers.items()
+    }

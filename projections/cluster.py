@@ -620,7 +620,12 @@ def apply(
             if (old_cohort.spec.parent_name if old_cohort is not None else None) != obj.spec.parent_name:
                 state.partitions.on_cohort(state, seq)
         case types.LocalQueueObserved(local_queue=obj):
-            state.local_queues[(obj.metadata.namespace, obj.metadata.name)] = obj
+            lq_key = (obj.metadata.namespace, obj.metadata.name)
+            if lq_key not in state.local_queues and (ledger := state.afs_ledgers.get(lq_key)) is not None:
+                afs_config = state.configuration.admission_fair_sharing
+                half_life = afs.half_life_s(state.configuration) if afs_config is not None else None
+                ledger.recreated(obj.metadata.creation_timestamp_ms, half_life)  # created again: no history
+            state.local_queues[lq_key] = obj
             state.trigger(f"cq:{obj.spec.cluster_queue}", seq)
             state.partitions.on_local_queue(state, (obj.metadata.namespace, obj.metadata.name), seq)
         case types.WorkloadPriorityClassObserved(priority_class=obj):
@@ -1757,6 +1762,7 @@ def _afs_drop_pending(state: ClusterState, wl: WorkloadState) -> None:
     ledger = state.afs_ledgers.get(wl.afs_pending)
     if ledger is not None:
         ledger.pending.pop(wl.key, None)
+        ledger.dropped.discard(wl.key)
     wl.afs_pending = None
 
 
@@ -1764,6 +1770,8 @@ def _afs_admitted(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None
     """Admission fair sharing: the LocalQueue's ledger takes the entry penalty and the usage (SEMANTICS §8);
     the penalty pending since its reservation is settled by it."""
     assert wl.reservation is not None
+    pending_in = state.afs_ledgers.get(wl.afs_pending) if wl.afs_pending is not None else None
+    record_dropped = pending_in is not None and wl.key in pending_in.dropped
     _afs_drop_pending(state, wl)
     config = state.configuration
     if not afs.active(state.cluster_queues.get(wl.reservation.cluster_queue), config):
@@ -1772,8 +1780,11 @@ def _afs_admitted(state: ClusterState, wl: WorkloadState, *, at_ms: int) -> None
     lq = (wl.workload.metadata.namespace, wl.workload.spec.queue_name)
     ledger = state.afs_ledgers.setdefault(lq, afs.Ledger(last_ms=at_ms))
     ledger.advance(at_ms, afs.half_life_s(config))
-    for resource, penalty in afs.entry_penalty(usage, config).items():
+    penalties = afs.entry_penalty(usage, config)
+    for resource, penalty in penalties.items():
         ledger.consumed[resource] = ledger.consumed.get(resource, 0.0) + penalty
+    if record_dropped:  # its record went with the deleted LocalQueue: Kueue settles nothing (SubPenalty)
+        ledger.carry(penalties, at_ms, afs.half_life_s(config))
     for resource, amount in usage.items():
         ledger.admitted[resource] = ledger.admitted.get(resource, 0) + amount
     wl.afs_usage = (lq, usage)

@@ -554,6 +554,17 @@ def without_quota_check_gate(state: ClusterState) -> ClusterState:
     return dataclasses.replace(state, configuration=kept[1])
 
 
+def with_afs_history_kept(state: ClusterState) -> ClusterState:
+    """``state`` as the deciders before Kueue PR #12891 was followed saw it (admitter logic 47 and preemptor
+    19 and earlier, for replay): a LocalQueue deleted and created again keeps its admission-fair-sharing
+    history and its pending entry penalties (:func:`kueue_es.projections.afs.with_history_kept`); ``state``
+    itself when no LocalQueue was."""
+    ledgers = afs.with_history_kept(state.afs_ledgers)
+    if ledgers is state.afs_ledgers:
+        return state
+    return dataclasses.replace(state, afs_ledgers=ledgers)
+
+
 ORDERING_GATES_BEFORE = {
     cluster.PRIORITY_BOOST_GATE: False,
     cluster.PRIORITY_SORTING_GATE: True,

@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues
 
-LOGIC_VERSION = 47
+LOGIC_VERSION = 48
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -66,8 +66,13 @@ EARLIER_LOGIC_VERSIONS = (
     44,
     45,
     46,
+    47,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 46 and earlier took a victim
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 47 and earlier kept the
+admission-fair-sharing history and the pending entry penalties of a LocalQueue deleted and created again (48
+orders it as a new one, its history and dropped penalty records left out, as Kueue drops its ledger entry on
+deletion and seeds the new LocalQueue empty, PR #12891: :class:`kueue_es.projections.afs.Ledger` ``carried``). 46
+and earlier took a victim
 out of the quota tree twice in a preempting TAS entry's staleness check when it was both one of the entry's targets
 and a victim of the cycle's earlier preemptions, so its ClusterQueue showed room it does not have and the entry was
 assigned again rather than skipped for its overlapping targets (47 takes it out once, as Kueue's scheduler.go fits
@@ -230,6 +235,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         evicted_by_others=True,
         fit_clears_reasons=True,
         victims_once=True,
+        afs_fresh=True,
     )
 
 
@@ -274,7 +280,10 @@ def _decide(
     evicted_by_others: bool,
     fit_clears_reasons: bool,
     victims_once: bool,
+    afs_fresh: bool,
 ) -> list[types.Output]:
+    if not afs_fresh:  # 47 and earlier kept a LocalQueue's history when it was deleted and created again
+        state = queues.with_afs_history_kept(state)
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
         state = queues.without_ordering_gates(state)  # PrioritizePreemptorWorkloads
     if not quota_check_gate:  # 30 and earlier applied IgnoreUndeclared whatever the gate QuotaCheckStrategy said
@@ -347,6 +356,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 47 kept the admission-fair-sharing history of a LocalQueue deleted and created again.
     Versions 9 to 46 took a victim that was both a target and an earlier victim of the cycle out twice in the
     TAS staleness check.
     Versions 9 to 45 kept the reasons of flavors tried before a fitting one in pending messages, named only
@@ -426,6 +436,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     evicted_by_others = version >= 45
     fit_clears_reasons = version >= 46
     victims_once = version >= 47
+    afs_fresh = version >= 48
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -470,6 +481,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             evicted_by_others=evicted_by_others,
             fit_clears_reasons=fit_clears_reasons,
             victims_once=victims_once,
+            afs_fresh=afs_fresh,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -1725,7 +1725,8 @@ def local_queue_fair_sharing(
     ledger (:class:`kueue_es.projections.afs.Ledger`), settled entry penalties included, pending ones not
     (Kueue's status leaves them out), decayed to :func:`afs_sample_ms` (the last sampling tick of
     ``usageSamplingInterval`` at ``now_ms``, or the ledger's last change when that is later: then exactly
-    what the admitter folded), each resource as :func:`consumed_quantity` writes it; ``lastUpdate`` that
+    what the admitter folded; without what a LocalQueue deleted and created again carried over,
+    :meth:`~kueue_es.projections.afs.Ledger.fresh`), each resource as :func:`consumed_quantity` writes it; ``lastUpdate`` that
     time, RFC 3339 seconds. Kueue samples it every ``usageSamplingInterval`` from its reconcile's clock; here
     the ticks are on the interval's grid, so one ledger renders the same bytes until the next tick or change,
     and the value is the one the admitter computes for that time from the same ledger (SEMANTICS §8). A
@@ -1757,7 +1758,7 @@ def local_queue_fair_sharing(
         at_ms = afs_sample_ms(state, ledger, now_ms=now_ms)
         half_life = afs.half_life_s(config)
         if half_life > 0:
-            consumed = {r: consumed_quantity(v) for r, v in ledger.decayed(at_ms, half_life).items()}
+            consumed = {r: consumed_quantity(v) for r, v in ledger.fresh(at_ms, half_life).items()}
         last_update = manifests.format_time_ms(at_ms)
     return {
         "weightedShare": 0,

@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kueue_es.events import manifests, quantities, types
+from kueue_es.events import manifests, models, quantities, types
 from kueue_es.projections import afs
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.scenarios import specs
@@ -286,3 +286,74 @@ def test_consumed_resources_grow_with_each_admission_and_no_penalty_stays_pendin
             assert state.afs_ledgers[("default", "lq-a")].pending == {}
     assert len(seen) == 2
     assert seen[0] > 0 and seen[1] > 3_900
+
+
+# A LocalQueue deleted and created again starts without history (Kueue PR #12891: initializeAfsIfNeeded seeds a
+# LocalQueue from its persisted status only, empty for a new one; Delete drops the ledger entry with its penalty
+# records). Admitter logic 48 and preemptor logic 20; 47 and 19 kept the history (replay).
+
+_RECREATED = Path(__file__).parents[1] / "scenarios" / "afs" / "localqueue-recreated-starts-without-history.yaml"
+
+
+def test_a_recreated_local_queue_carries_its_history_out_of_its_usage() -> None:
+    """The Ledger alone: 2 CPU consumed at t=0 (half-life 1 s), created again at t=1 s: ``fresh`` is 0 then and
+    stays what the admitted usage adds; a pending penalty is dropped, and settling it adds nothing fresh."""
+    ledger = afs.Ledger(consumed={"cpu": 2.0}, admitted={"cpu": 0}, last_ms=0, pending={"default/w": {"cpu": 0.5}})
+    ledger.recreated(1_000, 1.0)
+    assert ledger.carried == {"cpu": pytest.approx(1.0)} and ledger.carried_ms == 1_000
+    assert ledger.dropped == {"default/w"}
+    assert ledger.decayed(1_000, 1.0) == {"cpu": pytest.approx(1.0)}
+    assert ledger.fresh(1_000, 1.0) == {"cpu": pytest.approx(0.0)}
+    assert ledger.fresh(3_000, 1.0) == {"cpu": pytest.approx(0.0)}
+    config = models.Configuration(
+        admission_fair_sharing=models.AdmissionFairSharingConfig(
+            usage_half_life_time="1s", usage_sampling_interval="1s"
+        )
+    )
+    assert afs.usage_value(ledger, now_ms=1_000, config=config, lq=None, pending=True) == pytest.approx(0.0)
+    ledger.advance(2_000, 1.0)  # the dropped workload is admitted at t=2 s (its own 2 CPU from then on)
+    ledger.consumed["cpu"] += 0.5
+    ledger.carry({"cpu": 0.5}, 2_000, 1.0)
+    ledger.pending.clear()
+    ledger.dropped.clear()
+    ledger.admitted["cpu"] = 2000
+    assert ledger.fresh(2_000, 1.0) == {"cpu": pytest.approx(0.0)}
+    assert ledger.fresh(3_000, 1.0) == {"cpu": pytest.approx(1.0)}  # towards the 2 CPU admitted, one half-life
+    kept = afs.with_history_kept({("default", "lq-a"): ledger})
+    assert kept[("default", "lq-a")].fresh(3_000, 1.0) == ledger.decayed(3_000, 1.0)
+    assert afs.with_history_kept({("default", "lq-b"): afs.Ledger()}) is not kept
+
+
+def test_admitter_47_orders_a_recreated_local_queue_as_new_and_46_by_its_history() -> None:
+    """The cycle after c-1 finishes in the scenario: lq-a, deleted and created again, has consumed about 2 CPU
+    before; logic 48 admits the older a-2 (both LocalQueues at 0), 47 admits b-1 (lq-b below lq-a)."""
+    run = run_scenario(load_scenario(_RECREATED))
+    admits_a2 = next(
+        i
+        for i, (_, e) in enumerate(run.log)
+        if isinstance(e, types.QuotaReserved | types.WorkloadAdmitted) and e.workload.key == "default/a-2"
+    )
+    index = max(
+        i
+        for i, (_, e) in enumerate(run.log[:admits_a2])
+        if isinstance(e, types.DecisionRecord) and e.role == admitter.ROLE
+    )
+    at = ClusterState()
+    for seq, event in run.log[:index]:
+        for folded in types.with_carried(event):  # a record's finished releases too
+            apply(at, folded, seq=seq)
+    record = run.log[index][1]
+    assert isinstance(record, types.DecisionRecord)
+    ledger = at.afs_ledgers[("default", "lq-a")]
+    assert ledger.carried and ledger.fresh(record.now_ms, 600.0) == {"cpu": pytest.approx(0.0, abs=1e-9)}
+
+    def reserved(outputs: list[types.Output]) -> list[str]:
+        return [o.workload.key for o in outputs if isinstance(o, types.QuotaReserved | types.WorkloadAdmitted)]
+
+    assert reserved(admitter.decide(at, now_ms=record.now_ms, partition=record.partition)) == ["default/a-2"]
+    earlier = admitter.decide_as(47)(at, now_ms=record.now_ms, partition=record.partition)
+    assert reserved(earlier) == ["default/b-1"]
+    assert admitter.LOGIC_VERSION >= 48 and 47 in admitter.EARLIER_LOGIC_VERSIONS
+    assert preemptor.LOGIC_VERSION >= 20 and 19 in preemptor.EARLIER_LOGIC_VERSIONS
+    status = dispatcher_status.local_queue_status(at, "default", "lq-a", now_ms=record.now_ms)["fairSharing"]
+    assert status["admissionFairSharingStatus"]["consumedResources"] == {"cpu": "0"}
