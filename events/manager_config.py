@@ -843,7 +843,7 @@ FEATURE_GATE_DEFAULTS: dict[str, bool] = {
     "TASHandleOverlappingFlavors": True,
     "TASProfileMixed": True,
     "TASRecomputeAssignmentWithinSchedulingCycle": True,
-    slices.GATE: False,
+    slices.GATE: slices.GATE_DEFAULT,
     slices.TAS_GATE: False,
     "KueueDRAIntegration": True,
     "KueueDRAIntegrationExtendedResource": True,
@@ -852,9 +852,9 @@ FEATURE_GATE_DEFAULTS: dict[str, bool] = {
     "FlavorFungibility": True,
     "FlavorFungibilityPreserveScanProgress": True,
 }
-"""The defaults (Kueue's defaultVersionedFeatureGates at v0.19/v0.20; ElasticJobsViaWorkloadSlices
-off, as kueue-es takes it, :func:`kueue_es.events.slices.gate_enabled`) of every gate
-:data:`FEATURE_GATE_DEPENDENCIES` names."""
+"""The defaults (Kueue's defaultVersionedFeatureGates at v0.19/v0.20: ElasticJobsViaWorkloadSlices on
+since v0.18, :func:`kueue_es.events.slices.gate_enabled`; ElasticJobsViaWorkloadSlicesWithTAS alpha, off)
+of every gate :data:`FEATURE_GATE_DEPENDENCIES` names."""
 
 
 def feature_gate_problem(gates: dict[str, bool]) -> str | None:

@@ -1,7 +1,7 @@
 """Elastic workloads' vocabulary: the annotations that chain workload slices, and reading them.
 
-Why this module exists: Kueue's elastic jobs (gate ElasticJobsViaWorkloadSlices, alpha, off;
-SEMANTICS-ADVANCED §D) run a job that scales up as a chain of Workloads, each slice replacing
+Why this module exists: Kueue's elastic jobs (gate ElasticJobsViaWorkloadSlices, beta and on by
+default since Kueue v0.18; SEMANTICS-ADVANCED §D) run a job that scales up as a chain of Workloads, each slice replacing
 the one before it. The watcher writes the chain's annotations, the fold and the admitter read
 them and the dispatcher follows them, so their names and readers live here, below every layer
 (Kueue pkg/workloadslicing/workloadslicing.go, apis/kueue/v1beta2 WorkloadSliceNameAnnotation).
@@ -14,15 +14,21 @@ from collections.abc import Mapping
 from kueue_es.events import models
 
 GATE = "ElasticJobsViaWorkloadSlices"
-"""Kueue's feature gate (alpha since v0.13, off by default)."""
+"""Kueue's feature gate (alpha and off by default in v0.13 to v0.17, beta and on by default since v0.18:
+pkg/features/kube_features.go defaultVersionedFeatureGates)."""
+
+GATE_DEFAULT = True
+""":data:`GATE`'s value when a Configuration does not set it (Kueue v0.18+). Admitter logic 48 and
+preemptor logic 20 and earlier took it as off (:func:`kueue_es.scheduling.slices.with_gate_off_unless_set`)."""
 
 TAS_GATE = "ElasticJobsViaWorkloadSlicesWithTAS"
 """Kueue's feature gate for elastic slices with Topology-Aware Scheduling (alpha since v0.17, off
 by default; needs ElasticJobsViaWorkloadSlices and TopologyAwareScheduling)."""
 
 TAS_DEPENDENCIES = (GATE, "TopologyAwareScheduling")
-"""The gates :data:`TAS_GATE` depends on, with Kueue's defaults: ElasticJobsViaWorkloadSlices off
-(as kueue-es takes it, v0.13's alpha), TopologyAwareScheduling on."""
+"""The gates :data:`TAS_GATE` depends on, both on by default (ElasticJobsViaWorkloadSlices since Kueue
+v0.18, TopologyAwareScheduling since v0.14), so :data:`TAS_GATE` on alone is valid; either set off with
+it on is refused (:func:`kueue_es.events.manager_config.feature_gate_problem`)."""
 
 ELASTIC_JOB_ANNOTATION = "kueue.x-k8s.io/elastic-job"
 """On a job (``"true"``) and on every slice of its chain: the job is elastic."""
@@ -45,9 +51,9 @@ OUT_OF_SYNC_REASON = "OutOfSync"
 
 
 def gate_enabled(gates: Mapping[str, bool]) -> bool:
-    """Whether ElasticJobsViaWorkloadSlices is on in ``gates`` (the Configuration's feature gates);
-    off unless set (Kueue's default at v0.13+)."""
-    return bool(gates.get(GATE, False))
+    """Whether ElasticJobsViaWorkloadSlices is on in ``gates`` (the Configuration's feature gates, name
+    to bool): on unless set ``false`` (:data:`GATE_DEFAULT`, Kueue v0.18+ kube_features.go)."""
+    return bool(gates.get(GATE, GATE_DEFAULT))
 
 
 def tas_gate_enabled(gates: Mapping[str, bool]) -> bool:

@@ -144,7 +144,7 @@ class Context:
     LocalQueue named ``default`` (LocalQueueDefaulting, on since Kueue v0.19).
     ``topology_aware_scheduling``: the feature gate (on by default): pods get the topology gate
     and TAS annotations are validated. ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices
-    (alpha, off by default): a Job annotated ``kueue.x-k8s.io/elastic-job: "true"`` gets the
+    (beta, on by default since Kueue v0.18): a Job annotated ``kueue.x-k8s.io/elastic-job: "true"`` gets the
     elastic-job scheduling gate on its pod template, and the annotation is checked.
     ``multikueue_queue``: whether the object's LocalQueue points
     at a ClusterQueue with a MultiKueue admission check (:func:`uses_multikueue`), so a Job or
@@ -167,7 +167,7 @@ class Context:
     default_local_queue: bool = False
     default_priority_class: bool = False
     topology_aware_scheduling: bool = True
-    elastic_jobs: bool = False
+    elastic_jobs: bool = slices.GATE_DEFAULT
     multikueue_queue: bool = False
     lws_immutable_group_size: bool = True
     owners: Mapping[tuple[str, str, str], workloads.Owner] | None = None

@@ -50,7 +50,7 @@ NON_NEGATIVE: Final = "WorkloadValidateResourcesAreNonNegative"
 TAS_SLICE_SIZE: Final = "TASValidateWorkloadSliceSize"
 
 #: The gates these rules read, with their defaults (Kueue pkg/features/kube_features.go at v0.20; the
-#: elastic-job gate off as kueue-es takes it, :mod:`kueue_es.events.slices`).
+#: elastic-job gate on since v0.18, :data:`kueue_es.events.slices.GATE_DEFAULT`).
 GATE_DEFAULTS: Final[Mapping[str, bool]] = {
     PARTIAL_ADMISSION: True,
     TOPOLOGY_AWARE_SCHEDULING: True,
@@ -59,7 +59,7 @@ GATE_DEFAULTS: Final[Mapping[str, bool]] = {
     NON_NEGATIVE: True,
     TAS_SLICE_SIZE: True,
     PRIORITY_BOOST_GATE: False,
-    slices.GATE: False,
+    slices.GATE: slices.GATE_DEFAULT,
 }
 
 ADMISSION_GATED_BY_ANNOTATION: Final = "kueue.x-k8s.io/admission-gated-by"

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
-from kueue_es.events import manifests, models, tas, types
+from kueue_es.events import manifests, models, slices, tas, types
 from kueue_es.jobframework import adjust
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -120,7 +120,7 @@ class Context:
     ``objects``: the objects of the kinds integrations read besides the job (a TrainJob's
     TrainingRuntimes: ``Integration.inputs``), by kind, then ``(namespace, name)`` (namespace
     "" for cluster-scoped kinds).
-    ``elastic_jobs``: Kueue's feature gate ElasticJobsViaWorkloadSlices (a Ray job annotated
+    ``elastic_jobs``: Kueue's feature gate ElasticJobsViaWorkloadSlices (on by default; a Ray job annotated
     ``kueue.x-k8s.io/elastic-job: "true"`` may then use ``enableInTreeAutoscaling``).
     ``pod_integration_implicit``: the pod integration is on only because ``integrations.frameworks``
     lists ``deployment``, ``statefulset`` or ``leaderworkerset.x-k8s.io/leaderworkerset`` and not
@@ -146,7 +146,7 @@ class Context:
     previous: models.Workload | None = None
     objects: Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
     external_owners: Collection[tuple[str, str]] = frozenset()
-    elastic_jobs: bool = False
+    elastic_jobs: bool = slices.GATE_DEFAULT
     pod_integration_implicit: bool = False
     topology_aware_scheduling: bool = True
     label_keys_to_copy: Collection[str] = frozenset()

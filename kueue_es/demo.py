@@ -189,7 +189,7 @@ async def run_demo(
     preempt: bool = False,
     watcher_args: list[str] | None = None,
     crds: list[dict[str, Any]] | None = None,
-    elastic_jobs: bool = False,
+    elastic_jobs: bool | None = None,
     managed_kinds: frozenset[str] | None = None,
     manage_jobs_without_queue_name: bool = False,
     managed_jobs_namespace_selector: models.LabelSelector | None = None,
@@ -204,7 +204,7 @@ async def run_demo(
 
     ``crds``: CustomResourceDefinitions installed on the emulated API server at start (``--crds``).
     ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices is on (``--feature-gates``), for the
-    emulated API server's Kueue Job webhook. ``feature_gates``: the Configuration's gates, for its Kueue Workload
+    emulated API server's Kueue Job webhook (None: as ``feature_gates`` says, on unless set false). ``feature_gates``: the Configuration's gates, for its Kueue Workload
     webhooks (every gate not given at Kueue's default).
 
     ``watcher_args``: ``--config FILE`` / ``--feature-gates`` for the watcher (Kueue's manager configuration).

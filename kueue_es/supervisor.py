@@ -829,7 +829,7 @@ def emulator_webhook_options(args: argparse.Namespace) -> dict[str, Any]:
     ``resource-in-use`` finalizer at creation (``resource_in_use_finalizer``: the dispatcher ``up`` starts takes it
     off)."""
     return {
-        "elastic_jobs": getattr(args, "elastic_jobs", False),
+        "elastic_jobs": getattr(args, "elastic_jobs", None),
         "feature_gates": getattr(args, "emulator_feature_gates", {}),
         "managed_kinds": getattr(args, "managed_kinds", None),
         "manage_jobs_without_queue_name": getattr(args, "emulator_manage_jobs_without_queue_name", False),

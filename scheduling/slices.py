@@ -23,8 +23,26 @@ from kueue_es.scheduling import flavors
 
 
 def enabled(state: ClusterState) -> bool:
-    """Whether the Configuration turns ElasticJobsViaWorkloadSlices on (alpha, off by default)."""
+    """Whether ElasticJobsViaWorkloadSlices is on in ``state``'s Configuration (beta, on unless set
+    ``false``, as Kueue v0.18+: :func:`kueue_es.events.slices.gate_enabled`)."""
     return slices.gate_enabled(state.configuration.feature_gates)
+
+
+def with_gate_off_unless_set(state: ClusterState) -> ClusterState:
+    """``state`` as the deciders saw it while kueue-es took ElasticJobsViaWorkloadSlices as off unless
+    set (Kueue v0.13 to v0.17's alpha default; admitter logic 48 and preemptor logic 20 and earlier, for
+    replay): a view whose Configuration sets the gate ``false`` when it does not set it, so
+    :func:`enabled` and :func:`kueue_es.events.slices.tas_gate_enabled` answer as they did; ``state``
+    itself when the Configuration sets the gate. The view's Configuration object is kept in
+    ``state.caches`` while the fold's stays the same (request memos compare it by identity)."""
+    config = state.configuration
+    if slices.GATE in config.feature_gates:
+        return state
+    kept = state.caches.get("slices.gate_off_unless_set")
+    if not isinstance(kept, tuple) or kept[0] is not config:
+        before = msgspec.structs.replace(config, feature_gates={**config.feature_gates, slices.GATE: False})
+        kept = state.caches["slices.gate_off_unless_set"] = (config, before)
+    return dataclasses.replace(state, configuration=kept[1])
 
 
 def replaced_slice(

@@ -224,7 +224,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     the watcher reports them.
     ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices, for Kueue's job webhooks (an elastic
     Job's pod template, an elastic RayCluster's or RayService's head and worker templates, get the
-    elastic-job scheduling gate; the annotation and a Ray job's autoscaling are validated).
+    elastic-job scheduling gate; the annotation and a Ray job's autoscaling are validated); None, the
+    default: as ``feature_gates`` says, on unless set false (Kueue v0.18+, :attr:`elastic`).
     ``feature_gates``: Kueue's feature gates (``Gate: on``) for its Workload webhooks
     (:attr:`workload_gates`; a gate not given has Kueue's default).
     ``crd_files``: CRD files or folders installed at start (:func:`custom_resources.load`), as
@@ -255,7 +256,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     validate: bool = True
     kueue_validation: bool = True
     crd_files: tuple[str | Path, ...] = ()
-    elastic_jobs: bool = False
+    elastic_jobs: bool | None = None
     feature_gates: Mapping[str, bool] = attrs.field(factory=dict)
     managed_kinds: frozenset[str] | None = None
     manage_jobs_without_queue_name: bool = False
@@ -1547,11 +1548,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     @property
     def workload_gates(self) -> dict[str, bool]:
         """The feature gates Kueue's Workload webhooks read here: ``feature_gates``, ElasticJobsViaWorkloadSlices
-        on with ``elastic_jobs``; every other gate at its default (:data:`workload_webhook.GATE_DEFAULTS`)."""
-        gates = dict(self.feature_gates)
-        if self.elastic_jobs:
-            gates[slices.GATE] = True
-        return gates
+        as :attr:`elastic` says; every other gate at its default (:data:`workload_webhook.GATE_DEFAULTS`)."""
+        return {**self.feature_gates, slices.GATE: self.elastic}
+
+    @property
+    def elastic(self) -> bool:
+        """Whether the gate ElasticJobsViaWorkloadSlices is on here: ``elastic_jobs`` when given, else as
+        ``feature_gates`` says (on unless set false, :func:`kueue_es.events.slices.gate_enabled`)."""
+        return slices.gate_enabled(self.feature_gates) if self.elastic_jobs is None else self.elastic_jobs
 
     def _admit_status(self, call: _ApiCall, obj: dict[str, Any], *, old: dict[str, Any] | None) -> dict[str, Any]:
         """A write through the ``status`` subresource of a kueue.x-k8s.io object, held to Kueue's status schema
@@ -1610,7 +1614,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             default_local_queue=_has_default_local_queue(self._store, namespace),
             default_priority_class=self.feature_gates.get(WPC_DEFAULTING_GATE, True)
             and _has_default_priority_class(self._store),
-            elastic_jobs=self.elastic_jobs,
+            elastic_jobs=self.elastic,
             owners=owners,
         )
 
@@ -1956,7 +1960,7 @@ def _kueue_default(
     ref: resources.ResourceRef,
     obj: dict[str, Any],
     *,
-    elastic_jobs: bool = False,
+    elastic_jobs: bool = slices.GATE_DEFAULT,
     context: WebhookContext | None = None,
 ) -> None:
     """Replace ``obj``'s content with what Kueue's mutating webhook makes of it
@@ -1987,7 +1991,7 @@ def suspend_queued_jobs(
     ref: resources.ResourceRef,
     obj: dict[str, Any],
     *,
-    elastic_jobs: bool = False,
+    elastic_jobs: bool = slices.GATE_DEFAULT,
     context: WebhookContext | None = None,
 ) -> None:
     """A create hook doing what Kueue's Job webhook does: suspend Jobs that name a queue.
@@ -1995,8 +1999,8 @@ def suspend_queued_jobs(
     Jobs with the ``kueue.x-k8s.io/queue-name`` label are created with
     ``spec.suspend: true``, so they wait for admission instead of running
     (:func:`kueue_es.jobframework.webhooks.default`). ClusterEmulator uses it unless
-    given other ``create_hooks``. ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices
-    (an elastic Job's pod template gets the elastic-job scheduling gate). ``context``: the
+    given other ``create_hooks``. ``elastic_jobs``: the gate ElasticJobsViaWorkloadSlices (on by
+    default, as Kueue v0.18+: an elastic Job's pod template gets the elastic-job scheduling gate). ``context``: the
     webhook Context of a namespace (ClusterEmulator's :meth:`~ClusterEmulator.webhook_context`:
     its configuration, the Namespace's labels), which then says the gate too.
     """
@@ -2008,7 +2012,7 @@ def suspend_queued_integration_jobs(
     ref: resources.ResourceRef,
     obj: dict[str, Any],
     *,
-    elastic_jobs: bool = False,
+    elastic_jobs: bool = slices.GATE_DEFAULT,
     context: WebhookContext | None = None,
 ) -> None:
     """A create hook doing what the webhooks of Kueue's integrations do (a JobSet, a PyTorchJob, a RayJob,

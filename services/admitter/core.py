@@ -23,9 +23,9 @@ import msgspec
 from kueue_es.events import types
 from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.scheduling import cycle, queues
+from kueue_es.scheduling import cycle, queues, slices
 
-LOGIC_VERSION = 48
+LOGIC_VERSION = 49
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -67,8 +67,12 @@ EARLIER_LOGIC_VERSIONS = (
     45,
     46,
     47,
+    48,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 47 and earlier kept the
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 48 and earlier took the
+gate ElasticJobsViaWorkloadSlices as off when the Configuration did not set it (49 as on, Kueue's default since
+v0.18, beta: a replacement slice of a Configuration without featureGates asks only its delta and pins the
+flavors its slice holds; :func:`kueue_es.scheduling.slices.with_gate_off_unless_set`). 47 and earlier kept the
 admission-fair-sharing history and the pending entry penalties of a LocalQueue deleted and created again (48
 orders it as a new one, its history and dropped penalty records left out, as Kueue drops its ledger entry on
 deletion and seeds the new LocalQueue empty, PR #12891: :class:`kueue_es.projections.afs.Ledger` ``carried``). 46
@@ -236,6 +240,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         fit_clears_reasons=True,
         victims_once=True,
         afs_fresh=True,
+        elastic_default_on=True,
     )
 
 
@@ -281,7 +286,10 @@ def _decide(
     fit_clears_reasons: bool,
     victims_once: bool,
     afs_fresh: bool,
+    elastic_default_on: bool,
 ) -> list[types.Output]:
+    if not elastic_default_on:  # 48 and earlier took ElasticJobsViaWorkloadSlices as off unless set
+        state = slices.with_gate_off_unless_set(state)
     if not afs_fresh:  # 47 and earlier kept a LocalQueue's history when it was deleted and created again
         state = queues.with_afs_history_kept(state)
     if not ordering_gates:  # 36 and earlier read none of the gates PriorityBoost, PrioritySortingWithinCohort and
@@ -356,6 +364,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 48 took the gate ElasticJobsViaWorkloadSlices as off when the Configuration did not set it.
     Versions 9 to 47 kept the admission-fair-sharing history of a LocalQueue deleted and created again.
     Versions 9 to 46 took a victim that was both a target and an earlier victim of the cycle out twice in the
     TAS staleness check.
@@ -437,6 +446,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     fit_clears_reasons = version >= 46
     victims_once = version >= 47
     afs_fresh = version >= 48
+    elastic_default_on = version >= 49
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -482,6 +492,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             fit_clears_reasons=fit_clears_reasons,
             victims_once=victims_once,
             afs_fresh=afs_fresh,
+            elastic_default_on=elastic_default_on,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

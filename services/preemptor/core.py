@@ -28,8 +28,10 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 20
-"""20: with admission fair sharing, a LocalQueue deleted and created again orders the candidates as a new one,
+LOGIC_VERSION = 21
+"""21: the gate ElasticJobsViaWorkloadSlices is on unless the Configuration sets it false (beta, on by default
+since Kueue v0.18), so a replacement slice's nomination asks only its delta with no gate set too; 20 and earlier
+took it as off unless set (:func:`kueue_es.scheduling.slices.with_gate_off_unless_set`). 20: with admission fair sharing, a LocalQueue deleted and created again orders the candidates as a new one,
 without its earlier history and dropped penalty records (Kueue PR #12891, as the admitter's since its logic 48;
 19 and earlier kept them). 19: the TAS domains of the batch's workloads that take quota without evicting anybody are booked too, as Kueue's
 scheduler adds such an entry's usage, TAS included, to its snapshot (scheduler.go processEntry cq.AddUsage, netUsage,
@@ -76,8 +78,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
-"""Logic versions :func:`decide_as` still re-runs: 19 and earlier kept the admission-fair-sharing history of a
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
+"""Logic versions :func:`decide_as` still re-runs: 20 and earlier took the gate ElasticJobsViaWorkloadSlices as
+off when the Configuration did not set it (21 as on, Kueue v0.18+'s default); 19 and earlier kept the admission-fair-sharing history of a
 LocalQueue deleted and created again (20 leaves it out); 18 and earlier booked the quota of a nomination that fits now
 and of the waiting DeferredFit workloads but not their TAS domains (19 books both); 17 and earlier applied resource transformations in whole
 amounts (18 in exact quantities); 16 and earlier read neither PriorityBoost nor
@@ -125,6 +128,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         exact_transformations=True,
         fitting_topology=True,
         afs_fresh=True,
+        elastic_default_on=True,
     )
 
 
@@ -137,7 +141,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 19 and earlier, a LocalQueue deleted and created
+        """:func:`decide` as logic ``version`` decided: with 20 and earlier, the gate
+        ElasticJobsViaWorkloadSlices off unless the Configuration sets it; with 19 and earlier, a LocalQueue deleted and created
         again keeping its admission-fair-sharing history; with 18 and earlier, the TAS domains of a nomination
         that fits now and of the waiting DeferredFit workloads not booked; with 17 and earlier, resource transformations
         applied in whole amounts; with 16 and earlier, the gates PriorityBoost and
@@ -172,6 +177,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             exact_transformations=version >= 18,
             fitting_topology=version >= 19,
             afs_fresh=version >= 20,
+            elastic_default_on=version >= 21,
         )
 
     return decide_earlier
@@ -198,9 +204,12 @@ def _decide(
     exact_transformations: bool,
     fitting_topology: bool,
     afs_fresh: bool,
+    elastic_default_on: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
+    if not elastic_default_on:  # 20 and earlier took ElasticJobsViaWorkloadSlices as off unless set
+        state = slices.with_gate_off_unless_set(state)
     if not afs_fresh:  # 19 and earlier kept a LocalQueue's history when it was deleted and created again
         state = queues.with_afs_history_kept(state)
     if not ordering_gates:  # 16 and earlier read neither PriorityBoost nor PrioritySortingWithinCohort

@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 from typing import Any, cast
 
-from kueue_es.events import models
+from kueue_es.events import models, slices
 from kueue_es.jobframework import integrations, pods, workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher.kinds import API_VERSIONS, INPUT_KINDS, INTEGRATION_INPUTS, JOB_KINDS, Key
@@ -35,7 +35,7 @@ class ConversionInputs:
         manage_jobs_without_queue_name: bool = False,
         managed_jobs_namespace_selector: models.LabelSelector | None = None,
         external_owners: frozenset[tuple[str, str]] = frozenset(),
-        elastic_jobs: bool = False,
+        elastic_jobs: bool = slices.GATE_DEFAULT,
         pod_integration_implicit: bool = False,
         finish_orphans: bool = True,
         topology_aware_scheduling: bool = True,

@@ -223,7 +223,7 @@ async def read_owners(
 def app(
     *,
     manage_jobs_without_queue_name: bool = False,
-    elastic_jobs: bool = False,
+    elastic_jobs: bool = slices.GATE_DEFAULT,
     default_queue: DefaultQueueLookup = _no_default_queues,
     ready: Callable[[], bool] = lambda: True,
     multikueue: MultiKueueLookup = _no_multikueue,
@@ -237,7 +237,8 @@ def app(
 ) -> aiohttp.web.Application:
     """The HTTP application: ``POST /mutate-...`` and ``/validate-...`` for every kind of
     :func:`webhooks.targets`, answering AdmissionReview v1; ``/healthz`` and ``/readyz``.
-    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices (:class:`webhooks.Context`).
+    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices (:class:`webhooks.Context`; on by default, as
+    Kueue v0.18+).
     ``managed_kinds``: the kinds of the frameworks the Configuration enables
     (:func:`webhooks.enabled_kinds`; None: all); the others are answered as Kueue's no-op webhook
     answers (:func:`webhooks.noop`: allowed, unchanged), without asking the API anything.
@@ -251,13 +252,13 @@ def app(
     that does not exist is refused 404 NotFound, a chain too deep or looping 403 Forbidden, where Kueue's
     webhook refuses (:func:`review.refuses_on_walk`); None: not read, the controller's kind alone decides
     (:func:`webhooks.owner_managed`). ``feature_gates``: the Configuration's, for Kueue's Workload webhooks
-    (:func:`_workload`; ElasticJobsViaWorkloadSlices on with ``elastic_jobs`` too, every other gate at its
+    (:func:`_workload`; ElasticJobsViaWorkloadSlices as ``elastic_jobs`` says, every other gate at its
     default). ``workload_read``: the Workload of a managed StatefulSet scaled up from 0, read only then
     (:func:`webhooks.scale_up_workload`; the default: none); a failed read fails the call (500).
     ``priority_class``: whether the WorkloadPriorityClass ``default`` exists, asked when a defaulting call
     would label the object with it (:func:`webhooks.default_priority_class_applies`) and the gate
     WorkloadPriorityClassDefaulting is on (its default); a failed lookup labels nothing, as Kueue's."""
-    gates = {**(feature_gates or {}), **({slices.GATE: True} if elastic_jobs else {})}
+    gates = {**(feature_gates or {}), slices.GATE: elastic_jobs}
 
     async def handle(request: aiohttp.web.Request) -> aiohttp.web.StreamResponse:
         if request.path == "/healthz":
@@ -579,7 +580,7 @@ async def serve_webhook(
     api: k8s_client.ApiClient | None = None,
     rotation_settings: rotation.Settings | None = None,
     manage_jobs_without_queue_name: bool = False,
-    elastic_jobs: bool = False,
+    elastic_jobs: bool = slices.GATE_DEFAULT,
     feature_gates: Mapping[str, bool] | None = None,
     managed_kinds: frozenset[str] | None = None,
     namespace_selector: models.LabelSelector | None = None,
@@ -593,7 +594,7 @@ async def serve_webhook(
     name, and a job's controller decided by its kind alone). ``rotation_settings``: internal certificate management through ``api``; without it the
     files in ``cert_dir`` (made for localhost when missing) are served and reloaded every
     ``reload_every`` seconds when they change. ``started``: called with the URL once serving.
-    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices for the job webhooks. ``feature_gates``: the
+    ``elastic_jobs``: Kueue's gate ElasticJobsViaWorkloadSlices for the job webhooks (and the Workload ones). ``feature_gates``: the
     Configuration's feature gates, for the Workload webhooks (:func:`app`). ``managed_kinds``:
     the kinds of the enabled frameworks (:func:`app`; None: all), the others get the no-op webhook.
     ``namespace_selector``: the Configuration's ``managedJobsNamespaceSelector`` (None: Kueue's default,

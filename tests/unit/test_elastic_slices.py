@@ -20,6 +20,7 @@ from kueue_es.services.dispatcher import status, ungater
 from tests.builders import Log, cluster_queue, flavor, local_queue, parse, workload
 
 ON = webhooks.Context(elastic_jobs=True)
+OFF = webhooks.Context(elastic_jobs=False)
 ELASTIC = {slices.ELASTIC_JOB_ANNOTATION: "true"}
 GATES = models.Configuration(feature_gates={slices.GATE: True})
 
@@ -48,7 +49,10 @@ def test_an_elastic_job_gets_the_elastic_gate_on_its_template() -> None:
 
 
 def test_no_gate_with_the_feature_gate_off_or_without_the_annotation() -> None:
-    assert "schedulingGates" not in webhooks.default("batch/v1", "Job", job(ELASTIC))["spec"]["template"]["spec"]
+    assert (
+        "schedulingGates"
+        not in webhooks.default("batch/v1", "Job", job(ELASTIC), context=OFF)["spec"]["template"]["spec"]
+    )
     assert "schedulingGates" not in webhooks.default("batch/v1", "Job", job(), context=ON)["spec"]["template"]["spec"]
 
 

@@ -170,7 +170,9 @@ def test_a_stale_previous_assignment_is_placed_afresh() -> None:
 
 def test_the_gate_needs_both_gates_it_depends_on() -> None:
     with pytest.raises(manifests.ManifestError) as err:
-        manager_config.parse(CONFIG, feature_gates="ElasticJobsViaWorkloadSlicesWithTAS=true")
+        manager_config.parse(
+            CONFIG, feature_gates="ElasticJobsViaWorkloadSlices=false,ElasticJobsViaWorkloadSlicesWithTAS=true"
+        )
     assert str(err.value).endswith(
         "featureGates: ElasticJobsViaWorkloadSlicesWithTAS is enabled, but depends on features that are "
         "disabled: [ElasticJobsViaWorkloadSlices]"

@@ -583,7 +583,9 @@ def test_an_elastic_job_may_ask_only_for_unconstrained_topology() -> None:
         plain["spec"]["template"]["metadata"] = {"annotations": {annotation: "cloud.com/rack"}}
         assert webhooks.validate_create("batch/v1", "Job", plain, context=on) == []
         assert (
-            webhooks.validate_create("batch/v1", "Job", obj, context=webhooks.Context(topology_aware_scheduling=True))
+            webhooks.validate_create(
+                "batch/v1", "Job", obj, context=webhooks.Context(topology_aware_scheduling=True, elastic_jobs=False)
+            )
             == []
         )
     unconstrained = job(labels=labels, annotations=elastic)

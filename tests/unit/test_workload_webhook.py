@@ -214,10 +214,10 @@ def test_create_rules(valid: dict[str, Any], invalid: dict[str, Any], message: s
 
 def test_minimum_count_is_refused_on_an_elastic_workload_only_with_the_gate() -> None:
     elastic = workload(pod_set(minCount=1), annotations={"kueue.x-k8s.io/elastic-job": "true"})
-    assert refused(elastic) == []
-    assert refused(elastic, ElasticJobsViaWorkloadSlices=True) == [
-        "spec.podSets: Invalid value: 1: partial admission and elastic job cannot be used together"
-    ]
+    assert refused(elastic, ElasticJobsViaWorkloadSlices=False) == []
+    message = "spec.podSets: Invalid value: 1: partial admission and elastic job cannot be used together"
+    assert refused(elastic, ElasticJobsViaWorkloadSlices=True) == [message]
+    assert refused(elastic) == [message]  # the gate is on by default (Kueue v0.18+)
 
 
 def test_priority_boost_must_be_an_integer_under_its_gate() -> None:
@@ -275,7 +275,10 @@ def test_an_elastic_workloads_count_may_go_down_while_it_holds_quota() -> None:
     old = workload(pod_set(count=4), status=admitted(assignment(count=4, cpu="4")), annotations=elastic)
     new = workload(pod_set(count=2), status=admitted(assignment(count=4, cpu="4")), annotations=elastic)
     assert refused(new, old=old, ElasticJobsViaWorkloadSlices=True) == []
-    assert refused(new, old=old) == ["spec.podSets.0: Invalid value: v1beta2.PodSet{...}: field is immutable"]
+    assert refused(new, old=old) == []  # on by default
+    assert refused(new, old=old, ElasticJobsViaWorkloadSlices=False) == [
+        "spec.podSets.0: Invalid value: v1beta2.PodSet{...}: field is immutable"
+    ]
 
 
 def test_reclaimable_pods_do_not_go_down_nor_go_away_while_quota_is_reserved() -> None:
