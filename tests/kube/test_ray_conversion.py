@@ -159,8 +159,13 @@ def test_autoscaler_sidecar_is_counted_in_the_head_template() -> None:
 @pytest.mark.parametrize(
     ("name", "change", "field", "problem"),
     [
-        # Kueue's own autoscaling samples: refused without elastic jobs (ElasticJobsViaWorkloadSlices off)
-        ("ray-job-autoscaling-sample", None, "spec.rayClusterSpec.enableInTreeAutoscaling", "autoscaling"),
+        # Kueue's own autoscaling sample without its elastic-job annotation: refused, the gate on (its default)
+        (
+            "ray-job-autoscaling-sample",
+            lambda j: j["metadata"].pop("annotations"),
+            "spec.rayClusterSpec.enableInTreeAutoscaling",
+            "autoscaling",
+        ),
         (
             "ray-job-sample",
             lambda j: j["spec"].update(shutdownAfterJobFinishes=False),
@@ -386,8 +391,10 @@ def test_pod_label_selectors() -> None:
 def test_an_elastic_ray_job_may_autoscale_only_with_the_gate_on() -> None:
     """raycluster/common.go ValidateCreate, raycluster_webhook.go (ElasticJobsViaWorkloadSlices): Kueue's
     autoscaling sample (annotated elastic) converts with the gate on (the head counting the autoscaler
-    sidecar); without the annotation or with the gate off it is refused naming the field."""
+    sidecar), the gate being on by default (Kueue v0.18+); without the annotation or with the gate off it is
+    refused naming the field."""
     elastic_on = workloads.Context(elastic_jobs=True)
+    elastic_off = workloads.Context(elastic_jobs=False)
     job = sample("ray-job-autoscaling-sample")
     assert job["metadata"]["annotations"] == {ray.ELASTIC_JOB_ANNOTATION: "true"}  # Kueue's sample is elastic
     plain = copy.deepcopy(job)
@@ -397,13 +404,14 @@ def test_an_elastic_ray_job_may_autoscale_only_with_the_gate_on() -> None:
     assert isinstance(fact, types.WorkloadObserved), fact
     head = fact.workload.spec.pod_sets[0]
     assert head.name == "head" and head.requests["cpu"] >= 500  # the autoscaler sidecar's 500m at least
-    off = converted(job)
+    assert isinstance(converted(job), types.WorkloadObserved), "the default context has the gate on"
+    off = converted(job, elastic_off)
     assert isinstance(off, types.ObjectRejected) and off.field == "spec.rayClusterSpec.enableInTreeAutoscaling"
     cluster = sample("ray-cluster-sample")
     cluster["spec"]["enableInTreeAutoscaling"] = True
     cluster["metadata"]["annotations"] = {ray.ELASTIC_JOB_ANNOTATION: "true"}
     assert isinstance(converted(cluster, elastic_on), types.WorkloadObserved)
-    [refused] = [converted(cluster)]
+    [refused] = [converted(cluster, elastic_off)]
     assert isinstance(refused, types.ObjectRejected)
     assert refused.problem.startswith("a kueue-managed RayCluster can use autoscaling only as an elastic job")
 
