@@ -102,8 +102,9 @@ async def test_sample_rayservice(api: k8s_client.ApiClient, bus: MemoryBus) -> N
 async def test_a_rayjobs_raycluster_is_part_of_the_rayjob(api: k8s_client.ApiClient, bus: MemoryBus) -> None:
     """The RayCluster KubeRay creates for a RayJob carries the RayJob's queue label and a controller owner
     reference to it: Kueue's webhook leaves it unsuspended and it gives no workload of its own; the
-    autoscaling sample is refused by the webhook, naming the field (without the webhook the watcher reports
-    the same as an ObjectRejected: tests/kube/test_ray_conversion.py)."""
+    autoscaling sample without its elastic-job annotation is refused by the webhook, naming the field, the gate
+    ElasticJobsViaWorkloadSlices on by default (without the webhook the watcher reports the same as an
+    ObjectRejected: tests/kube/test_ray_conversion.py)."""
     watcher = Watcher(bus=bus, api=api)
     async with running(watcher.run()):
         job = await kube.apply_manifest(api, sample("ray-job-sample"))
@@ -119,8 +120,10 @@ async def test_a_rayjobs_raycluster_is_part_of_the_rayjob(api: k8s_client.ApiCli
             }
         ]
         created = await kube.apply_manifest(api, cluster)
+        autoscaling = sample("ray-job-autoscaling-sample")
+        del autoscaling["metadata"]["annotations"]  # not elastic: autoscaling is refused
         with pytest.raises(kube_errors.ApiError, match="enableInTreeAutoscaling") as refused:
-            await kube.apply_manifest(api, sample("ray-job-autoscaling-sample"))  # Kueue's webhook: 403
+            await kube.apply_manifest(api, autoscaling)  # Kueue's webhook: 403
         await kube.apply_manifest(api, sample("ray-service-sample"))  # a later marker
         facts = await wait_for(bus, types.WorkloadObserved, count=2)
 
