@@ -1085,3 +1085,37 @@ def _workload_manifest(name: str, **requests: str) -> dict[str, Any]:
             ],
         },
     }
+
+
+@pytest.mark.parametrize(
+    ("scenario", "workload", "reason"),
+    [
+        ("config/localqueue-hold-and-drain-evicts.yaml", "default/a-running", "LocalQueueStopped"),
+        ("tas/node-not-ready-no-replacement-fail-fast-evicts.yaml", "default/foo", "NodeFailures"),
+    ],
+)
+def test_every_eviction_kind_counts_once_and_in_scheduling_stats(scenario: str, workload: str, reason: str) -> None:
+    """Kueue #6332 and #6297 (pkg/workload/workload.go EvictWorkload): every eviction, not only preemption,
+    PodsReady timeout and deactivation, counts in ``kueue_evicted_workloads_once_total`` under its own reason
+    and in the Workload's ``status.schedulingStats.evictions``. Before them a LocalQueue's HoldAndDrain and a
+    TAS node failure (FailFast, no replacement) evicted without the once metric, and the node-failure count
+    was taken after the status write, so never written."""
+    run = run_scenario(load_scenario(SCENARIOS / scenario))
+    samples = _samples(_fold(run.messages))
+    evictions = [e for _, e in run.log if isinstance(e, types.EvictionRequested) and e.workload.key == workload]
+    assert [e.reason for e in evictions] == [reason]
+    series = {
+        name: dict(key)
+        for name, key in samples
+        if name == "kueue_evicted_workloads_once_total" and dict(key).get("reason") == reason
+    }
+    assert series, f"no kueue_evicted_workloads_once_total series of reason {reason}"
+    cq = next(iter(series.values()))["cluster_queue"]
+    labels = {"cluster_queue": cq, "reason": reason, "underlying_cause": "", "priority_class": ""}
+    assert _value(samples, "kueue_evicted_workloads_once_total", **labels) == 1
+    assert _value(samples, "kueue_evicted_workloads_total", **labels) == 1
+    view = core.DispatchState()
+    for message, event in zip(run.messages, run.events, strict=True):
+        core.fold(view, event, seq=message.seq)
+    written = dispatcher_status.workload_status(view.records[workload], generation=1)
+    assert written["schedulingStats"]["evictions"] == [{"reason": reason, "underlyingCause": "", "count": 1}]
