@@ -123,6 +123,28 @@ def test_scale_up_of_a_running_slice_makes_a_replacement_and_scale_down_updates_
     assert again.metadata.name == up.metadata.name and again.spec.pod_sets[0].count == 6
 
 
+
+def _two_pod_sets(first: int, second: int) -> models.Workload:
+    wl = observed(first)
+    main = wl.spec.pod_sets[0]
+    other = msgspec.structs.replace(main, name="other", count=second)
+    pod_sets = [main, other]
+    return msgspec.structs.replace(wl, spec=msgspec.structs.replace(wl.spec, pod_sets=pod_sets))
+
+
+def test_one_pod_set_down_and_another_up_is_no_scale_down() -> None:
+    """Kueue #6395 (workloadslicing.go ScaledDown): a change is a scale-down, updated in place, only when some
+    pod set shrinks and none grows; one pod set down and another up is a scale-up, a replacement slice.
+    Before it any shrinking pod set updated the running slice in place, growing the other unadmitted."""
+    (first,) = job_slices.plan(_two_pod_sets(2, 2), slices_now=[], reserved={}, running=False, generation=1, now_ms=5)
+    (mixed,) = job_slices.plan(_two_pod_sets(1, 3), slices_now=[first], reserved={}, running=True, generation=2, now_ms=9)
+    assert mixed.metadata.name != first.metadata.name
+    assert mixed.metadata.annotations[slices.REPLACEMENT_FOR_ANNOTATION] == f"default/{first.metadata.name}"
+    assert [(ps.name, ps.count) for ps in mixed.spec.pod_sets] == [("main", 1), ("other", 3)]
+    (down,) = job_slices.plan(_two_pod_sets(1, 2), slices_now=[first], reserved={}, running=True, generation=2, now_ms=9)
+    assert down.metadata.name == first.metadata.name
+    assert [(ps.name, ps.count) for ps in down.spec.pod_sets] == [("main", 1), ("other", 2)]
+
 # -- the admitter ----------------------------------------------------------------------------------------
 
 
