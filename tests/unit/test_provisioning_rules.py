@@ -140,7 +140,9 @@ def test_failed_retries_with_backoff_then_rejects() -> None:
     # after the eviction Kueue resets it to Pending with retryCount 1: the next attempt is created
     reset = {"name": "prov", "state": "Pending", "retryCount": 1, "requeueAfterSeconds": 60}
     failed1 = request("job-a-1-prov-1", ("Failed", "no"))
-    assert rules.next_entry(reset, wl, cfg, failed1)["state"] == "Pending"  # attempt 1 already counted
+    # attempt 1 already counted: the reset check stays Pending, no second eviction from the failed request
+    # (Kueue #6283, issue #5129 'Admission checks for an evicted workload are Pending')
+    assert rules.next_entry(reset, wl, cfg, failed1)["state"] == "Pending"
     assert rules.attempt_to_create(reset, wl, cfg, failed1) == 2
     second = rules.next_entry(reset, wl, cfg, request("job-a-1-prov-2", ("Failed", "no")))
     assert (second["state"], second["requeueAfterSeconds"]) == ("Retry", 120)
