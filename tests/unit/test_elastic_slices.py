@@ -145,6 +145,24 @@ def test_one_pod_set_down_and_another_up_is_no_scale_down() -> None:
     assert down.metadata.name == first.metadata.name
     assert [(ps.name, ps.count) for ps in down.spec.pod_sets] == [("main", 1), ("other", 2)]
 
+
+def test_slices_created_in_the_same_millisecond_keep_the_replacement_last() -> None:
+    """Kueue #6203 (workloadslicing.go FindNotFinishedWorkloads): two slices of a job with equal creation
+    timestamps are ordered by their replacement link, not by name, so the newest slice is the replacement
+    and the next scale is planned from it (the replacement's name sorts first here)."""
+    (first,) = job_slices.plan(observed(2), slices_now=[], reserved={}, running=False, generation=1, now_ms=5)
+    same_ms = first.metadata.creation_timestamp_ms
+    (up,) = job_slices.plan(observed(4), slices_now=[first], reserved={}, running=True, generation=2, now_ms=same_ms)
+    early = msgspec.structs.replace(up, metadata=msgspec.structs.replace(up.metadata, name="a-replacement"))
+    published = [early, first]
+    assert early.metadata.name < first.metadata.name
+    assert early.metadata.creation_timestamp_ms == first.metadata.creation_timestamp_ms
+    ordered = job_slices.chain(published, job_uid="uid-job-sample-abcde", finished={})
+    assert [wl.metadata.name for wl in ordered] == [first.metadata.name, "a-replacement"]
+    # the replacement, not yet holding quota, follows the job: planned from it, not from the original
+    (again,) = job_slices.plan(observed(6), slices_now=ordered, reserved={}, running=True, generation=3, now_ms=same_ms)
+    assert again.metadata.name == "a-replacement" and again.spec.pod_sets[0].count == 6
+
 # -- the admitter ----------------------------------------------------------------------------------------
 
 
