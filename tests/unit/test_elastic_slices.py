@@ -123,7 +123,6 @@ def test_scale_up_of_a_running_slice_makes_a_replacement_and_scale_down_updates_
     assert again.metadata.name == up.metadata.name and again.spec.pod_sets[0].count == 6
 
 
-
 def _two_pod_sets(first: int, second: int) -> models.Workload:
     wl = observed(first)
     main = wl.spec.pod_sets[0]
@@ -137,11 +136,15 @@ def test_one_pod_set_down_and_another_up_is_no_scale_down() -> None:
     pod set shrinks and none grows; one pod set down and another up is a scale-up, a replacement slice.
     Before it any shrinking pod set updated the running slice in place, growing the other unadmitted."""
     (first,) = job_slices.plan(_two_pod_sets(2, 2), slices_now=[], reserved={}, running=False, generation=1, now_ms=5)
-    (mixed,) = job_slices.plan(_two_pod_sets(1, 3), slices_now=[first], reserved={}, running=True, generation=2, now_ms=9)
+    (mixed,) = job_slices.plan(
+        _two_pod_sets(1, 3), slices_now=[first], reserved={}, running=True, generation=2, now_ms=9
+    )
     assert mixed.metadata.name != first.metadata.name
     assert mixed.metadata.annotations[slices.REPLACEMENT_FOR_ANNOTATION] == f"default/{first.metadata.name}"
     assert [(ps.name, ps.count) for ps in mixed.spec.pod_sets] == [("main", 1), ("other", 3)]
-    (down,) = job_slices.plan(_two_pod_sets(1, 2), slices_now=[first], reserved={}, running=True, generation=2, now_ms=9)
+    (down,) = job_slices.plan(
+        _two_pod_sets(1, 2), slices_now=[first], reserved={}, running=True, generation=2, now_ms=9
+    )
     assert down.metadata.name == first.metadata.name
     assert [(ps.name, ps.count) for ps in down.spec.pod_sets] == [("main", 1), ("other", 2)]
 
@@ -162,6 +165,7 @@ def test_slices_created_in_the_same_millisecond_keep_the_replacement_last() -> N
     # the replacement, not yet holding quota, follows the job: planned from it, not from the original
     (again,) = job_slices.plan(observed(6), slices_now=ordered, reserved={}, running=True, generation=3, now_ms=same_ms)
     assert again.metadata.name == "a-replacement" and again.spec.pod_sets[0].count == 6
+
 
 # -- the admitter ----------------------------------------------------------------------------------------
 
