@@ -22,6 +22,7 @@ dot in a name is written ``%2E``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from kueue_es.events import codec, types
 from kueue_es.events.bus.base import OutgoingMessage
@@ -247,3 +248,60 @@ def fact_message(event: types.Fact, *, version: str = "") -> OutgoingMessage:
         msg_id=f"{type_name}:{kind}:{namespace}/{name}:{dedup}",
         headers={"Kq-Type": type_name, "Kq-Schema": _SCHEMA_HEADER},
     )
+
+
+FACT_BATCH_PREFIX = "kq.in.batch."
+"""Where :class:`~kueue_es.events.types.FactBatch` messages go: ``kq.in.batch.<source>`` (the publisher)."""
+
+FACT_BATCH_MAX_FACTS = 500
+"""Facts in one FactBatch at most."""
+
+FACT_BATCH_MAX_BYTES = 256 * 1024
+"""Payload bytes of one FactBatch at most (nats-server's default max_payload is 1 MiB); a fact larger than
+this alone goes on its own subject."""
+
+_BATCH_HEAD = b'{"type":"FactBatch","facts":['
+
+
+def fact_batches(facts: Sequence[tuple[types.BatchedFact, str]], *, source: str) -> list[OutgoingMessage]:
+    """``facts`` (each with the ``version`` :func:`fact_message` would dedup it by) as few messages as
+    fit, in order: runs of them as FactBatch messages on ``kq.in.batch.<source>`` of at most
+    :data:`FACT_BATCH_MAX_FACTS` facts and :data:`FACT_BATCH_MAX_BYTES` bytes, and a run of one as the
+    fact's own message on its own subject (so a fact seen alone keeps its per-object subject).
+
+    Each fact is encoded once: a batch's payload is its facts' payloads in a JSON list, which is what
+    encoding the :class:`~kueue_es.events.types.FactBatch` gives byte for byte
+    (tests/unit/test_fact_batch.py). Its Msg-Id digests the facts' own Msg-Ids, so a retry of the same
+    run dedups. Raises ValueError for a ``source`` that is not one subject token.
+    """
+    if not source or any(c in source for c in ". *>"):
+        raise ValueError(f"fact batch source {source!r}: must be one subject token")
+    subject = FACT_BATCH_PREFIX + source
+    out: list[OutgoingMessage] = []
+    run: list[OutgoingMessage] = []
+    size = len(_BATCH_HEAD) + 2
+
+    def close() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            ids = "\n".join(m.msg_id for m in run)
+            out.append(
+                OutgoingMessage(
+                    subject=subject,
+                    data=_BATCH_HEAD + b",".join(m.data for m in run) + b"]}",
+                    msg_id=f"FactBatch:{source}:{hashlib.sha256(ids.encode()).hexdigest()[:32]}",
+                    headers={"Kq-Type": "FactBatch", "Kq-Schema": _SCHEMA_HEADER},
+                )
+            )
+        run.clear()
+
+    for fact, version in facts:
+        message = fact_message(fact, version=version)
+        if run and (len(run) >= FACT_BATCH_MAX_FACTS or size + len(message.data) + 1 > FACT_BATCH_MAX_BYTES):
+            close()
+            size = len(_BATCH_HEAD) + 2
+        run.append(message)
+        size += len(message.data) + 1
+    close()
+    return out

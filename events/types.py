@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -42,10 +42,11 @@ suspends it while that ancestor's workload is not admitted); 11: ``Workload.spec
 ``spec.clusterQueue`` and ``spec`` are optional, as Kueue's (a LocalQueue naming no ClusterQueue); 14:
 ``Configuration.localQueueMetrics`` (which LocalQueues the admitter exports ``kueue_local_queue_*`` series of);
 15: ``WorkloadEvictionObserved`` (an Evicted=True condition someone other than kueue-es wrote on a Workload) and
-``EvictionRequested.observed`` (the eviction that carries it out, admitter logic 45).
+``EvictionRequested.observed`` (the eviction that carries it out, admitter logic 45); 16: ``FactBatch``, several
+workloads' ``WorkloadObserved`` and ``WorkloadFinished`` facts in one message (issue 18).
 docs/events.md holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
@@ -969,7 +970,26 @@ Decision = (
     | MultiKueueCheckRejected
 )
 DispatchResult = DispatchApplied | DispatchFailed | DispatchBatchApplied
-Event = Fact | Decision | DispatchResult
+
+BatchedFact = WorkloadObserved | WorkloadFinished
+"""The facts a :class:`FactBatch` may carry: the two a workload's life makes once each, in bursts."""
+
+
+class FactBatch(_Event, frozen=True, kw_only=True, tag="FactBatch"):
+    """Several workloads' facts published together as one message on ``kq.in.batch.<source>`` (schema 16).
+
+    A burst of workloads created or finished (a thousand Jobs applied at once, Kueue's scheduler
+    benchmark) was a message per fact, each stored by nats-server and read, parsed and acked by every
+    reader: that per-message cost, not the fold, was most of the CPU of the processes that only carry
+    facts (docs/benchmarks.md, issue 18). ``facts`` (at least one) fold in order, each exactly as it
+    would alone at the batch's sequence; only :data:`BatchedFact` types may be in it (a payload with any
+    other does not decode). Each workload's facts keep their order, as every publisher sends its
+    facts in order; a fact on its own subject and one in a batch are the same fact to every fold."""
+
+    facts: list[BatchedFact]
+
+
+Event = Fact | FactBatch | Decision | DispatchResult
 
 Output = Decision | PendingOutcome | FinishedRelease
 """What a decider's ``decide`` returns: decisions, each a message of its batch, and (the admitter)
@@ -980,13 +1000,21 @@ pending outcomes and finished workloads' releases, which its DecisionRecord carr
 def with_carried(event: Event) -> list[Event]:
     """``event``, then (a DecisionRecord carrying finished releases, admitter logic 15) the QuotaReleased
     decisions those stand for: what a fold takes for that message, for a reader that decodes messages
-    one by one (the batch verifier releases them so itself, ``projections.batches``)."""
+    one by one (the batch verifier releases them so itself, ``projections.batches``). A
+    :class:`FactBatch` is its facts, in order, without itself."""
     if isinstance(event, DecisionRecord) and event.released:
         return [event, *event.released_decisions()]
+    if isinstance(event, FactBatch):
+        return list(event.facts)
     return [event]
+
+
+def unbatched(event: Event) -> Sequence[Event]:
+    """The facts a :class:`FactBatch` carries, in order; any other event alone (a fold's per-fact view)."""
+    return event.facts if isinstance(event, FactBatch) else (event,)
 
 
 FACT_TYPES: tuple[type[Fact], ...] = Fact.__args__
 DECISION_TYPES: tuple[type[Decision], ...] = Decision.__args__
 DISPATCH_TYPES: tuple[type[DispatchResult], ...] = DispatchResult.__args__
-ALL_TYPES: tuple[type[Event], ...] = FACT_TYPES + DECISION_TYPES + DISPATCH_TYPES
+ALL_TYPES: tuple[type[Event], ...] = FACT_TYPES + (FactBatch,) + DECISION_TYPES + DISPATCH_TYPES

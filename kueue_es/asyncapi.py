@@ -145,6 +145,7 @@ def _parameters(*names: str) -> dict[str, Any]:
         "kind": "the object's kind token: wl, cq, lq, rf, cohort, wpc, ns, ac, config, cmd, topo, node, pod",
         "cluster": "the dispatcher's cluster token (local)",
         "recordSeq": "the KQ_LOG sequence of the DecisionRecord whose decisions the results answer",
+        "source": "the publisher of a FactBatch: watcher (the bench harness: bench)",
     }
     return {name: {"description": meaning[name]} for name in names}
 
@@ -206,6 +207,7 @@ def document(*, server: str = "127.0.0.1:4222") -> dict[str, Any]:
         ("logRecords", "kq.dec.{partition}.head.{decider}", ("partition", "decider"), (types.DecisionRecord,), "Records"),
         ("logDispatch", "kq.disp.{cluster}.wl.{namespace}.{name}", ("cluster", "namespace", "name"), single_results, "Dispatch results"),
         ("logRecordDispatch", "kq.disp.{cluster}.rec.{partition}.{recordSeq}", ("cluster", "partition", "recordSeq"), (types.DispatchBatchApplied,), "Dispatch results per record"),
+        ("logFactBatches", "kq.in.batch.{source}", ("source",), (types.FactBatch,), "Workload facts in batches"),
     )  # fmt: skip
     for key, address, params, kinds, what in log_channels:
         channel(

@@ -246,6 +246,23 @@ def _built() -> Iterator[tuple[str, str, dict[str, str], str]]:
             ),
             subjects.workload_decision_subject(ref),
         ),
+        (
+            types.FactBatch(
+                facts=[
+                    types.WorkloadFinished(workload=ref, at_ms=1_796_198_953_000),
+                    types.WorkloadFinished(
+                        workload=types.WorkloadRef(
+                            namespace="team-a", name="job-eval-2b9d1", uid="6f5e4d3c-2b1a-4098-8776-5a4b3c2d1e0f"
+                        ),
+                        succeeded=False,
+                        reason="Failed",
+                        message="Job has reached the specified backoff limit",
+                        at_ms=1_796_198_954_000,
+                    ),
+                ]
+            ),
+            subjects.FACT_BATCH_PREFIX + "watcher",
+        ),
     ]
     for event, subject in built:
         if not subject:

@@ -35,6 +35,9 @@ SAMPLES: list[types.Event] = [
     types.AdmissionCheckObserved(admission_check=models.AdmissionCheck(metadata=models.ObjectMeta(name="prov"))),
     types.ObjectDeleted(kind="ClusterQueue", name="cq"),
     types.WorkloadFinished(workload=REF, at_ms=7),
+    types.FactBatch(
+        facts=[types.WorkloadFinished(workload=REF, at_ms=7), types.WorkloadFinished(workload=REF, at_ms=8)]
+    ),
     types.ObjectRejected(kind="Job", namespace="ns", name="j", field="spec.parallelism", problem="bad"),
     types.ChildJobObserved(
         api_version="batch/v1",
