@@ -230,7 +230,7 @@ def _is_head_subject(subject: str) -> bool:
 _DISPATCHED = frozenset({"WorkloadAdmitted", "EvictionRequested"})
 """Decision types the dispatcher answers with a result when it has something to write."""
 
-_LIFECYCLE_FACTS = frozenset({"WorkloadFinished", "ObjectDeleted"})
+_LIFECYCLE_FACTS = frozenset({"WorkloadFinished", "ObjectDeleted", "FactBatch"})
 """Facts the completeness check decodes (without a fold) to tell a decision with nothing to write."""
 
 _UNVERIFIABLE: Final = "unverifiable"
@@ -450,6 +450,10 @@ class LogChecker:
                     self._ended_at[release.workload.key] = seq
             case types.ObjectDeleted(kind="Workload"):
                 self._ended_at[f"{event.namespace}/{event.name}"] = seq
+            case types.FactBatch(facts=facts):  # schema 16: its WorkloadFinished facts as if alone
+                for fact in facts:
+                    if isinstance(fact, types.WorkloadFinished):
+                        self._ended_at[fact.workload.key] = seq
             case _:
                 pass
 

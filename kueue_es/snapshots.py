@@ -44,7 +44,7 @@ import msgspec
 import structlog
 
 from kueue_es import checkpoints
-from kueue_es.events import codec, subjects
+from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import base
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, LogMessage
@@ -127,7 +127,7 @@ class DispatchFold:
             cluster.last_seq = max(cluster.last_seq, orphan.seq)
             if batches.partition_of(orphan.subject) is not None:
                 self.orphaned.add(orphan.seq)
-        for seq, accepted in verdict.accepted:
+        for seq, accepted in ((seq, one) for seq, event in verdict.accepted for one in types.unbatched(event)):
             try:
                 dispatch_core.fold(self.view, accepted, seq=seq)
             except UnknownEventError:

@@ -143,7 +143,9 @@ _OUTPUT_TYPES: Final[frozenset[type[types.Event]]] = frozenset(
     t for t in types.DECISION_TYPES if t is not types.DecisionRecord
 )
 """The per-workload decision types (a batch's outputs), for an exact type test on the fast path."""
-_PLAIN_TYPES: Final[frozenset[type[types.Event]]] = frozenset(types.FACT_TYPES + types.DISPATCH_TYPES)
+_PLAIN_TYPES: Final[frozenset[type[types.Event]]] = frozenset(
+    types.FACT_TYPES + (types.FactBatch,) + types.DISPATCH_TYPES
+)
 """The event types that are no decision (facts and dispatch results), for the same on :meth:`BatchVerifier.passes`."""
 
 

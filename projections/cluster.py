@@ -521,7 +521,8 @@ def apply(
     :class:`UnknownEventError` before the state is touched. A PendingOutcome (a decider's
     output the record carries) folds as the WorkloadInadmissible it stands for: the log's
     readers get those from the batch verifier, a caller folding ``decide``'s outputs
-    directly may pass it as it is; a FinishedRelease likewise folds as its QuotaReleased.
+    directly may pass it as it is; a FinishedRelease likewise folds as its QuotaReleased. A FactBatch
+    folds as its facts, in order, each at ``seq``.
     """
     # The frequent types first, by their exact type: a class pattern (isinstance of a msgspec Struct
     # class) costs a call of the metaclass's __instancecheck__, and a workload fact would pass ten.
@@ -685,6 +686,8 @@ def apply(
             _apply_topology_assigned(state, event, seq=seq)
         case types.NodeObserved() | types.PodObserved() | types.TopologyObserved():
             _apply_topology_fact(state, event, seq=seq)
+        case types.FactBatch():
+            _apply_fact_batch(state, event, seq=seq)
         case types.DispatchApplied() | types.DispatchFailed() | types.DispatchBatchApplied() | types.ChildJobObserved():
             pass  # IGNORED: the Kubernetes side's echo (quota follows the watcher's facts), the dispatcher's cue
         case _:
@@ -1997,6 +2000,12 @@ def _shift_tas_usage(
             del into[flavor]
 
 
+def _apply_fact_batch(state: ClusterState, event: types.FactBatch, *, seq: int) -> None:
+    """A FactBatch (schema 16): its facts in order, each as it would fold alone at the batch's sequence."""
+    for fact in event.facts:
+        apply(state, fact, seq=seq)
+
+
 _FOLD_BY_TYPE: Final[dict[type, Any]] = {
     **dict.fromkeys(
         (types.WorkloadInadmissible, types.QuotaReserved, types.WorkloadAdmitted, types.QuotaReleased),
@@ -2005,6 +2014,7 @@ _FOLD_BY_TYPE: Final[dict[type, Any]] = {
     **dict.fromkeys((types.WorkloadObserved, types.WorkloadFinished), _apply_workload_fact),
     **dict.fromkeys((types.AdmissionCheckStateChanged, types.WorkloadPodsReady), _apply_workload_status_fact),
     **dict.fromkeys((types.PreemptionRequired, types.PreemptionIssued, types.EvictionRequested), _apply_preemption),
+    types.FactBatch: _apply_fact_batch,
 }
 """The event types :func:`apply` hands to one function whatever the event holds (its first cases), by
 exact type, called as its ``match`` calls them (``fn(state, event, seq=seq)``)."""

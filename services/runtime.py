@@ -173,12 +173,14 @@ def fold_decoded(
     """:func:`fold_message` for a message already decoded (``event``; None when it does not decode,
     and the caller has logged that and moved ``state.last_seq`` past it), so a reader that needs the
     event too (replay) decodes it once. ``before_apply(seq, event, state)`` sees each event the batch
-    verifier accepts just before it is folded (``kueue-es explain`` tells a workload's story so)."""
+    verifier accepts just before it is folded (``kueue-es explain`` tells a workload's story so); a
+    FactBatch's facts one by one."""
     verifier = state.batches
     if verifier.passes(message.subject, event):  # a fact or a dispatch result, no batch held: taken as it is
         assert event is not None
         if before_apply is not None:
-            before_apply(message.seq, event, state)
+            _apply_seen(state, event, message.seq, before_apply)
+            return state
         try:
             apply(state, event, seq=message.seq)
         except UnknownEventError as err:  # raised before the fold touches the state
@@ -197,13 +199,27 @@ def fold_decoded(
         state.last_seq = max(state.last_seq, orphan.seq)
     for seq, accepted in verdict.accepted:
         if before_apply is not None:
-            before_apply(seq, accepted, state)
+            _apply_seen(state, accepted, seq, before_apply)
+            continue
         try:
             apply(state, accepted, seq=seq)
         except UnknownEventError as err:  # raised before the fold touches the state
             log.warning("event_unclassified", seq=seq, error=str(err))
             state.last_seq = max(state.last_seq, seq)
     return state
+
+
+def _apply_seen(
+    state: ClusterState, event: types.Event, seq: int, before_apply: Callable[[int, types.Event, ClusterState], None]
+) -> None:
+    """Fold ``event`` at ``seq``, showing ``before_apply`` each fact of it (a FactBatch's one by one)."""
+    for one in types.unbatched(event):
+        before_apply(seq, one, state)
+        try:
+            apply(state, one, seq=seq)
+        except UnknownEventError as err:  # raised before the fold touches the state
+            log.warning("event_unclassified", seq=seq, error=str(err))
+            state.last_seq = max(state.last_seq, seq)
 
 
 def message_digest(message: LogMessage) -> str:
@@ -1063,10 +1079,15 @@ class LogFold:
         folded = 0
         while True:
             subject = message.subject
-            key = workload_key_of(subject)
-            before = partitions.of_workload(key) if key is not None else None
-            fold_message(self.state, message, on_orphan=self.on_orphan)
-            partitions = self.state.partitions
+            if subject.startswith(subjects.FACT_BATCH_PREFIX):  # several workloads' facts: each as alone
+                moved = self._fold_batch(message, dirty) or moved
+                partitions = self.state.partitions
+                key = None
+            else:
+                key = workload_key_of(subject)
+                before = partitions.of_workload(key) if key is not None else None
+                fold_message(self.state, message, on_orphan=self.on_orphan)
+                partitions = self.state.partitions
             if key is not None:
                 after = partitions.of_workload(key)
                 dirty.add(before or "")
@@ -1078,7 +1099,7 @@ class LogFold:
                 dirty.add(partition)
                 if rest.startswith("head.") and "." not in rest[5:]:  # on one of the partition's heads
                     heads[partition] = message.seq  # the log's order: the last one is the highest
-            elif key is None:
+            elif key is None and not subject.startswith(subjects.FACT_BATCH_PREFIX):  # a batch: its workloads marked
                 everything = moved = True  # a ClusterQueue, Cohort, flavor, pod, ...: any partition may care
             self.caught_up = message.pending == 0
             folded += 1
@@ -1093,6 +1114,29 @@ class LogFold:
             except asyncio.QueueEmpty:
                 self._touch(dirty, everything, moved, heads)
                 return True
+
+    def _fold_batch(self, message: LogMessage, dirty: set[str]) -> bool:
+        """Fold a FactBatch message, adding to ``dirty`` the partitions of its workloads before and after, as
+        its facts would each alone; True when one of them moved from a partition to another."""
+        try:
+            event: types.Event | None = codec.decode(message.data)
+        except codec.DecodeError as err:
+            log.warning("event_undecodable", seq=message.seq, subject=message.subject, error=str(err))
+            self.state.last_seq = max(self.state.last_seq, message.seq)
+            return False
+        partitions = self.state.partitions
+        keys = [fact.workload.key for fact in event.facts] if isinstance(event, types.FactBatch) else []
+        before = [partitions.of_workload(key) for key in keys]
+        fold_decoded(self.state, message, event, on_orphan=self.on_orphan)
+        partitions = self.state.partitions
+        moved = False
+        for key, was in zip(keys, before, strict=True):
+            now = partitions.of_workload(key)
+            dirty.add(was or "")
+            if now != was:
+                dirty.add(now or "")
+                moved = moved or was is not None
+        return moved
 
     def _touch(self, dirty: set[str], everything: bool, moved: bool, heads: dict[str, int]) -> None:
         for role in self.roles:

@@ -100,7 +100,7 @@ class InvariantChecker:
         self._orphans(verdict.orphans)
         touched: dict[str, None] = {}
         batch = False
-        for seq, accepted in verdict.accepted:
+        for seq, accepted in ((seq, one) for seq, event in verdict.accepted for one in types.unbatched(event)):
             self._observe(seq, accepted, touched)
             batch = batch or isinstance(accepted, types.DecisionRecord)
             try:

@@ -1013,6 +1013,7 @@ the release of a workload deactivated by hand."""
 
 PLAN_IGNORED = (
     # facts: the cluster as the watcher saw it; the dispatcher folds them, writes nothing for them
+    types.FactBatch,
     types.ResourceFlavorObserved,
     types.ClusterQueueObserved,
     types.CohortObserved,

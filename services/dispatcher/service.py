@@ -330,7 +330,11 @@ class Dispatcher:
             event=event,
         )
         self._orphaned(verdict.orphans)
-        for seq, accepted in verdict.accepted:
+        for seq, accepted in (
+            (seq, one)
+            for seq, event in verdict.accepted
+            for one in types.unbatched(event)  # a FactBatch's facts
+        ):
             if self.write_objects and isinstance(accepted, types.ObjectDeleted):  # before the fold forgets it
                 self.suspension.workload_deleted(
                     accepted, cluster.workloads.get(f"{accepted.namespace}/{accepted.name}"), seq=seq

@@ -498,6 +498,8 @@ def _fold_into(
                     # a delayed topology request the worker did not place: Admitted=False
                     # PendingDelayedTopologyRequests (SyncAdmittedCondition), not admitted
                     _checks_moved(record, state, at_ms=outcome.at_ms, granular=granular)
+        case types.FactBatch():
+            raise AssertionError("a FactBatch is folded fact by fact (Dispatcher.fold_message)")
         case _:
             assert_never(event)
 

@@ -193,26 +193,33 @@ def public_messages(
     workload's ``kq.pub.wl.<ns>.<name>``, in order, as the dispatcher published them one by one
     before: payload the entry's DispatchApplied, Msg-Id ``<log Msg-Id>:<i>``, ``Kq-Seq`` and
     ``Kq-Log-Subject`` the batch's, and ``Kq-Entry: <i>/<n>`` (the publisher resumes a batch it
-    left half published, :func:`resume_point`)."""
-    if not isinstance(event, types.DispatchBatchApplied):
+    left half published, :func:`resume_point`); for a FactBatch (schema version 16) likewise one
+    message per fact, on its workload's subject, as if it had been published alone."""
+    base_id = message.headers.get(MSG_ID) or f"{codec.type_name(event)}:seq:{message.seq}"
+    parts: list[tuple[str, types.Event]]
+    if isinstance(event, types.FactBatch):  # schema 16: each fact on its workload's subject, as when alone
+        if not message.subject.startswith(subjects.FACT_BATCH_PREFIX):
+            return []
+        parts = [(subjects.fact_subject(fact), fact) for fact in event.facts]
+    elif isinstance(event, types.DispatchBatchApplied):
+        if not is_record_results(message.subject):
+            return []
+        cluster = message.subject.split(".")[2]
+        parts = [(subjects.dispatch_subject(applied.workload, cluster), applied) for applied in event.applied()]
+    else:
         single = public_message(message, event, record=record, time_ms=time_ms)
         return [] if single is None else [single]
-    if not is_record_results(message.subject):
-        return []
-    cluster = message.subject.split(".")[2]
-    base_id = message.headers.get(MSG_ID) or f"{codec.type_name(event)}:seq:{message.seq}"
-    entries = event.applied()
     out: list[OutgoingMessage] = []
-    for index, applied in enumerate(entries, 1):
+    for index, (subject, entry) in enumerate(parts, 1):
         part = LogMessage(
             seq=message.seq,
-            subject=subjects.dispatch_subject(applied.workload, cluster),
-            data=codec.encode(applied),
+            subject=subject,
+            data=codec.encode(entry),
             headers={**message.headers, MSG_ID: f"{base_id}:{index}"},
         )
-        single = public_message(part, applied, record=None, time_ms=time_ms)
-        assert single is not None  # a workload's dispatch subject is public
-        headers = {**single.headers, KQ_LOG_SUBJECT: message.subject, KQ_ENTRY: f"{index}/{len(entries)}"}
+        single = public_message(part, entry, record=None, time_ms=event_time_ms(entry) or time_ms)
+        assert single is not None  # a workload's fact and dispatch subjects are public
+        headers = {**single.headers, KQ_LOG_SUBJECT: message.subject, KQ_ENTRY: f"{index}/{len(parts)}"}
         out.append(msgspec.structs.replace(single, headers=headers))
     return out
 
@@ -228,7 +235,7 @@ def resume_point(last: LogMessage | None) -> tuple[int, int]:
         through = int(last.headers[KQ_SEQ])
         record = int(last.headers.get(KQ_RECORD_SEQ, "0"))
         index, _, count = last.headers.get(KQ_ENTRY, "1/1").partition("/")
-        if int(index) < int(count):  # a DispatchBatchApplied published in part: all of it again (Msg-Ids dedupe)
+        if int(index) < int(count):  # a batch (results, facts) published in part: all of it again (Msg-Ids dedupe)
             through -= 1
     except (KeyError, ValueError) as err:
         raise ValueError(f"KQ_PUB's last message (#{last.seq}, {last.subject}) has no usable {KQ_SEQ}: {err}") from err

@@ -23,7 +23,7 @@ from typing import Any
 
 import structlog
 
-from kueue_es.events import codec, types
+from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import base
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus, LogMessage, OutgoingMessage
@@ -108,7 +108,10 @@ class Publisher(runtime.LogFollower):
             self._record = core.record_ref(seq, raw.data, event)
         record = self._record if isinstance(event, types.DECISION_TYPES) else None
         self.published_through = seq
-        if core.public_subject(raw.subject) is not None or core.is_record_results(raw.subject):
+        if raw.subject.startswith(subjects.FACT_BATCH_PREFIX):  # shown its first fact: the batch, whole, once
+            with contextlib.suppress(codec.DecodeError):
+                self._ready.append((raw, codec.decode(raw.data), None))
+        elif core.public_subject(raw.subject) is not None or core.is_record_results(raw.subject):
             self._ready.append((raw, event, record))
 
     def on_orphan(self, orphan: batches.Orphan) -> None:
