@@ -12,6 +12,8 @@ that step; the collaborators in ``*_tracking.py`` and ``reporting.py`` call it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 from collections.abc import Iterable
 
@@ -19,7 +21,7 @@ import msgspec
 import structlog
 
 from kueue_es.events import codec, models, subjects, types
-from kueue_es.events.bus.base import Bus
+from kueue_es.events.bus.base import Bus, BusError, OutgoingMessage
 from kueue_es.jobframework import workloads
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.topology import TopologyState
@@ -27,12 +29,33 @@ from kueue_es.services.watcher.kinds import Key
 
 log = structlog.get_logger(__name__)
 
+FACT_SOURCE = "watcher"
+"""The ``kq.in.batch.<source>`` token of the watcher's FactBatch messages."""
+
+RETRY_SECONDS = 1.0
+"""Seconds between two tries of publishing queued facts the bus refused (:meth:`Publisher.emit`)."""
+
+
+def _facts_in(message: OutgoingMessage) -> int:
+    """How many facts a message :func:`~kueue_es.events.subjects.fact_batches` made carries."""
+    if message.subject.startswith(subjects.FACT_BATCH_PREFIX):
+        batch = codec.decode(message.data)
+        return len(batch.facts) if isinstance(batch, types.FactBatch) else 1
+    return 1
+
 
 class Publisher:
     """Publishes facts on ``bus``; knows which objects the log holds and what was last published for each."""
 
-    def __init__(self, *, bus: Bus, kinds: Iterable[str]) -> None:
+    def __init__(self, *, bus: Bus, kinds: Iterable[str], batch_facts: bool = False) -> None:
         self.bus = bus
+        # workloads' WorkloadObserved and WorkloadFinished facts gathered and published as FactBatch messages
+        # (schema 16): see :meth:`emit`. Off, each fact is published and acked before emit returns.
+        self.batch_facts = batch_facts
+        self._pending: list[tuple[types.BatchedFact, str]] = []
+        self._flushing: asyncio.Task[None] | None = None
+        self._flush_lock = asyncio.Lock()
+        self.unpublished = 0  # facts whose batch could not be published yet (retried every RETRY_SECONDS)
         self.known: dict[str, set[Key]] = {kind: set() for kind in kinds}
         self.last_published: dict[tuple[str, str, str], bytes] = {}
         self.workloads: dict[Key, models.Workload] = {}  # the last workload published for each job
@@ -178,9 +201,67 @@ class Publisher:
             await self.publish(types.ObjectDeleted(kind=kind, namespace=namespace, name=name, uid=uid), version=version)
 
     async def emit(self, fact: types.Fact, *, version: str) -> None:
-        """Publish ``fact`` as it is, with the Msg-Id version given (the caller keeps what it dedups by)."""
+        """Publish ``fact`` as it is, with the Msg-Id version given (the caller keeps what it dedups by).
+
+        With ``batch_facts``, a WorkloadObserved or WorkloadFinished is queued instead and emit returns at
+        once: a task publishes what is queued as soon as the watcher waits for the API server again, so a
+        burst of jobs applied together (what one read of a watch stream brings) goes out as few FactBatch
+        messages (:func:`~kueue_es.events.subjects.fact_batches`) instead of one stored and acked message
+        each, and a fact seen alone still goes out alone, on its own subject. Any other fact first waits
+        for the queued ones: the log keeps the order the watcher saw things in."""
+        if self.batch_facts and isinstance(fact, types.WorkloadObserved | types.WorkloadFinished):
+            self._pending.append((fact, version))
+            if self._flushing is None or self._flushing.done():
+                self._flushing = asyncio.get_running_loop().create_task(self._flush_when_idle())
+            return
+        if self._pending:
+            await self.flush()
         await self.bus.publish(subjects.fact_message(fact, version=version))
         self.published += 1
+
+    async def _flush_when_idle(self) -> None:
+        """Publish the queued facts once the loop comes round (the watcher waits for its next read), and again
+        every :data:`RETRY_SECONDS` while the bus refuses them."""
+        await asyncio.sleep(0)
+        while self._pending:
+            try:
+                await self.flush()
+            except BusError as err:
+                log.warning(
+                    "facts_not_published", facts=len(self._pending), error=str(err), retry_seconds=RETRY_SECONDS
+                )
+                await asyncio.sleep(RETRY_SECONDS)
+
+    async def flush(self) -> None:
+        """Publish every queued fact, in order, as FactBatch messages (a run of one as the fact's own message).
+        Raises BusError when the bus refuses one: it and those after it stay queued, in order."""
+        async with self._flush_lock:
+            while self._pending:
+                run, self._pending = self._pending, []
+                self.unpublished = len(run)
+                messages = subjects.fact_batches(run, source=FACT_SOURCE)
+                sent = 0
+                try:
+                    for message in messages:
+                        await self.bus.publish(message)
+                        sent += 1
+                except BaseException:
+                    # the messages not sent go back in front, made again from their facts (Msg-Ids from the same
+                    # facts: a batch the server stored before the error dedups when sent again whole)
+                    done = sum(_facts_in(m) for m in messages[:sent])
+                    self._pending = run[done:] + self._pending
+                    self.unpublished = len(self._pending)
+                    raise
+                self.published += len(run)
+                self.unpublished = 0
+
+    async def close(self) -> None:
+        """Publish what is queued (a graceful stop) and stop the flushing task; BusError when the bus refuses."""
+        if self._flushing is not None:
+            self._flushing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flushing
+        await self.flush()
 
     async def delete_workload(
         self,

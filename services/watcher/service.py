@@ -65,7 +65,7 @@ import structlog
 
 from kueue_es.events import codec, manager_config, slices, subjects
 from kueue_es.events.bus import nats as nats_bus
-from kueue_es.events.bus.base import Bus
+from kueue_es.events.bus.base import Bus, BusError
 from kueue_es.jobframework import pods, webhooks, workloads
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.topology import TopologyState
@@ -142,6 +142,7 @@ class Watcher:
         config: manager_config.ManagerConfig | None = None,
         feature_gates: str = "",
         config_poll_seconds: float = DEFAULT_POLL_SECONDS,
+        batch_facts: bool = False,
     ) -> None:
         self.bus = bus
         self.reader: KubeReader = api if isinstance(api, KubeReader) else ApiReader(api)
@@ -151,7 +152,7 @@ class Watcher:
         self.synced: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in watched.WATCHED_KINDS}
         # the jobs without the queue-name label listed as owners (:meth:`watch_unqueued_owners`), by kind
         self.owners_synced: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in watched.JOB_KINDS}
-        self.publisher = Publisher(bus=bus, kinds=watched.LOGGED_KINDS)
+        self.publisher = Publisher(bus=bus, kinds=watched.LOGGED_KINDS, batch_facts=batch_facts)
         initial = config or load_config(None, feature_gates=feature_gates)
         self.inputs = ConversionInputs(
             manage_jobs_without_queue_name=manage_jobs_without_queue_name,
@@ -564,6 +565,7 @@ async def serve_watcher(
         config_path=config_path,
         config=config,
         feature_gates=feature_gates,
+        batch_facts=True,  # a burst of workloads as few FactBatch messages (Publisher.emit)
     )
     await watcher.learn_from_log(start)
     log.info(
@@ -579,5 +581,10 @@ async def serve_watcher(
     try:
         await run_until_stopped(stop, watcher.run(kinds))
     finally:
+        try:  # what the last reads queued is on the log before the bus closes
+            async with asyncio.timeout(10):
+                await watcher.publisher.close()
+        except (BusError, TimeoutError) as err:
+            log.warning("facts_not_published", facts=watcher.publisher.unpublished, error=str(err))
         await bus.close()
         log.info("service_stopped", published=watcher.published)
