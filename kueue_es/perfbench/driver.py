@@ -57,7 +57,7 @@ from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import BusError
 from kueue_es.perfbench import chaos as chaos_mod
 from kueue_es.perfbench import generator, ideal, metrics
-from kueue_es.perfbench.executor import Executor
+from kueue_es.perfbench.executor import FACT_SOURCE, Executor
 from kueue_es.services.runtime import cancel_and_wait
 from kueue_es.supervisor import COMPACTOR, Supervisor, cohosted
 
@@ -537,12 +537,16 @@ async def _create(
         if delay > 0:
             await asyncio.sleep(delay / 1000)
         now = wall_ms()
+        created: list[tuple[types.BatchedFact, str]] = []
         while pos < len(order) and start_ms + planned[order[pos]].offset_ms <= now:
             index = order[pos]
             fact = generator.workload_fact(planned[index], uid=f"wl-{index:07d}", now_ms=now)
             recorder.record(fact)
-            await publisher.publish(subjects.fact_message(fact, version="1"))
+            created.append((fact, "1"))
             pos += 1
+        # the workloads created in one tick, as the watcher publishes a burst of them: FactBatch messages
+        for message in subjects.fact_batches(created, source=FACT_SOURCE):
+            await publisher.publish(message)
 
 
 async def _read(
@@ -601,7 +605,7 @@ async def _flush_outbox(publisher: chaos_mod.FactPublisher, executor: Executor) 
         await asyncio.sleep(OUTBOX_GATHER)
         executor.wake.clear()
         batch, executor.outbox = executor.outbox, []
-        for message in batch:
+        for message in executor.messages(batch):
             await publisher.publish(message)
 
 

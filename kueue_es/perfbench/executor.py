@@ -18,7 +18,8 @@ again. Here the cluster side of kueue-es is simulated the same way, on the log:
 
 The executor never decides: it only turns dispatch results into the facts a
 kubelet and the watcher would produce. Facts are queued in :attr:`outbox` for the
-driver to publish.
+driver to publish, as :meth:`Executor.messages` makes them: the finishes of one gathering
+in FactBatch messages, as the watcher publishes a burst of them (schema 16).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from dataclasses import dataclass, field
 
 from kueue_es.events import subjects, types
 from kueue_es.events.bus.base import OutgoingMessage
+
+FACT_SOURCE = "bench"
+"""The ``kq.in.batch.<source>`` token of the bench harness's FactBatch messages."""
 
 
 @dataclass(kw_only=True)
@@ -41,7 +45,7 @@ class Executor:
     runtime_ms: dict[str, int]
     clock: Callable[[], int]
     on_fact: Callable[[types.Fact], None] = lambda fact: None
-    outbox: list[OutgoingMessage] = field(default_factory=list)
+    outbox: list[tuple[types.Fact, str]] = field(default_factory=list)  # (fact, the version its Msg-Id takes)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     running: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
     eviction_reason: dict[str, str] = field(default_factory=dict)
@@ -83,8 +87,24 @@ class Executor:
 
     def _emit(self, fact: types.Fact, version: str) -> None:
         self.on_fact(fact)
-        self.outbox.append(subjects.fact_message(fact, version=version))
+        self.outbox.append((fact, version))
         self.wake.set()
+
+    @staticmethod
+    def messages(facts: list[tuple[types.Fact, str]]) -> list[OutgoingMessage]:
+        """``facts`` (from :attr:`outbox`) as messages to publish, in order: each run of workloads' finishes in
+        FactBatch messages (:func:`~kueue_es.events.subjects.fact_batches`), any other fact alone."""
+        out: list[OutgoingMessage] = []
+        run: list[tuple[types.BatchedFact, str]] = []
+        for fact, version in facts:
+            if isinstance(fact, types.WorkloadObserved | types.WorkloadFinished):
+                run.append((fact, version))
+                continue
+            out += subjects.fact_batches(run, source=FACT_SOURCE)
+            run = []
+            out.append(subjects.fact_message(fact, version=version))
+        out += subjects.fact_batches(run, source=FACT_SOURCE)
+        return out
 
     def cancel_all(self) -> None:
         """Stop every pending finish timer (end of the run)."""

@@ -25,7 +25,7 @@ def applied(action: str, seq: int) -> types.DispatchApplied:
 
 
 def kinds(executor: Executor) -> list[str]:
-    return [m.headers["Kq-Type"] for m in executor.outbox]
+    return [m.headers["Kq-Type"] for m in Executor.messages(executor.outbox)]
 
 
 async def test_a_started_workload_finishes_after_its_runtime_and_reports_nothing_else() -> None:
@@ -42,7 +42,7 @@ async def test_a_started_workload_finishes_after_its_runtime_and_reports_nothing
         await asyncio.sleep(0.005)
     assert loop.time() - started >= 0.049  # not before its runtime
     assert kinds(executor) == ["WorkloadFinished"]
-    finished = codec.decode(executor.outbox[0].data)
+    finished = codec.decode(Executor.messages(executor.outbox)[0].data)
     assert isinstance(finished, types.WorkloadFinished) and finished.workload == REF
     assert executor.running == {}
 
