@@ -339,3 +339,19 @@ def test_the_harness_batches_finishes_and_keeps_a_stop_in_its_place() -> None:
     assert [m.headers["Kq-Type"] for m in out] == ["FactBatch", "WorkloadStopped", "WorkloadFinished"]
     assert [m.subject for m in out] == ["kq.in.batch.bench", "kq.in.wl.default.c", "kq.in.wl.default.d"]
     assert msgspec.json.decode(out[0].data)["facts"][1]["workload"]["name"] == "b"
+
+
+def test_the_publisher_service_releases_a_batch_once_whole() -> None:
+    """The publisher folds the log as every service does and is shown a batch's facts one by one; it releases the
+    batch once, whole, and public_messages splits it (a second fact of the batch must not cut it short)."""
+    from kueue_es.services.publisher.service import Publisher as PublicPublisher
+
+    publisher = PublicPublisher(bus=None)  # type: ignore[arg-type]  # released() does no I/O
+    observed = [_observed("a"), _observed("b"), _observed("c")]
+    log = _stored(_setup() + subjects.fact_batches([(f, "1") for f in observed], source="watcher"))
+    released = [item for message in log for item in publisher.released(message)]
+    batches_out = [(raw.seq, event) for raw, event, _ in released if raw.subject.startswith(subjects.FACT_BATCH_PREFIX)]
+    assert batches_out == [(4, types.FactBatch(facts=observed))]
+    raw, event, record = released[-1]
+    out = publisher_core.public_messages(raw, event, record=record, time_ms=NOW_MS)
+    assert [m.subject for m in out] == ["kq.pub.wl.default.a", "kq.pub.wl.default.b", "kq.pub.wl.default.c"]
