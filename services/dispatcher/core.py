@@ -731,7 +731,12 @@ def _refresh_unhealthy_nodes(view: DispatchState, node: str, before: models.Node
 
 
 def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
-    """Fold one event stored at ``seq`` into ``view`` (in place) and return it."""
+    """Fold one event stored at ``seq`` into ``view`` (in place) and return it (a FactBatch: its facts in
+    order, each as if alone at ``seq``)."""
+    if isinstance(event, types.FactBatch):
+        for fact in event.facts:
+            fold(view, fact, seq=seq)
+        return view
     state = view.cluster
     if isinstance(event, types.QuotaReleased) and event.reason == DELETED_REASON:
         _keep_deleted_stop(view, event, seq=seq)

@@ -286,6 +286,7 @@ def granular_reasons(state: ClusterState) -> bool:
 
 
 STATUS_HANDLED = (
+    types.FactBatch,  # as its facts, one by one: core.fold unpacks it before this fold sees any of them
     types.WorkloadObserved,
     types.QuotaReserved,
     types.WorkloadAdmitted,
@@ -499,7 +500,7 @@ def _fold_into(
                     # PendingDelayedTopologyRequests (SyncAdmittedCondition), not admitted
                     _checks_moved(record, state, at_ms=outcome.at_ms, granular=granular)
         case types.FactBatch():
-            raise AssertionError("a FactBatch is folded fact by fact (Dispatcher.fold_message)")
+            raise AssertionError("a FactBatch is folded fact by fact (dispatcher.core.fold unpacks it)")
         case _:
             assert_never(event)
 

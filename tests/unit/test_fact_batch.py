@@ -355,3 +355,20 @@ def test_the_publisher_service_releases_a_batch_once_whole() -> None:
     raw, event, record = released[-1]
     out = publisher_core.public_messages(raw, event, record=record, time_ms=NOW_MS)
     assert [m.subject for m in out] == ["kq.pub.wl.default.a", "kq.pub.wl.default.b", "kq.pub.wl.default.c"]
+
+
+def test_the_dispatchers_fold_keeps_a_status_record_for_each_fact_of_a_batch() -> None:
+    """A dispatcher that writes Workload objects keeps a status record per workload: a FactBatch's workloads
+    get theirs as if each fact had come alone (dispatcher.core.fold unpacks a batch)."""
+    from kueue_es.services.dispatcher import core as dispatch_core
+
+    alone, batched = dispatch_core.DispatchState(track_objects=True), dispatch_core.DispatchState(track_objects=True)
+    for i, message in enumerate(_stored(_setup()), 1):
+        for view in (alone, batched):
+            dispatch_core.fold(view, codec.decode(message.data), seq=i)
+    observed = [_observed("a"), _observed("b")]
+    for fact in observed:
+        dispatch_core.fold(alone, fact, seq=4)
+    dispatch_core.fold(batched, types.FactBatch(facts=observed), seq=4)
+    assert sorted(batched.records) == sorted(alone.records) == ["default/a", "default/b"]
+    assert batched.records == alone.records
