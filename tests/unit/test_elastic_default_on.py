@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kueue_es.events import manager_config, manifests, models, slices, types
+from kueue_es.events import manager_config, models, slices, types
 from kueue_es.jobframework import webhooks
 from kueue_es.jobframework import workload_webhook as ww
 from kueue_es.scheduling import slices as scheduling_slices
@@ -20,23 +20,10 @@ from kueue_es.services.admitter import core as admitter
 from kueue_es.services.preemptor import core as preemptor
 from kueue_es.sim.emulator import ClusterEmulator
 from tests.builders import Log, cluster_queue, flavor, local_queue, workload
+from tests.unit.test_elastic_slices import job
 
 ELASTIC = {slices.ELASTIC_JOB_ANNOTATION: "true"}
 CONFIG = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
-
-
-def job(annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": "sample",
-            "namespace": "team",
-            "labels": {"kueue.x-k8s.io/queue-name": "lq"},
-            "annotations": annotations or {},
-        },
-        "spec": {"parallelism": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
-    }
 
 
 def elastic(name: str, count: int, *, created: int = 0, replaces: str = "", priority: int = 0) -> dict[str, Any]:
@@ -69,14 +56,7 @@ def test_the_tas_gate_stays_off_and_may_be_turned_on_alone() -> None:
     assert manager_config.feature_gate_problem({slices.TAS_GATE: True}) is None
     alone = manager_config.parse(CONFIG, feature_gates="ElasticJobsViaWorkloadSlicesWithTAS=true")
     assert slices.tas_gate_enabled(alone.configuration.feature_gates)
-    with pytest.raises(manifests.ManifestError) as err:
-        manager_config.parse(
-            CONFIG, feature_gates="ElasticJobsViaWorkloadSlices=false,ElasticJobsViaWorkloadSlicesWithTAS=true"
-        )
-    assert str(err.value).endswith(
-        "featureGates: ElasticJobsViaWorkloadSlicesWithTAS is enabled, but depends on features that are "
-        "disabled: [ElasticJobsViaWorkloadSlices]"
-    )
+    # set off, the elastic gate still refuses the TAS one: tests/unit/test_elastic_tas.py
 
 
 # -- the webhooks -----------------------------------------------------------------------------------------
