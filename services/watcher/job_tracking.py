@@ -179,7 +179,10 @@ class JobTracker:
                     continue
                 if await self._left_orphaned(kind, obj, wl_key, orphaning=orphaning):
                     continue  # its Workload object stays, finished OwnerNotFound
-                await self.publisher.delete_workload(wl_key, version=version, uid=objects.uid_of(obj))
+                # when it was seen gone: the log's readers (kueue-es explain) tell the deletion's time, not a guess
+                await self.publisher.delete_workload(
+                    wl_key, version=version, uid=objects.uid_of(obj), at_ms=self.clock()
+                )
         else:
             await self._sync_job(kind, obj, version=version)
         if kind == "RayCluster" and self.inputs.elastic_jobs:

@@ -13,6 +13,7 @@ and a kind the cluster does not serve.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -445,3 +446,19 @@ async def test_managed_jobs_namespace_selector_from_the_configuration(api, bus: 
     assert first.workload.metadata.namespace == "team-a"
     assert facts[-1].workload.metadata.namespace == "team-b"
     assert facts[-1].workload.spec.queue_name == "user-queue"
+
+
+async def test_a_job_seen_deleted_gives_its_workloads_deletion_the_time_it_was_seen(api, bus: MemoryBus) -> None:
+    """The watcher's ObjectDeleted of a Job's workload says when the Job was seen gone (``at_ms``): without it,
+    ``kueue-es explain`` could only put the deletion at the latest time before it, which can be a second or
+    more before the ``kubectl delete``."""
+    watcher = Watcher(bus=bus, api=api)
+    async with running(watcher.run()):
+        [job] = await apply_example(api, "jobs/sample-job.yaml")
+        await wait_for(bus, types.WorkloadObserved)
+        before = time.time_ns() // 1_000_000
+        await kube.delete_object(api, JOBS, namespace="default", name=job["metadata"]["name"])
+        [deleted] = await wait_for(bus, types.ObjectDeleted)
+        after = time.time_ns() // 1_000_000
+    assert deleted.kind == "Workload" and deleted.uid == job["metadata"]["uid"]
+    assert isinstance(deleted.at_ms, int) and before <= deleted.at_ms <= after
