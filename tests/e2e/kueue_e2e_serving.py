@@ -29,6 +29,7 @@ from tests.e2e.kueue_e2e import (
     priority_class,
     serving,
 )
+from tests.e2e.waiting import eventually as eventually_read
 
 OLD_IMAGE = "registry.k8s.io/e2e-test-images/agnhost:2.52"  # util.GetAgnHostImageOld
 
@@ -409,8 +410,13 @@ async def deployment_rolling_update_admits_as_quota_allows(e2e: E2E) -> None:
         return found[0] if found and condition(found[0], "QuotaReserved").get("status") == "False" else None
 
     await eventually(pending, what="the surge pod's Workload pending for quota")
-    stalled = await e2e.must_get("deployment", "deployment", ns)
-    assert (stalled["status"]["readyReplicas"], stalled["status"]["updatedReplicas"]) == (2, 1)
+
+    async def replicas() -> tuple[Any, Any]:
+        status = (await e2e.must_get("deployment", "deployment", ns)).get("status", {})
+        return status.get("readyReplicas"), status.get("updatedReplicas")
+
+    # the Deployment controller writes its status after it made the pods: waited for, not read at once
+    await eventually_read(replicas, lambda ready_updated: ready_updated == (2, 1), what="2 old pods ready, 1 new")
     waiting = await e2e.kubectl.ok("rollout", "status", "deployment/deployment", "-n", ns, "--watch=false")
     assert "1 out of 2 new replicas have been updated" in waiting
     unavailable = {"spec": {"strategy": {"rollingUpdate": {"maxUnavailable": 1}}}}
