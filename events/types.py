@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -43,10 +43,12 @@ suspends it while that ancestor's workload is not admitted); 11: ``Workload.spec
 ``Configuration.localQueueMetrics`` (which LocalQueues the admitter exports ``kueue_local_queue_*`` series of);
 15: ``WorkloadEvictionObserved`` (an Evicted=True condition someone other than kueue-es wrote on a Workload) and
 ``EvictionRequested.observed`` (the eviction that carries it out, admitter logic 45); 16: ``FactBatch``, several
-workloads' ``WorkloadObserved`` and ``WorkloadFinished`` facts in one message (issue 18).
+workloads' ``WorkloadObserved`` and ``WorkloadFinished`` facts in one message (issue 18); 17:
+``DecisionRecord.decisions``, a cycle's per-workload decisions carried in its record instead of as a
+message each (issue 18).
 docs/events.md holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 
@@ -433,9 +435,13 @@ class DecisionRecord(_Event, frozen=True, kw_only=True, tag="DecisionRecord"):
     WorkloadInadmissible decisions, after the batch's outputs
     (``projections.batches``). ``released`` (issue 18, admitter logic 15) holds the cycle's
     releases of finished workloads (:class:`FinishedRelease`), folded as those QuotaReleased
-    decisions before the batch's outputs. All of these came later: records written before them lack
-    them, and the ``UNSET`` default is never encoded, so those records still re-encode
-    to their stored bytes.
+    decisions before the batch's outputs. ``decisions`` (schema 17, issue 18) holds the cycle's
+    per-workload decisions themselves, in the order the decider output them: a record that carries
+    them has no output messages (``output_count`` 0, ``outputs_sha256`` the digest of none), and
+    every reader folds them at the record's sequence, after its finished releases and before its
+    pending outcomes (:meth:`all_decisions`), exactly as it folded them one message each. All of
+    these came later: records written before them lack them, and the ``UNSET`` default is never
+    encoded, so those records still re-encode to their stored bytes.
     """
 
     decision_id: str
@@ -453,11 +459,22 @@ class DecisionRecord(_Event, frozen=True, kw_only=True, tag="DecisionRecord"):
     kueue_es_version: str | msgspec.UnsetType = msgspec.UNSET
     pending: tuple[PendingOutcome, ...] | msgspec.UnsetType = msgspec.UNSET
     released: tuple[FinishedRelease, ...] | msgspec.UnsetType = msgspec.UNSET
+    decisions: tuple[CarriedDecision, ...] | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def decided(self) -> bool:
-        """Whether the batch decides anything: outputs, or outcomes the record carries."""
-        return self.output_count > 0 or bool(self.pending) or bool(self.released)
+        """Whether the batch decides anything: outputs, or outcomes or decisions the record carries."""
+        return self.output_count > 0 or bool(self.pending) or bool(self.released) or bool(self.decisions)
+
+    @property
+    def carried(self) -> tuple[CarriedDecision, ...]:
+        """The per-workload decisions the record carries (``decisions``; empty when it carries none)."""
+        return self.decisions or ()
+
+    def all_decisions(self) -> list[Decision]:
+        """Every decision the record stands for besides its output messages, in the order every fold takes
+        them at the record's sequence: its finished releases, its carried decisions, its pending outcomes."""
+        return [*self.released_decisions(), *self.carried, *self.pending_decisions()]
 
     def released_decisions(self) -> list[QuotaReleased]:
         """The QuotaReleased decisions ``released`` stands for (reason ``Finished``), in order: the fold
@@ -877,9 +894,13 @@ class DispatchFailed(_Event, frozen=True, kw_only=True, tag="DispatchFailed"):
 
 
 class DispatchEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True, gc=False):
-    """One decision a :class:`DispatchBatchApplied` answers: what its :class:`DispatchApplied` would say."""
+    """One decision a :class:`DispatchBatchApplied` answers: what its :class:`DispatchApplied` would say.
+    ``decision_index`` (schema 17, left out when 0): the decision's 1-based place among the decisions its
+    DecisionRecord carries (``DecisionRecord.decisions``, all at the record's sequence ``decision_seq``);
+    0 for a decision of its own message."""
 
     decision_seq: int
+    decision_index: int = 0
     workload: WorkloadRef
     action: str
     target: str = ""
@@ -952,9 +973,8 @@ Fact = (
     | RemoteWorkloadObserved
     | WorkerClusterConnectivity
 )
-Decision = (
-    DecisionRecord
-    | QuotaReserved
+CarriedDecision = (
+    QuotaReserved
     | WorkloadAdmitted
     | WorkloadInadmissible
     | QuotaReleased
@@ -969,7 +989,11 @@ Decision = (
     | MultiKueueCheckRetry
     | MultiKueueCheckRejected
 )
+"""The per-workload decisions: every :data:`Decision` but the DecisionRecord, which since schema 17 carries
+them (``DecisionRecord.decisions``)."""
+Decision = DecisionRecord | CarriedDecision
 DispatchResult = DispatchApplied | DispatchFailed | DispatchBatchApplied
+
 
 BatchedFact = WorkloadObserved | WorkloadFinished
 """The facts a :class:`FactBatch` may carry: the two a workload's life makes once each, in bursts."""
@@ -998,12 +1022,13 @@ pending outcomes and finished workloads' releases, which its DecisionRecord carr
 
 
 def with_carried(event: Event) -> list[Event]:
-    """``event``, then (a DecisionRecord carrying finished releases, admitter logic 15) the QuotaReleased
-    decisions those stand for: what a fold takes for that message, for a reader that decodes messages
-    one by one (the batch verifier releases them so itself, ``projections.batches``). A
-    :class:`FactBatch` is its facts, in order, without itself."""
-    if isinstance(event, DecisionRecord) and event.released:
-        return [event, *event.released_decisions()]
+    """``event``, then (a DecisionRecord carrying finished releases, admitter logic 15, or decisions,
+    schema 17) the QuotaReleased decisions those stand for and the decisions it carries: what a fold
+    takes for that message, for a reader that decodes messages one by one (the batch verifier releases
+    them so itself, ``projections.batches``; pending outcomes are left out here, as they restate a
+    reason). A :class:`FactBatch` is its facts, in order, without itself."""
+    if isinstance(event, DecisionRecord) and (event.released or event.decisions):
+        return [event, *event.released_decisions(), *event.carried]
     if isinstance(event, FactBatch):
         return list(event.facts)
     return [event]

@@ -1,8 +1,10 @@
 """Which decisions count: only the outputs of a verified DecisionRecord batch.
 
 A decider commits one batch per cycle (``services.runtime.build_batch``): a
-DecisionRecord on its own head ``kq.dec.<p>.head.<user>`` followed by its
-``output_count`` decisions on ``kq.dec.<p>.wl.<ns>.<name>``. The bus stores a batch
+DecisionRecord on its own head ``kq.dec.<p>.head.<user>``, which since event schema 17
+carries the cycle's decisions itself (``DecisionRecord.decisions``, no output messages),
+and before that was followed by its ``output_count`` decisions on
+``kq.dec.<p>.wl.<ns>.<name>``. The bus stores a batch
 atomically and contiguously (``Bus.commit_batch``; ``tests/bus/test_contract.py`` checks
 it on the memory bus, one nats-server and a 3-node cluster), so the batch headed by the
 record at sequence ``r`` is exactly the messages at ``r+1 .. r+n``. The rule (ARCHITECTURE.md §3, issue 13):
@@ -19,6 +21,11 @@ record at sequence ``r`` is exactly the messages at ``r+1 .. r+n``. The rule (AR
   (:data:`ROLE_OUTPUTS`), and the digest over their bytes equals the record's
   ``outputs_sha256``, the record and its outputs are released to the fold, in log
   order; until then nothing of the batch is folded;
+- a record's carried decisions (``DecisionRecord.decisions``, schema 17) are released with
+  it, at its sequence, after its finished releases and before its pending outcomes, in their
+  order: where its outputs stood. A record may carry decisions or have output messages, not
+  both (else :data:`NOT_A_RECORD`); a carried decision of a kind its role does not make
+  orphans the record (``wrong_role``), as such an output orphans its batch;
 - a record's finished releases (``DecisionRecord.released``, issue 18: the admitter's
   QuotaReleased decisions of finished workloads) are released with it, right after it and
   before its outputs, as the QuotaReleased decisions they stand for, at the record's sequence;
@@ -200,6 +207,8 @@ def record_problem(*, seq: int, subject: str, msg_id_header: str, event: types.E
         return f"basis_seq {event.basis_seq} is not before the record"
     if event.output_count < 0:
         return f"output_count {event.output_count} is negative"
+    if event.output_count > 0 and event.decisions:
+        return f"output_count {event.output_count} and decisions carried: a record has one or the other"
     return None
 
 
@@ -222,6 +231,18 @@ def pending_problem(record: types.DecisionRecord) -> str | None:
         return f"role {record.role!r} records pending outcomes, a WorkloadInadmissible it does not make"
     if record.released and types.QuotaReleased not in ROLE_OUTPUTS.get(record.role, ()):
         return f"role {record.role!r} records finished releases, a QuotaReleased it does not make"
+    return None
+
+
+def carried_problem(record: types.DecisionRecord) -> str | None:
+    """Why ``record`` may not carry its decisions (schema 17): one of a kind its role does not make
+    (:data:`ROLE_OUTPUTS`, as an output message would be), or None."""
+    if not record.decisions:
+        return None
+    makes = ROLE_OUTPUTS.get(record.role, frozenset())
+    for index, decision in enumerate(record.decisions, start=1):
+        if type(decision) not in makes:
+            return f"decision {index} is a {codec.type_name(decision)}, which role {record.role!r} does not make"
     return None
 
 
@@ -382,14 +403,23 @@ class BatchVerifier:
             if problem is not None:
                 return self._orphan(seq, subject, NOT_A_RECORD, problem)
             assert isinstance(event, types.DecisionRecord)
-            problem = head_problem(subject, event) or pending_problem(event)
+            problem = head_problem(subject, event) or pending_problem(event) or carried_problem(event)
             if problem is not None and event.output_count == 0:
                 return self._orphan(seq, subject, WRONG_ROLE, problem)
             if event.output_count == 0:
                 if problem is None and self.judge is not None:
-                    problem = self.judge(event, ())
+                    problem = self.judge(event, ())  # the decisions it carries are the record's to name
                     if problem is not None:
                         return self._orphan(seq, subject, WRONG_PARTITION, f"record {event.decision_id}: {problem}")
+                if event.decisions:  # schema 17: its decisions, at its sequence, where its outputs would follow
+                    return Verdict(
+                        accepted=(
+                            (seq, event),
+                            *_released(event, at_seq=seq),
+                            *[(seq, decision) for decision in event.decisions],
+                            *_pending(event, at_seq=seq),
+                        )
+                    )
                 return Verdict(accepted=((seq, event), *_released(event, at_seq=seq), *_pending(event, at_seq=seq)))
             self.open = _OpenBatch(
                 record=event, head=_Held(seq=seq, subject=subject, data=data, event=event), wrong=problem or ""

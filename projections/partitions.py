@@ -585,6 +585,8 @@ def record_problem(state: ClusterState, record: types.DecisionRecord, outputs: S
         refs.extend(outcome.workload for outcome in record.pending)
     if record.released:
         refs.extend(release.workload for release in record.released)
+    if record.decisions:
+        refs.extend(decision.workload for decision in record.decisions)
     for ref in refs:
         owner = parts.owner_at(state, ref.key, basis)
         if owner is not None and owner != record.partition:

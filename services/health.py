@@ -419,12 +419,20 @@ class ObservedBus(Bus):
         return await self.inner.get(seq)
 
     async def durable(
-        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0, set_ack_wait: bool = False
+        self,
+        *,
+        name: str,
+        subjects: Sequence[str],
+        ack_wait: float = 30.0,
+        set_ack_wait: bool = False,
+        set_filter: bool = False,
     ) -> DurableConsumer:
         """The durable consumer, its fetches, acks and naks tried again while they fail transiently."""
         inner = await keep_trying(
             "durable",
-            lambda: self.inner.durable(name=name, subjects=subjects, ack_wait=ack_wait, set_ack_wait=set_ack_wait),
+            lambda: self.inner.durable(
+                name=name, subjects=subjects, ack_wait=ack_wait, set_ack_wait=set_ack_wait, set_filter=set_filter
+            ),
             health=self.health,
         )
         return ObservedDurable(inner, health=self.health)

@@ -257,6 +257,11 @@ def report_orphan(orphan: batches.Orphan, on_orphan: OrphanHook | None = None) -
         on_orphan(orphan)
 
 
+CARRIED_SINCE_SCHEMA = 17
+"""The event schema version from which a DecisionRecord carries its cycle's decisions (no output messages)."""
+
+_CARRIED_TYPES = frozenset(types.CarriedDecision.__args__)
+
 RECORD_CARRIED = (types.PendingOutcome, types.FinishedRelease)
 """The outputs a cycle's DecisionRecord carries itself (``pending``, ``released``), not messages of their own."""
 
@@ -274,8 +279,12 @@ def build_batch(
     kueue_es_version: str | msgspec.UnsetType | None = None,
     schema_version: int = types.SCHEMA_VERSION,
 ) -> tuple[OutgoingMessage, list[OutgoingMessage]]:
-    """The head DecisionRecord and the output messages of one committed cycle: one message per
-    decision of ``outputs``; its PendingOutcomes and FinishedReleases go into the record
+    """The head DecisionRecord and the output messages of one committed cycle. Since event schema 17
+    the record carries the cycle's per-workload decisions itself (``DecisionRecord.decisions``) and
+    there are no output messages: one message per cycle, not one per decision, which nats-server
+    stores once and every reader parses once (issue 18). A batch written in an earlier schema
+    (``schema_version`` < 17: replay re-building an older record) has one output message per
+    decision, as then. Either way its PendingOutcomes and FinishedReleases go into the record
     (``DecisionRecord.pending`` and ``released``, each left out when there are none, so a batch
     without them encodes as before).
 
@@ -294,6 +303,14 @@ def build_batch(
     decisions = [out for out in outputs if not isinstance(out, RECORD_CARRIED)]
     pending = tuple(out for out in outputs if isinstance(out, types.PendingOutcome))
     released = tuple(out for out in outputs if isinstance(out, types.FinishedRelease))
+    carried: tuple[types.CarriedDecision, ...] | msgspec.UnsetType = msgspec.UNSET
+    if schema_version >= CARRIED_SINCE_SCHEMA:
+        kept: list[types.CarriedDecision] = []
+        for out in decisions:
+            if isinstance(out, types.DecisionRecord) or type(out) not in _CARRIED_TYPES:
+                raise TypeError(f"{type(out).__name__} is not a per-workload decision")
+            kept.append(out)
+        carried, decisions = tuple(kept) or msgspec.UNSET, []
     rest = [
         subjects.message(out, subject=workload_subject(out, partition), msg_id=f"{decision_id}:{i}")
         for i, out in enumerate(decisions, start=1)
@@ -314,14 +331,15 @@ def build_batch(
         kueue_es_version=__version__ if kueue_es_version is None else kueue_es_version,
         pending=pending or msgspec.UNSET,
         released=released or msgspec.UNSET,
+        decisions=carried,
     )
     head = subjects.message(record, subject=subjects.head_subject(decider.role, partition), msg_id=f"{decision_id}:0")
     return head, rest
 
 
 def _decides(outputs: Sequence[types.Output]) -> bool:
-    """Whether a cycle's outputs decide something: an admission, an eviction, a nomination, ... (a
-    message of its own), not only what the record carries (:data:`RECORD_CARRIED`)."""
+    """Whether a cycle's outputs decide something: an admission, an eviction, a nomination, ..., not
+    only pending outcomes and finished releases (:data:`RECORD_CARRIED`)."""
     return any(not isinstance(out, RECORD_CARRIED) for out in outputs)
 
 
@@ -1083,6 +1101,10 @@ class LogFold:
                 moved = self._fold_batch(message, dirty) or moved
                 partitions = self.state.partitions
                 key = None
+            elif subject.startswith(_DECISION_PREFIX) and subjects.head_token(subject) is not None:  # a record
+                moved = self._fold_record(message, dirty) or moved
+                partitions = self.state.partitions
+                key = None
             else:
                 key = workload_key_of(subject)
                 before = partitions.of_workload(key) if key is not None else None
@@ -1136,6 +1158,27 @@ class LogFold:
             if now != was:
                 dirty.add(now or "")
                 moved = moved or was is not None
+        return moved
+
+    def _fold_record(self, message: LogMessage, dirty: set[str]) -> bool:
+        """Fold a message on a head subject; for a DecisionRecord carrying decisions (schema 17), add to
+        ``dirty`` the partition of every decided workload that is not the record's after the fold (the
+        record's own is marked by its subject), as their output messages did; True when one moved there."""
+        try:
+            event: types.Event | None = codec.decode(message.data)
+        except codec.DecodeError:
+            event = None  # an orphan on a head subject: the verifier reports it
+            self.state.last_seq = max(self.state.last_seq, message.seq)
+        fold_decoded(self.state, message, event, on_orphan=self.on_orphan)
+        if not isinstance(event, types.DecisionRecord) or not event.decisions:
+            return False
+        partitions = self.state.partitions
+        moved = False
+        for decision in event.decisions:
+            now = partitions.of_workload(decision.workload.key)
+            if now is not None and now != event.partition:
+                dirty.add(now)
+                moved = True
         return moved
 
     def _touch(self, dirty: set[str], everything: bool, moved: bool, heads: dict[str, int]) -> None:

@@ -210,11 +210,18 @@ class Bus(abc.ABC):
 
     @abc.abstractmethod
     async def durable(
-        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0, set_ack_wait: bool = False
+        self,
+        *,
+        name: str,
+        subjects: Sequence[str],
+        ack_wait: float = 30.0,
+        set_ack_wait: bool = False,
+        set_filter: bool = False,
     ) -> DurableConsumer:
         """Create or bind the durable consumer ``name`` over ``subjects``, starting at
         the first message; a consumer bound again resumes after its last ack, with its
-        own ``ack_wait`` (seconds) unless ``set_ack_wait`` (then this one)."""
+        own ``ack_wait`` (seconds) unless ``set_ack_wait`` (then this one), and its own
+        filter unless ``set_filter`` (then ``subjects``: a newer kueue-es reads more)."""
 
     @abc.abstractmethod
     async def close(self) -> None:

@@ -198,18 +198,27 @@ class MemoryBus(base.Bus):
         return store.log[seq - 1]
 
     async def durable(
-        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0, set_ack_wait: bool = False
+        self,
+        *,
+        name: str,
+        subjects: Sequence[str],
+        ack_wait: float = 30.0,
+        set_ack_wait: bool = False,
+        set_filter: bool = False,
     ) -> base.DurableConsumer:
         """Create the durable ``name`` or bind to the existing one (whose filter and ack_wait win, the
-        ack_wait unless ``set_ack_wait``)."""
+        ack_wait unless ``set_ack_wait``, the filter unless ``set_filter``)."""
         store = self._check_open()
         state = store.durables.get(name)
         if state is None:
             state = store.durables[name] = _DurableState(
                 name=name, accept=rules.SubjectFilter(subjects), ack_wait=ack_wait
             )
-        elif set_ack_wait:
-            state.ack_wait = ack_wait
+        else:
+            if set_ack_wait:
+                state.ack_wait = ack_wait
+            if set_filter:
+                state.accept = rules.SubjectFilter(subjects)
         return MemoryDurable(bus=self, state=state)
 
     async def close(self) -> None:

@@ -1033,13 +1033,21 @@ class NatsBus(base.Bus):
         )
 
     async def durable(
-        self, *, name: str, subjects: Sequence[str], ack_wait: float = 30.0, set_ack_wait: bool = False
+        self,
+        *,
+        name: str,
+        subjects: Sequence[str],
+        ack_wait: float = 30.0,
+        set_ack_wait: bool = False,
+        set_filter: bool = False,
     ) -> base.DurableConsumer:
         """Create the durable pull consumer ``name`` (explicit ack) or bind to it.
 
-        An existing consumer keeps its own filter, and its own ``ack_wait`` unless
-        ``set_ack_wait`` (then it is updated to ``ack_wait`` seconds when it differs:
-        the standby dispatcher's short ack wait). On a replicated stream this returns
+        An existing consumer keeps its own filter unless ``set_filter`` (then it is
+        updated to ``subjects`` when it differs: the dispatcher of event schema 17 reads
+        the DecisionRecords too), and its own ``ack_wait`` unless ``set_ack_wait`` (then
+        it is updated to ``ack_wait`` seconds when it differs: the standby dispatcher's
+        short ack wait); nats-server edits both in place. On a replicated stream this returns
         once the consumer has a leader, so the first fetch is not lost.
         """
         filters = rules.normalize_filters(subjects)
@@ -1059,12 +1067,25 @@ class NatsBus(base.Bus):
             while info.cluster is not None and info.cluster.leader is None and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
                 info = await self._jsm.consumer_info(base.STREAM_NAME, name)
+            edited = info.config
             if set_ack_wait and info.config.ack_wait is not None and abs(info.config.ack_wait - ack_wait) > 1e-3:
                 # nats-server updates an existing durable's ack wait in place (an editable field)
-                await self._jsm.add_consumer(
-                    base.STREAM_NAME, config=dataclasses.replace(info.config, ack_wait=ack_wait)
-                )
+                edited = dataclasses.replace(edited, ack_wait=ack_wait)
                 log.info("durable_ack_wait_set", durable=name, ack_wait=ack_wait, was=info.config.ack_wait)
+            held = tuple(
+                info.config.filter_subjects or ([info.config.filter_subject] if info.config.filter_subject else [])
+            )
+            if set_filter and sorted(held) != sorted(filters):
+                # editable too (nats-server 2.10+): the consumer keeps its position and acks
+                single = len(filters) == 1
+                edited = dataclasses.replace(
+                    edited,
+                    filter_subject=filters[0] if single else None,
+                    filter_subjects=None if single else list(filters),
+                )
+                log.info("durable_filter_set", durable=name, filters=list(filters), was=list(held))
+            if edited is not info.config:
+                await self._jsm.add_consumer(base.STREAM_NAME, config=edited)
         durable = NatsDurable(sub=sub, name=name, bus=self)
         self._durables.add(durable)
         return durable

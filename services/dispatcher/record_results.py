@@ -51,26 +51,40 @@ REMEMBERED_RECORDS = 4096
 one is expected empty, refused, and read, which costs a read, never a wrong result."""
 
 
-def record_of(message: LogMessage) -> tuple[str, int] | None:
+def record_of(message: LogMessage, carried_index: int = 0) -> tuple[str, int] | None:
     """``(partition, record sequence)`` of a decision delivered from the log, from its Msg-Id
-    ``<role>:<partition>:<basisSeq>:<index>`` (output ``index`` of the record at ``seq - index``);
+    ``<role>:<partition>:<basisSeq>:<index>``: output ``index`` of the record at ``seq - index``, or
+    (``carried_index`` > 0, event schema 17) decision ``carried_index`` the record at ``seq`` carries;
     None when the Msg-Id does not say (then its result is a DispatchApplied of its own)."""
     role_partition_basis, _, index_text = message.headers.get("Nats-Msg-Id", "").rpartition(":")
     parts = role_partition_basis.split(":")
     if len(parts) != 3 or not index_text.isdigit():
         return None
     index = int(index_text)
+    if carried_index:
+        return (parts[1], message.seq) if index == carried_index else None
     if index < 1 or index >= message.seq:
         return None
     return parts[1], message.seq - index
 
 
-def results_msg_id(cluster: str, partition: str, record_seq: int, expected: int, seqs: list[int]) -> str:
+def results_msg_id(cluster: str, partition: str, record_seq: int, expected: int, seqs: list[Decided]) -> str:
     """The Msg-Id of a DispatchBatchApplied: ``disp:<cluster>:rec:<partition>:<record seq>:<expected
-    seq>:<digest of the decision seqs>``; a retried publish of the same result is a duplicate, a
-    result of other decisions never is."""
-    digest = hashlib.sha256(",".join(map(str, seqs)).encode()).hexdigest()[:16]
+    seq>:<digest of the decisions>`` (each its sequence, and ``.<index>`` for one its record carries); a
+    retried publish of the same result is a duplicate, a result of other decisions never is."""
+    names = [f"{seq}.{index}" if index else str(seq) for seq, index in seqs]
+    digest = hashlib.sha256(",".join(names).encode()).hexdigest()[:16]
     return f"disp:{cluster}:rec:{partition}:{record_seq}:{expected}:{digest}"
+
+
+Decided = tuple[int, int]
+"""Which decision a result answers: ``(decision_seq, decision_index)`` (the index 0 for a decision of its own
+message, else its place among the decisions its record carries: ``DispatchEntry.decision_index``)."""
+
+
+def decided(entry: types.DispatchEntry | types.DispatchApplied | types.DispatchFailed) -> Decided:
+    """The :data:`Decided` a result names (a DispatchApplied or DispatchFailed: index 0, a decision of its own)."""
+    return (entry.decision_seq, entry.decision_index if isinstance(entry, types.DispatchEntry) else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +93,7 @@ class _Stored:
     decisions its results answer."""
 
     last: int
-    answered: frozenset[int]
+    answered: frozenset[Decided]
 
 
 @dataclass(slots=True)
@@ -112,9 +126,12 @@ class RecordResults:
         self.refused = 0
         self.answered_before = 0
 
-    def add(self, record: tuple[str, int], applied: types.DispatchApplied, settlement: Any, settling: Any) -> None:
-        """Gather ``applied`` (of a decision of ``record``, ``(partition, record seq)``) for its record's
-        result; a decision of another record first flushes what was gathered (to ``settling``)."""
+    def add(
+        self, record: tuple[str, int], applied: types.DispatchApplied, settlement: Any, settling: Any, *, index: int = 0
+    ) -> None:
+        """Gather ``applied`` (of a decision of ``record``, ``(partition, record seq)``; ``index`` > 0: the
+        decision's place among those the record carries) for its record's result; a decision of another
+        record first flushes what was gathered (to ``settling``)."""
         group = self._group
         if group is not None and (group.partition, group.record_seq) != record:
             self.flush(settling)
@@ -124,6 +141,7 @@ class RecordResults:
         group.entries.append(
             types.DispatchEntry(
                 decision_seq=applied.decision_seq,
+                decision_index=index,
                 workload=applied.workload,
                 action=applied.action,
                 target=applied.target,
@@ -182,14 +200,14 @@ class RecordResults:
                 if known is None:
                     last, answered = await self.answered(subject, record_seq)
                     known = _Stored(last=last, answered=frozenset(answered))
-                left = [entry for entry in entries if entry.decision_seq not in known.answered]
+                left = [entry for entry in entries if decided(entry) not in known.answered]
                 self.answered_before += len(entries) - len(left)
                 entries = left
                 if not entries:
                     log.info("dispatch_results_stored_before", subject=subject, last=known.last)
                     stored = known
                     return
-                seqs = [entry.decision_seq for entry in entries]
+                seqs = [decided(entry) for entry in entries]
                 result = types.DispatchBatchApplied(partition=partition, record_seq=record_seq, entries=entries)
                 message = msgspec.structs.replace(
                     subjects.message(
@@ -217,33 +235,35 @@ class RecordResults:
             if not mine.done():
                 mine.set_result(stored)
 
-    async def answered_already(self, record: tuple[str, int], seq: int) -> bool:
+    async def answered_already(self, record: tuple[str, int], seq: int, index: int = 0) -> bool:
         """Whether a result on ``record``'s subject (``(partition, record seq)``) answers the decision at
-        ``seq``: what this dispatcher stored there (once its results handed over are done), else what
-        the subject holds. Asked before a DispatchFailed of a decision delivered again, so a decision
-        applied before a restart is not answered a second time."""
+        ``seq`` (``index`` > 0: the one of that place the record carries): what this dispatcher stored
+        there (once its results handed over are done), else what the subject holds. Asked before a
+        DispatchFailed of a decision delivered again, so a decision applied before a restart is not
+        answered a second time."""
         subject = subjects.record_dispatch_subject(record[0], record[1], self.cluster)
         mine = self._last.get(subject)
         if mine is not None:
             known = await asyncio.shield(mine)
             if known is not None:
-                return seq in known.answered
+                return (seq, index) in known.answered
         _, answered = await self.answered(subject, record[1])
-        return seq in answered
+        return (seq, index) in answered
 
-    async def answered(self, subject: str, record_seq: int) -> tuple[int, set[int]]:
-        """``(last sequence, decision seqs answered)`` of the record's results on ``subject`` as stored
+    async def answered(self, subject: str, record_seq: int) -> tuple[int, set[Decided]]:
+        """``(last sequence, decisions answered)`` of the record's results on ``subject`` as stored
         now: every DispatchBatchApplied there, read from the record on (0 and none when empty)."""
         last = await self.bus.last_subject_seq(subject)
-        answered: set[int] = set()
+        answered: set[Decided] = set()
         if last == 0:
             return 0, answered
         reader = self.bus.read(subjects=(subject,), start_seq=record_seq + 1 if record_seq < last else 1)
         async with contextlib.aclosing(reader):
             async for message in reader:
                 with contextlib.suppress(codec.DecodeError):
-                    for result in types.dispatch_results(codec.decode(message.data)):
-                        answered.add(result.decision_seq)
+                    event = codec.decode(message.data)
+                    entries = event.entries if isinstance(event, types.DispatchBatchApplied) else ()
+                    answered.update(decided(entry) for entry in entries or types.dispatch_results(event))
                 if message.seq >= last:
                     break
         return last, answered

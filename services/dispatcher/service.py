@@ -58,7 +58,7 @@ from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState, UnknownEventError
 from kueue_es.scheduling import concurrent_admission
 from kueue_es.services import standby
-from kueue_es.services.dispatcher import core, job_writes, kube_events, lean
+from kueue_es.services.dispatcher import carried, core, job_writes, kube_events, lean
 from kueue_es.services.dispatcher.concurrent_admission import VariantController
 from kueue_es.services.dispatcher.job_writes import JobWrites, action_name
 from kueue_es.services.dispatcher.kube_api import (
@@ -94,7 +94,9 @@ from kueue_es.services.runtime import (
 
 log = structlog.get_logger(__name__)
 
-DECISION_FILTER = "kq.dec.*.wl.>"
+DECISION_FILTERS = carried.FILTERS
+"""The durable consumer's filter: the per-workload decision subjects (older logs) and the records' heads (event
+schema 17: the decisions a DecisionRecord carries, handed over one by one by :class:`carried.CarriedDecisions`)."""
 LEASE_USER = "dispatcher"
 """The dispatcher's key in KQ_LEASES is ``dispatcher.<partition>`` (``--standby-lease``)."""
 FIELD_MANAGER = DISPATCHER_FIELD_MANAGER
@@ -142,7 +144,8 @@ class Dispatcher:
         self.bus, self.api, self.cluster = bus, kube_api(api), cluster
         self.gate = gate  # a standby dispatcher's lease: no Job write unless it says True
         self.progress_every = progress_every  # seconds between in-progress acks of the deliveries held
-        self._held: dict[int, Delivery] = {}  # fetched, not yet acked or nak'ed (by sequence)
+        # fetched, not yet acked or nak'ed (by decision: carried.decision_key)
+        self._held: dict[tuple[int, int], Delivery] = {}
         self.start = start  # a snapshot to fold on from (its view: (DispatchState, orphaned decision seqs))
         self.view = core.DispatchState(track_objects=write_objects)
         self._folded = asyncio.Condition()
@@ -170,7 +173,7 @@ class Dispatcher:
         # the applied decisions of one record in one pass: one DispatchBatchApplied (issue 18)
         self.record_results = RecordResults(bus=bus, cluster=cluster)
         # results and acks settle beside the next decisions; a delivery settled is no longer marked in progress
-        self.settling = Settling(on_settled=lambda delivery: self._held.pop(delivery.message.seq, None))
+        self.settling = Settling(on_settled=lambda delivery: self._held.pop(carried.decision_key(delivery), None))
         self.workloads = WorkloadSync(
             bus=bus,
             cluster=cluster,
@@ -506,7 +509,7 @@ class Dispatcher:
 
     async def _fetch(self, consumer: DurableConsumer) -> list[Delivery]:
         deliveries = await consumer.fetch(batch=self.FETCH_BATCH, timeout=1.0)
-        self._held.update((d.message.seq, d) for d in deliveries)
+        self._held.update((carried.decision_key(d), d) for d in deliveries)
         return deliveries
 
     async def _keep_in_progress(self, consumer: DurableConsumer) -> None:
@@ -563,13 +566,18 @@ class Dispatcher:
         joined: list[asyncio.Task[None]] = []  # the settling of decisions delivered again while they settle
         settling = self.settling
         for delivery in deliveries:
-            if delivery.message.seq in settling.entries:  # delivered again while it settles: not redone
+            key = carried.decision_key(delivery)
+            if key in settling.entries:  # delivered again while it settles: not redone
                 joining = settling.redelivered(consumer, delivery)
                 if joining is not None:
                     joined.append(joining)
                 continue
-            if settling.stored_before(delivery.message.seq):  # its result is on the log: acked, not redone
+            if settling.stored_before(key):  # its result is on the log: acked, not redone
                 done.append(Settlement(consumer=consumer, delivery=delivery))
+                continue
+            decision = carried.carried_decision(delivery)  # one a record carries: decoded with it
+            if decision is not None:
+                decoded.append((delivery, decision))
                 continue
             try:
                 decoded.append((delivery, codec.decode(delivery.message.data)))
@@ -689,7 +697,8 @@ class Dispatcher:
             if not isinstance(err, kube_errors.ApiError) or err.status >= 500 or err.status == 429:
                 log.warning("dispatch_retry", seq=message.seq, action=name, error=str(err))
                 self.settling.nak(consumer, delivery, delay=min(2.0**delivery.attempt, 30.0))
-                self._held.pop(message.seq, None)  # delivered again after the delay, not marked in progress
+                # delivered again after the delay, not marked in progress
+                self._held.pop(carried.decision_key(delivery), None)
                 return
             result = types.DispatchFailed(
                 workload=action.workload,
@@ -706,18 +715,20 @@ class Dispatcher:
         unwritten = isinstance(result, types.DispatchApplied) and not written
         if unwritten:
             self.unwritten_stops += 1
-        record = record_of(message) if isinstance(result, types.DispatchApplied) and not unwritten else None
+        index = carried.decision_index(delivery)
+        record = record_of(message, index) if isinstance(result, types.DispatchApplied) and not unwritten else None
         if record is not None and not isinstance(action, core.FailStart):
             assert isinstance(result, types.DispatchApplied)
             settlement = Settlement(consumer=consumer, delivery=delivery)
-            self.record_results.add(record, result, settlement, self.settling)  # its stored: the record's result
+            # its stored: the record's result
+            self.record_results.add(record, result, settlement, self.settling, index=index)
             self.applied += 1
             self.recording.job_write(action, seq=message.seq, decision=event, pods=pods)
             done.append(settlement)
             return
         self.record_results.flush(self.settling)  # the results before this one go first, as decided
-        if isinstance(result, types.DispatchFailed) and delivery.attempt > 1 and (record := record_of(message)):
-            if await self.record_results.answered_already(record, message.seq):
+        if isinstance(result, types.DispatchFailed) and delivery.attempt > 1 and (record := record_of(message, index)):
+            if await self.record_results.answered_already(record, message.seq, index):
                 # applied and answered before a restart or a takeover (its ack lost): answered once
                 log.info("decision_answered_before", seq=message.seq, status=result.status)
                 done.append(Settlement(consumer=consumer, delivery=delivery))
@@ -726,7 +737,8 @@ class Dispatcher:
             subjects.message(
                 result,
                 subject=subjects.dispatch_subject(action.workload, self.cluster),
-                msg_id=f"disp:{self.cluster}:{message.seq}",
+                # a carried decision's: the record's sequence and the decision's place in it
+                msg_id=f"disp:{self.cluster}:{message.seq}" + (f":{index}" if index else ""),
             )
         )
         gone = isinstance(result, types.DispatchFailed) and result.status == 404
@@ -923,11 +935,22 @@ async def standby_lease(
         dispatcher.progress_every = settings.retry_period
 
     async def bind() -> DurableConsumer:
-        return await bus.durable(
-            name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=settings.lease_duration, set_ack_wait=True
-        )
+        return await bind_decisions(bus, ack_wait=settings.lease_duration, set_ack_wait=True)
 
     return lease, bind
+
+
+async def bind_decisions(
+    bus: Bus, *, name: str = "dispatcher", ack_wait: float = 30.0, set_ack_wait: bool = False
+) -> carried.CarriedDecisions:
+    """Bind the durable consumer ``name`` over :data:`DECISION_FILTERS` (an existing one's filter is brought to
+    it: a dispatcher before event schema 17 read the per-workload subjects alone) and wrap it so each record's
+    carried decisions are delivered one by one (:class:`carried.CarriedDecisions`). ``ack_wait``, ``set_ack_wait``:
+    as :meth:`Bus.durable`. Raises BusError."""
+    inner = await bus.durable(
+        name=name, subjects=DECISION_FILTERS, ack_wait=ack_wait, set_ack_wait=set_ack_wait, set_filter=True
+    )
+    return carried.CarriedDecisions(inner)
 
 
 def observe(dispatcher: Dispatcher, bus: ObservedBus) -> None:
@@ -964,7 +987,7 @@ async def serve_dispatcher(
     if standby_settings is not None:
         lease, bind = await standby_lease(bus, dispatcher, standby_settings)
     if lease is None:
-        consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+        consumer = await bind_decisions(bus)
     shares = {cls.label: round(share, 3) for cls, share in limiter.shares.items()}
     log.info(
         "service_started",

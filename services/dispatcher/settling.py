@@ -51,6 +51,7 @@ import tenacity
 
 from kueue_es.events.bus import rules
 from kueue_es.events.bus.base import Delivery, DurableConsumer, TransientBusError
+from kueue_es.services.dispatcher.carried import decision_key
 
 log = structlog.get_logger(__name__)
 
@@ -84,7 +85,7 @@ class Settlement:
 
 
 class Settling:
-    """The decisions handed over and not yet acked (by log sequence), their results and their batches' tasks.
+    """The decisions handed over and not yet acked (by decision: carried.decision_key), their results and their batches' tasks.
 
     ``retry_seconds``: how long a batch's acks are tried again once its results are stored (default
     :data:`ACK_RETRY_SECONDS`); ``limit``: decisions settling at once at most (:data:`MAX_SETTLING`);
@@ -103,13 +104,14 @@ class Settling:
             raise ValueError(f"settling: retry_seconds {retry_seconds} must be > 0 and limit {limit} >= 1")
         self.retry_seconds, self.limit, self.on_settled = retry_seconds, limit, on_settled
         self.on_abandoned: Callable[[int], None] | None = None
-        self.entries: dict[int, Settlement] = {}
+        self.entries: dict[tuple[int, int], Settlement] = {}  # by decision (carried.decision_key)
         self.acked = 0  # acks that went through
         self.abandoned = 0  # acks given up, left to the server's redelivery
         self.abandoned_since_ack = 0  # given up since the last ack that went through: not ready while > 0
         self.retrying = 0  # acks under way; one seen waiting is being tried again (an ack is fire and forget)
         self.error: BaseException | None = None  # the first failure of a settlement (raised by check)
-        self._stored_unacked: dict[int, None] = {}  # decisions whose result is stored and ack given up, oldest first
+        # decisions (carried.decision_key) whose result is stored and ack given up, oldest first
+        self._stored_unacked: dict[tuple[int, int], None] = {}
         self._batches: set[asyncio.Task[None]] = set()
         self._results: list[asyncio.Future[Any]] = []  # result publishes started (done ones pruned now and then)
         self._barrier: asyncio.Future[Any] | None = None  # the last result that later results wait for
@@ -205,18 +207,18 @@ class Settling:
     def redelivered(self, consumer: DurableConsumer, delivery: Delivery) -> asyncio.Task[None] | None:
         """If ``delivery``'s decision is settling, make this delivery the one acked (the next try of its
         ack uses it) and return its batch's task: the runner does not execute it again. Else None."""
-        entry = self.entries.get(delivery.message.seq)
+        entry = self.entries.get(decision_key(delivery))
         if entry is None:
             return None
         log.info("decision_redelivered_while_settling", seq=delivery.message.seq, attempt=delivery.attempt)
         entry.consumer, entry.delivery = consumer, delivery
         return entry.batch
 
-    def stored_before(self, seq: int) -> bool:
-        """Whether the decision at ``seq`` was settled here but for its ack, given up (its result is on
-        the log): a delivery of it again is acked, not executed again."""
+    def stored_before(self, key: tuple[int, int]) -> bool:
+        """Whether the decision ``key`` (:func:`~.carried.decision_key`) was settled here but for its ack, given
+        up (its result is on the log): a delivery of it again is acked, not executed again."""
         unacked = self._stored_unacked
-        return bool(unacked) and seq in unacked
+        return bool(unacked) and key in unacked
 
     def settle(self, entries: list[Settlement]) -> asyncio.Task[None]:
         """Settle a batch in a task of its own: wait for its results, then ack each of its decisions
@@ -226,7 +228,7 @@ class Settling:
         task = asyncio.ensure_future(self._settle(entries))
         for entry in entries:
             entry.batch = task
-            self.entries[entry.delivery.message.seq] = entry
+            self.entries[decision_key(entry.delivery)] = entry
         self._batches.add(task)
         task.add_done_callback(self._batch_done)
         return task
@@ -248,9 +250,9 @@ class Settling:
             raise
 
     def _forget(self, entry: Settlement) -> None:
-        seq = entry.delivery.message.seq
-        if self.entries.get(seq) is entry:
-            del self.entries[seq]
+        key = decision_key(entry.delivery)
+        if self.entries.get(key) is entry:
+            del self.entries[key]
             if self.on_settled is not None:
                 self.on_settled(entry.delivery)
 
@@ -272,7 +274,7 @@ class Settling:
                         self.retrying -= 1
                     self._forget(entry)
                     if unacked:
-                        unacked.pop(entry.delivery.message.seq, None)
+                        unacked.pop(decision_key(entry.delivery), None)
                     done += 1
         except TimeoutError:
             if not window.expired():
@@ -280,8 +282,9 @@ class Settling:
             left = entries[done:]
             for entry in left:
                 self._forget(entry)
-            seqs = [entry.delivery.message.seq for entry in left]
-            unacked.update(dict.fromkeys(seqs))
+            keys = [decision_key(entry.delivery) for entry in left]
+            seqs = [seq for seq, _ in keys]
+            unacked.update(dict.fromkeys(keys))
             while len(unacked) > MAX_REMEMBERED:
                 del unacked[next(iter(unacked))]
             self.abandoned += len(seqs)

@@ -35,8 +35,8 @@ from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites, Result
 from kueue_es.services.dispatcher.kube_api import DEFAULT_BURST, RawObject, WriteLimiter
 from kueue_es.services.dispatcher.service import (
-    DECISION_FILTER,
     Dispatcher,
+    bind_decisions,
     consume_while_leading,
     observe,
     standby_lease,
@@ -191,7 +191,7 @@ async def serve_simulated_dispatcher(
     if standby_settings is not None:
         lease, bind = await standby_lease(bus, dispatcher, standby_settings)
     if lease is None:
-        consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+        consumer = await bind_decisions(bus)
     log.info(
         "service_started",
         simulated_api=True,

@@ -11,7 +11,7 @@ from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.perfbench.executor import Executor
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
-from kueue_es.services.dispatcher.service import DECISION_FILTER
+from kueue_es.services.dispatcher.service import bind_decisions
 from kueue_es.services.dispatcher.simulated import SimulatedDispatcher, UnlimitedWrites, simulated_limiter
 from kueue_es.services.runtime import build_batch, cancel_and_wait
 
@@ -134,7 +134,7 @@ async def test_each_admission_is_one_limited_write_then_dispatch_applied() -> No
     await bus.commit_batch(head=head, expected_head_seq=0, rest=rest)
     limiter = WriteLimiter(qps=20, burst=1)  # 3 writes: the 2nd and 3rd wait 50 ms each
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+    consumer = await bind_decisions(bus)
     folding = asyncio.create_task(dispatcher.fold_forever())
     loop = asyncio.get_running_loop()
     started = loop.time()

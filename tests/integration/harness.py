@@ -15,7 +15,7 @@ from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, ConflictError, Delivery, DurableConsumer, LogMessage
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
+from kueue_es.services.dispatcher.service import Dispatcher, bind_decisions
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import Decider, DeciderLoop, build_batch, cancel_and_wait, fold_message
 from kueue_es.services.watcher.kinds import KUEUE_KINDS, WORKLOAD_KIND
@@ -196,7 +196,7 @@ async def dispatcher_with_consumer(bus: Bus, api: Any, **options: Any) -> tuple[
     """A Dispatcher (``options`` go to it, ``ack_wait`` to the consumer) and its durable consumer, as
     serve_dispatcher binds it, wrapped to record acks."""
     ack_wait = options.pop("ack_wait", 30.0)
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=ack_wait)
+    consumer = await bind_decisions(bus, ack_wait=ack_wait)
     return Dispatcher(bus=bus, api=api, **options), RecordingConsumer(consumer)
 
 

@@ -30,7 +30,7 @@ from kueue_es.jobframework import jobs
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.core import CLUSTER_QUEUE_LABEL, LOCAL_QUEUE_LABEL, PODSET_LABEL, WORKLOAD_ANNOTATION
-from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
+from kueue_es.services.dispatcher.service import Dispatcher, bind_decisions
 from kueue_es.services.kube import client as kube
 from kueue_es.services.watcher import convert
 from kueue_es.services.watcher.service import Watcher
@@ -455,7 +455,7 @@ async def admitted_ref(bus: Bus) -> types.WorkloadRef:
 async def test_redelivered_eviction_writes_nothing_new(api, bus: MemoryBus) -> None:
     """The dispatcher stops the evicted Job once (DispatchApplied action Evict, Msg-Id of the decision) and the
     watcher reports it stopped; the same EvictionRequested handled again writes nothing to the Job or the log."""
-    consumer = RecordingConsumer(await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,)))
+    consumer = RecordingConsumer(await bind_decisions(bus))
     dispatcher = Dispatcher(bus=bus, api=api)
     async with running(*watch_all(Watcher(bus=bus, api=api)), dispatcher.fold_forever(), dispatcher.consume(consumer)):
         await set_up_queues(api)
@@ -501,7 +501,7 @@ async def test_eviction_of_a_deleted_job_records_404_and_reports_it_stopped(api,
     await kube.delete_object(api, JOBS, namespace="default", name="fleeting")
     [seq] = await commit(bus, eviction(ref))
 
-    consumer = RecordingConsumer(await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,)))
+    consumer = RecordingConsumer(await bind_decisions(bus))
     dispatcher = Dispatcher(bus=bus, api=api)
     async with running(dispatcher.fold_forever(), dispatcher.consume(consumer)):
         [failed] = await wait_for(bus, types.DispatchFailed, action="Evict")
@@ -529,7 +529,7 @@ async def test_eviction_of_a_job_never_started_writes_nothing_to_it(api, bus: Me
     [seq] = await commit(bus, eviction(ref))
     before = await kube.get_object(api, JOBS, namespace="default", name="unstarted")
 
-    consumer = RecordingConsumer(await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,)))
+    consumer = RecordingConsumer(await bind_decisions(bus))
     dispatcher = Dispatcher(bus=bus, api=api)
     async with running(*watch_all(Watcher(bus=bus, api=api)), dispatcher.fold_forever(), dispatcher.consume(consumer)):
         [applied] = await wait_for(bus, types.DispatchApplied, action="Evict")
@@ -570,7 +570,7 @@ async def test_a_decision_whose_plan_fails_is_logged_and_skipped_and_the_dispatc
         return real_plan(view, event, seq=seq)
 
     monkeypatch.setattr(core, "plan", plan)
-    consumer = RecordingConsumer(await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,)))
+    consumer = RecordingConsumer(await bind_decisions(bus))
     dispatcher = Dispatcher(bus=bus, api=api)
     async with running(dispatcher.fold_forever(), dispatcher.consume(consumer)):
         [started] = await wait_for(bus, types.DispatchApplied, action="StartJob")
@@ -610,7 +610,7 @@ async def test_evicted_job_is_stopped_and_reported_through_nats_server(api, nats
     template; the kubelet stops its pods; the watcher puts WorkloadStopped on the log. Readmitted, it is started again
     with the flavor's nodeSelector and without the eviction marks."""
     bus = nats_log
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+    consumer = await bind_decisions(bus)
     dispatcher = Dispatcher(bus=bus, api=api)
     kubelet = SimulatedKubelet(api, default_duration_seconds=60, watch_options={"backoff_seconds": 0.05})
     async with running(

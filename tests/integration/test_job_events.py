@@ -25,7 +25,7 @@ import pytest
 
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
-from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
+from kueue_es.services.dispatcher.service import Dispatcher, bind_decisions
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import resources
@@ -99,7 +99,7 @@ async def test_a_finished_job_gets_finished_workload_once(api, bus: MemoryBus) -
         events = await events_until(api, lambda s: any(e[2] == "FinishedWorkload" for e in s))
         job = await kube.get_object(api, resources.JOBS, namespace="default", name="done")
     restarted = Dispatcher(bus=bus, api=api)
-    consumer = RecordingConsumer(await bus.durable(name="dispatcher-2", subjects=(DECISION_FILTER,)))
+    consumer = RecordingConsumer(await bind_decisions(bus, name="dispatcher-2"))
     last = await bus.last_seq()
     async with running(restarted.fold_forever(), restarted.consume(consumer)):
         await wait_until(lambda: restarted.state.last_seq >= last, what="the restarted dispatcher catching up")

@@ -27,7 +27,7 @@ from kueue_es.events.bus.base import Delivery
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.replay import check_log
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
-from kueue_es.services.dispatcher.service import DECISION_FILTER, FIELD_MANAGER, Dispatcher
+from kueue_es.services.dispatcher.service import FIELD_MANAGER, Dispatcher, bind_decisions
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
@@ -493,7 +493,7 @@ async def test_redelivered_decisions_and_a_restarted_dispatcher_write_nothing(
         assert (emu.resource_version, await bus.last_seq(), dispatcher.object_writes) == (version, last, writes)
 
     restarted = Dispatcher(bus=bus, api=api)
-    restarted_consumer = RecordingConsumer(await bus.durable(name="dispatcher-2", subjects=(DECISION_FILTER,)))
+    restarted_consumer = RecordingConsumer(await bind_decisions(bus, name="dispatcher-2"))
     async with running(restarted.fold_forever(), restarted.consume(restarted_consumer)):
         await wait_until(
             lambda: (

@@ -23,7 +23,7 @@ from kueue_es.events import models, subjects, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.replay import check_log
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, kube_api
-from kueue_es.services.dispatcher.service import DECISION_FILTER, Dispatcher
+from kueue_es.services.dispatcher.service import Dispatcher, bind_decisions
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from kueue_es.services.runtime import wall_clock_ms
@@ -131,7 +131,7 @@ async def complete(api: Any, name: str) -> None:
 async def dispatching(bus: MemoryBus, api: Any, *, durable: str = "dispatcher") -> AsyncIterator[Dispatcher]:
     """A dispatcher (folding and consuming) for the block."""
     dispatcher = Dispatcher(bus=bus, api=api)
-    consumer = RecordingConsumer(await bus.durable(name=durable, subjects=(DECISION_FILTER,)))
+    consumer = RecordingConsumer(await bind_decisions(bus, name=durable))
     async with running(dispatcher.fold_forever(), dispatcher.consume(consumer)):
         yield dispatcher
 

@@ -17,7 +17,7 @@ from kueue_es.events.bus.base import Delivery, DurableConsumer, LogMessage
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
 from kueue_es.services.dispatcher.record_results import RecordResults, record_of
-from kueue_es.services.dispatcher.service import DECISION_FILTER
+from kueue_es.services.dispatcher.service import bind_decisions
 from kueue_es.services.dispatcher.simulated import SimulatedDispatcher
 from kueue_es.services.runtime import cancel_and_wait
 from tests.unit.test_dispatcher_standby import admitted
@@ -140,7 +140,7 @@ async def _dispatch_once(bus: MemoryBus, consumer: Any, *, batch: int) -> Simula
 async def test_a_restarted_dispatcher_answers_each_decision_once_and_acks_it() -> None:
     bus = MemoryBus()
     await admitted(bus, 3)  # one record: 3 QuotaReserved and 3 WorkloadAdmitted
-    durable = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=0.2)
+    durable = await bind_decisions(bus, ack_wait=0.2)
     # the first process takes w0's two decisions, starts its Job, stores the result, is killed before its acks
     first = await _dispatch_once(bus, AcksLost(durable), batch=2)
     assert first.applied == 1 and len(await answers(bus)) == 1
@@ -164,7 +164,7 @@ async def test_a_decision_applied_before_a_restart_is_not_answered_again_when_it
     by then (a 404): the DispatchFailed is not published, the decision is acked (answered once)."""
     bus = MemoryBus()
     await admitted(bus, 1)
-    durable = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=0.2)
+    durable = await bind_decisions(bus, ack_wait=0.2)
     first = await _dispatch_once(bus, AcksLost(durable), batch=2)
     assert first.applied == 1
     await asyncio.sleep(0.3)

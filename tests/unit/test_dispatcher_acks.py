@@ -21,7 +21,7 @@ from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.base import Delivery, DurableConsumer, TransientBusError
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
-from kueue_es.services.dispatcher.service import DECISION_FILTER, observe
+from kueue_es.services.dispatcher.service import bind_decisions, observe
 from kueue_es.services.dispatcher.settling import Settling
 from kueue_es.services.dispatcher.simulated import SimulatedDispatcher
 from kueue_es.services.health import Health, ObservedDurable
@@ -120,7 +120,7 @@ class Running:
         if self.ack_retry_seconds is not None:
             self.dispatcher.settling.retry_seconds = self.ack_retry_seconds
         observe(self.dispatcher, self.bus)
-        inner = await self.memory.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=self.ack_wait)
+        inner = await bind_decisions(self.memory, ack_wait=self.ack_wait)
         self.flaky = FlakyAcks(inner, self.memory)
         consumer = ObservedDurable(self.flaky, health=self.health)  # keeps trying acks, as in a service
         self.tasks = [
@@ -190,7 +190,7 @@ async def test_an_ack_failing_past_the_bound_is_given_up_and_its_redelivery_acke
         await until(lambda: _true(run.ready()), what="ready again")
         assert await result_seqs(run.memory) == [admitted]
         assert run.limiter.writes == 1 and run.flaky.acked_before_result == []
-        consumer = await run.memory.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+        consumer = await bind_decisions(run.memory)
         assert await consumer.fetch(batch=10, timeout=2.5) == []  # every decision acked (none comes again)
 
 

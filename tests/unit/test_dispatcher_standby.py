@@ -18,7 +18,7 @@ from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.base import Delivery, DurableConsumer
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
-from kueue_es.services.dispatcher.service import DECISION_FILTER, NotLeading, consume_while_leading
+from kueue_es.services.dispatcher.service import NotLeading, bind_decisions, consume_while_leading
 from kueue_es.services.dispatcher.simulated import SimulatedDispatcher
 from kueue_es.services.runtime import build_batch, cancel_and_wait
 
@@ -81,7 +81,7 @@ async def test_a_standby_writes_nothing_and_starts_at_once_when_it_takes_the_lea
     limiter = WriteLimiter(qps=1000, burst=10)
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
     lease = Lease(active=False)
-    bind = functools.partial(bus.durable, name="dispatcher", subjects=(DECISION_FILTER,))
+    bind = functools.partial(bind_decisions, bus)
     tasks = [
         asyncio.create_task(dispatcher.fold_forever()),
         asyncio.create_task(consume_while_leading(dispatcher, bind, lease, poll=0.01)),  # type: ignore[arg-type]
@@ -108,7 +108,7 @@ async def test_a_lost_lease_stops_the_writes_and_the_rest_is_delivered_again() -
     await admitted(bus, 4)
     limiter = WriteLimiter(qps=10, burst=1)  # a write every 100 ms
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
-    bind = functools.partial(bus.durable, name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=0.3)
+    bind = functools.partial(bind_decisions, bus, ack_wait=0.3)
     dispatcher.progress_every = 0.05
     lease = Lease(active=True)
     tasks = [
@@ -163,7 +163,7 @@ async def test_in_progress_acks_keep_a_short_ack_wait_from_redelivering_a_batch_
         limiter = WriteLimiter(qps=10, burst=1)  # the batch takes about 0.4 s, the ack wait is 0.15 s
         dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
         dispatcher.progress_every = progress_every
-        consumer = CountingConsumer(await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,), ack_wait=0.15))
+        consumer = CountingConsumer(await bind_decisions(bus, ack_wait=0.15))
         tasks = [asyncio.create_task(dispatcher.fold_forever()), asyncio.create_task(dispatcher.consume(consumer))]
         try:
             await wait_for(lambda: _count(bus, 5))
@@ -185,7 +185,7 @@ async def test_a_shut_gate_raises_before_the_job_write() -> None:
     limiter = WriteLimiter(qps=1000, burst=10)
     dispatcher = SimulatedDispatcher(bus=bus, limiter=limiter)
     dispatcher.gate = lambda: False
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+    consumer = await bind_decisions(bus)
     folding = asyncio.create_task(dispatcher.fold_forever())
     try:
         with pytest.raises(NotLeading):

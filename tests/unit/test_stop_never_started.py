@@ -23,7 +23,7 @@ from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.job_writes import JobWrites
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
-from kueue_es.services.dispatcher.service import DECISION_FILTER
+from kueue_es.services.dispatcher.service import bind_decisions
 from kueue_es.services.dispatcher.simulated import SimulatedDispatcher
 from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.runtime import build_batch, cancel_and_wait
@@ -70,7 +70,7 @@ EVICTION: list[types.Decision] = [
 
 
 async def dispatch_all(bus: MemoryBus, dispatcher: SimulatedDispatcher) -> None:
-    consumer = await bus.durable(name="dispatcher", subjects=(DECISION_FILTER,))
+    consumer = await bind_decisions(bus)
     folding = asyncio.create_task(dispatcher.fold_forever())
     try:
         await dispatcher.handle_batch(consumer, await consumer.fetch(batch=50, timeout=1.0))

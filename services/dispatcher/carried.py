@@ -1,0 +1,182 @@
+"""The decisions a DecisionRecord carries (event schema 17), delivered to the dispatcher one by one.
+
+Why this module exists: since schema 17 a decider's cycle is one message, its DecisionRecord, which
+carries the cycle's per-workload decisions (``DecisionRecord.decisions``) instead of one message each
+(issue 18). The dispatcher executes, answers and acks decisions one by one (a Job write, its result,
+a nak of one the API server refused for now), so :class:`CarriedDecisions` wraps the durable consumer,
+which now delivers the records too (:data:`FILTERS`), and hands the dispatcher one delivery per carried
+decision: a :class:`Delivery` whose message is the decision as its own message would have been (its
+workload's decision subject, its Msg-Id ``<decision id>:<index>``, its bytes), at the record's
+sequence, with a :class:`Carried` token naming the record's delivery and the decision's place
+(:func:`decision_key`). A message of an older log (a decision of its own) passes through as it is.
+
+The record is acked once every decision it carries is acked; a nak of one naks the record (once per
+delivery of it), and its next delivery hands over only the decisions not acked yet. A record that
+carries no decision (pending outcomes, finished releases, an older record whose outputs follow it)
+or does not decode asks nothing of the dispatcher and is acked at once; whether a record counts at all
+is the fold's verdict (``projections.batches``), which the dispatcher checks before executing
+(``Dispatcher.orphaned_seqs``), as it does for a decision of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Final
+
+import structlog
+
+from kueue_es.events import codec, subjects, types
+from kueue_es.events.bus.base import Delivery, DurableConsumer, LogMessage
+
+log = structlog.get_logger(__name__)
+
+DECISION_FILTER: Final = "kq.dec.*.wl.>"
+"""The per-workload decision subjects (a decision of its own: logs before event schema 17)."""
+RECORD_FILTER: Final = "kq.dec.*.head.*"
+"""The DecisionRecords' head subjects (schema 17: the decisions they carry)."""
+FILTERS: Final = (DECISION_FILTER, RECORD_FILTER)
+"""The dispatcher's durable consumer's filter: every decision, of its own or carried."""
+
+IN_PROGRESS_EVERY: Final = 0.05
+"""Seconds within which a second in-progress mark of one record is not sent again (the runner marks
+every decision it holds in turn: one mark per record and round is enough)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """The token of a carried decision's delivery: the record's ``seq``, the decision's 1-based ``index``
+    among the record's decisions, and the ``decision`` itself (decoded once, with its record)."""
+
+    seq: int
+    index: int
+    decision: types.CarriedDecision
+
+
+def decision_key(delivery: Delivery) -> tuple[int, int]:
+    """Which decision a delivery is: ``(log sequence, index)``, the index 0 for a decision of its own
+    message, else its 1-based place among its record's carried decisions (all at the record's
+    sequence)."""
+    token = delivery.token
+    return (token.seq, token.index) if isinstance(token, Carried) else (delivery.message.seq, 0)
+
+
+def decision_index(delivery: Delivery) -> int:
+    """The index of :func:`decision_key` (0: a decision of its own message)."""
+    token = delivery.token
+    return token.index if isinstance(token, Carried) else 0
+
+
+def carried_decision(delivery: Delivery) -> types.CarriedDecision | None:
+    """The decision a carried delivery stands for (decoded with its record), None for a message of its own."""
+    token = delivery.token
+    return token.decision if isinstance(token, Carried) else None
+
+
+@dataclass(slots=True)
+class _Record:
+    """A delivered record whose decisions are not all acked: its newest delivery and which are."""
+
+    delivery: Delivery
+    count: int
+    acked: set[int] = field(default_factory=set)
+    nakked: bool = False  # this delivery was nak'ed already (by one of its decisions)
+    marked_at: float = -1.0  # loop time of the last in-progress mark
+
+
+class CarriedDecisions(DurableConsumer):
+    """The durable consumer ``inner`` (over :data:`FILTERS`), each record delivered as its carried
+    decisions, one delivery each (see the module). ``acked_records``: records acked here."""
+
+    def __init__(self, inner: DurableConsumer) -> None:
+        self.inner = inner
+        self._records: dict[int, _Record] = {}
+        self.acked_records = 0
+
+    async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[Delivery]:
+        """Up to ``batch`` messages of the inner consumer, each record's as its decisions (so possibly more
+        deliveries than ``batch``); [] when none came within ``timeout`` s."""
+        out: list[Delivery] = []
+        for delivery in await self.inner.fetch(batch=batch, timeout=timeout):
+            message = delivery.message
+            if subjects.head_token(message.subject) is None:
+                out.append(delivery)  # a decision of its own (an older log), or anything else: the runner's
+                continue
+            try:
+                record = codec.decode(message.data)
+            except codec.DecodeError:
+                record = None
+            if not isinstance(record, types.DecisionRecord) or not record.decisions:
+                await self.inner.ack(delivery)  # nothing to execute (the fold judges the record itself)
+                self.acked_records += 1
+                continue
+            out.extend(self._expand(delivery, record))
+        return out
+
+    def _expand(self, delivery: Delivery, record: types.DecisionRecord) -> list[Delivery]:
+        seq = delivery.message.seq
+        held = self._records.get(seq)
+        if held is None:
+            held = self._records[seq] = _Record(delivery=delivery, count=len(record.carried))
+        else:  # delivered again: the newest delivery is the one acked or nak'ed
+            held.delivery, held.nakked = delivery, False
+        out = []
+        for index, decision in enumerate(record.carried, start=1):
+            if index in held.acked:
+                continue
+            message = LogMessage(
+                seq=seq,
+                subject=subjects.workload_decision_subject(decision.workload, record.partition),
+                data=b"",  # the decision is in the token, decoded once with its record
+                headers={"Nats-Msg-Id": f"{record.decision_id}:{index}"},
+                pending=delivery.message.pending,
+            )
+            out.append(Delivery(message=message, attempt=delivery.attempt, token=Carried(seq, index, decision)))
+        return out
+
+    async def ack(self, delivery: Delivery) -> None:
+        """Ack one decision; the record's delivery once the last of its decisions is acked."""
+        token = delivery.token
+        if not isinstance(token, Carried):
+            await self.inner.ack(delivery)
+            return
+        held = self._records.get(token.seq)
+        if held is None:
+            return  # the record was acked already (every decision of it), or this process never held it
+        held.acked.add(token.index)
+        if len(held.acked) >= held.count:
+            await self.inner.ack(held.delivery)  # a transient failure is the caller's to try again
+            del self._records[token.seq]
+            self.acked_records += 1
+
+    async def nak(self, delivery: Delivery, *, delay: float = 0.0) -> None:
+        """Ask for the decision again after ``delay`` s: its record, once per delivery of it."""
+        token = delivery.token
+        if not isinstance(token, Carried):
+            await self.inner.nak(delivery, delay=delay)
+            return
+        held = self._records.get(token.seq)
+        if held is None or held.nakked:
+            return
+        await self.inner.nak(held.delivery, delay=delay)
+        held.nakked = True
+
+    async def in_progress(self, delivery: Delivery) -> None:
+        """Restart the ack wait of the decision's record (at most once per :data:`IN_PROGRESS_EVERY`)."""
+        token = delivery.token
+        if not isinstance(token, Carried):
+            await self.inner.in_progress(delivery)
+            return
+        held = self._records.get(token.seq)
+        if held is None:
+            return
+        now = asyncio.get_running_loop().time()
+        if now - held.marked_at < IN_PROGRESS_EVERY:
+            return
+        held.marked_at = now
+        await self.inner.in_progress(held.delivery)
+
+    async def close(self) -> None:
+        """Close the inner consumer; what was not acked is delivered again after its ack wait."""
+        self._records.clear()
+        await self.inner.close()
