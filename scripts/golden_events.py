@@ -271,6 +271,25 @@ def _built() -> Iterator[tuple[str, str, dict[str, str], str]]:
         yield subject, codec.encode(event).decode(), headers, "built by scripts/golden_events.py"
 
 
+def _with_carried(
+    messages: Iterator[tuple[str, str, dict[str, str], str]],
+) -> Iterator[tuple[str, str, dict[str, str], str]]:
+    """``messages``, each DecisionRecord followed by the decisions it carries (schema 17), each as the payload it
+    would be as a message of its own on its workload's decision subject (the same bytes: the record holds them)."""
+    from kueue_es.events import codec, subjects, types
+
+    for subject, data, headers, source in messages:
+        yield subject, data, headers, source
+        if headers.get("Kq-Type") != "DecisionRecord":
+            continue
+        record = codec.decode(data.encode())
+        assert isinstance(record, types.DecisionRecord)
+        for index, decision in enumerate(record.carried, start=1):
+            carried_headers = {"Kq-Schema": headers["Kq-Schema"], "Kq-Type": codec.type_name(decision)}
+            where = subjects.workload_decision_subject(decision.workload, record.partition)
+            yield where, codec.encode(decision).decode(), carried_headers, f"{source} (decision {index} it carries)"
+
+
 def choose(*tiers: Iterator[tuple[str, str, dict[str, str], str]]) -> dict[str, dict[str, Any]]:
     """Per ``Kq-Type``, a message of the first tier that has one: the one whose payload has the most
     key paths, then the shortest."""
@@ -302,7 +321,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--log", type=Path, help="take the payloads of this recorded log (JSONL)")
     args = parser.parse_args(argv)
     if args.log is not None:
-        goldens = choose(_log_messages(args.log.resolve()))
+        goldens = choose(_with_carried(_log_messages(args.log.resolve())))
         versions = {g["headers"]["Kq-Schema"] for g in goldens.values()}
         if len(versions) != 1:
             raise SystemExit(f"{args.log}: messages of schema versions {sorted(versions)}; one version per folder")
@@ -313,7 +332,7 @@ def main(argv: list[str]) -> int:
     demo = FIXTURES / "logs" / f"demo-preempt-v{types.SCHEMA_VERSION}.jsonl"
     recorded = _log_messages(demo) if demo.exists() else iter(())  # no demo recorded in this version: scenarios
 
-    goldens = choose(recorded, _scenario_messages(), _built())
+    goldens = choose(_with_carried(recorded), _with_carried(_scenario_messages()), _built())
     missing = {codec.tag_of(cls) for cls in types.ALL_TYPES} - set(goldens)
     if missing:
         raise SystemExit(f"no payload of {sorted(missing)}: add one to _built()")

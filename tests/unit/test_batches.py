@@ -56,11 +56,21 @@ def stored(messages: Sequence[OutgoingMessage], *, start: int = 1) -> list[LogMe
     ]
 
 
+OUTPUTS_LAYOUT = 16
+"""The last event schema whose batches are a record followed by one output message per decision (since 17 the
+record carries them): most tests here judge that layout, which logs written before 17 still hold."""
+
+
 def a_batch(
-    outputs: Sequence[types.Decision] = (RESERVED, ADMITTED), *, decider: Decider = deciders.ADMITTER
+    outputs: Sequence[types.Decision] = (RESERVED, ADMITTED),
+    *,
+    decider: Decider = deciders.ADMITTER,
+    schema_version: int = OUTPUTS_LAYOUT,
 ) -> list[OutgoingMessage]:
-    """A batch as a decider commits it right after :data:`FACTS`."""
-    head, rest = build_batch(decider, outputs=outputs, basis_seq=len(FACTS), head_seq=0, now_ms=5)
+    """A batch as a decider commits it right after :data:`FACTS` (in ``schema_version``'s layout)."""
+    head, rest = build_batch(
+        decider, outputs=outputs, basis_seq=len(FACTS), head_seq=0, now_ms=5, schema_version=schema_version
+    )
     return [head, *rest]
 
 
@@ -164,7 +174,9 @@ def test_a_batch_that_does_not_verify_is_orphaned_whole(change: tuple) -> None:
 
 def test_garbage_on_the_head_is_skipped_and_the_next_batch_counts() -> None:
     garbage = OutgoingMessage(subject=subjects.head_subject("admit"), data=b"\x00not json", msg_id="g")
-    head, rest = build_batch(deciders.ADMITTER, outputs=[RESERVED, ADMITTED], basis_seq=5, head_seq=0, now_ms=5)
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=[RESERVED, ADMITTED], basis_seq=5, head_seq=0, now_ms=5, schema_version=17
+    )
     state, orphans = fold([garbage, head, *rest])
     assert [(o.seq, o.reason) for o in orphans] == [(5, batches.NOT_A_RECORD)]
     assert reserved(state) and state.heads == {"p0": 6}
@@ -172,7 +184,9 @@ def test_garbage_on_the_head_is_skipped_and_the_next_batch_counts() -> None:
 
 def test_a_record_interrupting_a_batch_breaks_it_and_heads_its_own() -> None:
     first = a_batch()
-    head, rest = build_batch(deciders.ADMITTER, outputs=[RESERVED, ADMITTED], basis_seq=6, head_seq=0, now_ms=6)
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=[RESERVED, ADMITTED], basis_seq=6, head_seq=0, now_ms=6, schema_version=17
+    )
     state, orphans = fold([*first[:2], head, *rest])
     assert [(o.seq, o.reason) for o in orphans] == [(5, batches.BATCH_BROKEN), (6, batches.BATCH_BROKEN)]
     assert reserved(state) and state.heads == {"p0": 7}
@@ -469,3 +483,92 @@ def test_the_fast_output_test_never_takes_what_output_problem_refuses(
         and msg_index == index
     )
     assert fast == exact == (problem is None)
+
+
+# --- event schema 17: the record carries its decisions --------------------------------------------------
+
+
+def carried_record(**changes: object) -> OutgoingMessage:
+    """The record of :func:`a_batch` in schema 17 (it carries RESERVED and ADMITTED), ``changes`` made to it."""
+    messages = a_batch(schema_version=17)
+    assert len(messages) == 1  # no output messages
+    record = codec.decode(messages[0].data)
+    assert isinstance(record, types.DecisionRecord)
+    if not changes:
+        return messages[0]
+    return msgspec.structs.replace(messages[0], data=codec.encode(msgspec.structs.replace(record, **changes)))
+
+
+def test_a_record_carrying_its_decisions_is_one_message_folded_as_its_outputs_were() -> None:
+    old_state, old_orphans = fold(a_batch())
+    record = codec.decode(carried_record().data)
+    assert isinstance(record, types.DecisionRecord)
+    assert record.output_count == 0 and record.decisions == (RESERVED, ADMITTED) and record.schema_version == 17
+    state, orphans = fold([carried_record()])
+    assert not orphans and not old_orphans
+    assert reserved(state) and state.heads == {"p0": len(FACTS) + 1} and state.last_seq == len(FACTS) + 1
+    wl, old_wl = state.workloads["default/big"], old_state.workloads["default/big"]
+    assert (wl.reservation, wl.admitted) == (old_wl.reservation, old_wl.admitted)
+
+
+def test_the_verifier_releases_carried_decisions_between_releases_and_pending_outcomes() -> None:
+    release = types.FinishedRelease(workload=OTHER, cluster_queue="cq", cause_seq=3, at_ms=5)
+    outcome = types.PendingOutcome(workload=OTHER, reason="Pending", message="waits")
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=[outcome, RESERVED, release, ADMITTED], basis_seq=4, head_seq=0, now_ms=5
+    )
+    assert rest == []
+    (message,) = stored([head], start=5)
+    verdict = batches.BatchVerifier().offer(
+        seq=5,
+        subject=message.subject,
+        msg_id_header=message.headers["Nats-Msg-Id"],
+        data=message.data,
+        event=codec.decode(message.data),
+    )
+    kinds = [(seq, type(event).__name__) for seq, event in verdict.accepted]
+    assert kinds == [
+        (5, "DecisionRecord"),
+        (5, "QuotaReleased"),
+        (5, "QuotaReserved"),
+        (5, "WorkloadAdmitted"),
+        (5, "WorkloadInadmissible"),
+    ]
+
+
+def test_a_carried_decision_of_a_kind_its_role_does_not_make_orphans_the_record() -> None:
+    issued = types.PreemptionIssued(workload=REF, cluster_queue="cq", nomination_seq=3, targets=[], at_ms=5)
+    state, orphans = fold([carried_record(decisions=(RESERVED, issued))])
+    assert not reserved(state) and not state.heads
+    assert [(o.reason, "PreemptionIssued" in o.detail) for o in orphans] == [(batches.WRONG_ROLE, True)]
+
+
+def test_a_record_with_outputs_and_carried_decisions_is_no_record() -> None:
+    state, orphans = fold([carried_record(output_count=1)])
+    assert not reserved(state) and [o.reason for o in orphans] == [batches.NOT_A_RECORD]
+    assert "one or the other" in orphans[0].detail
+
+
+def test_a_carried_decision_about_another_partitions_workload_is_refused() -> None:
+    """The fold's partition rule names the carried decisions as it named outputs: a record of a partition that
+    does not hold the workload at its basis is orphaned whole."""
+    state, _ = fold([])
+    mine = state.partitions.of_workload(REF.key)
+    assert mine is not None
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=[RESERVED, ADMITTED], basis_seq=4, head_seq=0, now_ms=5, partition=mine + "x"
+    )
+    state, orphans = fold([head, *rest])
+    assert not reserved(state) and [o.reason for o in orphans] == [batches.WRONG_PARTITION]
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=[RESERVED, ADMITTED], basis_seq=4, head_seq=0, now_ms=5, partition=mine
+    )
+    state, orphans = fold([head, *rest])
+    assert reserved(state) and not orphans
+
+
+def test_build_batch_refuses_a_record_among_the_decisions_it_carries() -> None:
+    record = codec.decode(carried_record().data)
+    assert isinstance(record, types.DecisionRecord)
+    with pytest.raises(TypeError, match="DecisionRecord is not a per-workload decision"):
+        build_batch(deciders.ADMITTER, outputs=[record], basis_seq=4, head_seq=0, now_ms=5)

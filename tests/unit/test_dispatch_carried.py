@@ -1,0 +1,114 @@
+"""The decisions a DecisionRecord carries (event schema 17) reach the dispatcher one by one.
+
+``services/dispatcher/carried.py``: the durable consumer reads the records' heads too; each record is
+handed over as one delivery per carried decision, keyed by (record sequence, index); the record is acked
+once every decision of it is, a nak of one naks the record, and its next delivery brings only the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from kueue_es import deciders
+from kueue_es.events import codec, subjects, types
+from kueue_es.events.bus.base import Delivery, LogMessage
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.dispatcher import carried
+from kueue_es.services.dispatcher.record_results import record_of
+from kueue_es.services.dispatcher.service import bind_decisions
+from kueue_es.services.runtime import build_batch
+
+
+def ref(name: str) -> types.WorkloadRef:
+    return types.WorkloadRef(namespace="default", name=name, uid=f"uid-{name}")
+
+
+DECISIONS = [types.WorkloadAdmitted(workload=ref(name), cluster_queue="cq", at_ms=5) for name in ("a", "b", "c")]
+
+
+async def a_log(bus: MemoryBus, *, pending_only: bool = False) -> int:
+    """A fact, then a schema-17 record carrying :data:`DECISIONS` (or only a pending outcome); its sequence."""
+    fact = types.ObjectDeleted(kind="Workload", namespace="default", name="gone", uid="u")
+    await bus.publish(subjects.fact_message(fact))
+    outputs: list[types.Output] = (
+        [types.PendingOutcome(workload=ref("a"), reason="Pending", message="waits")] if pending_only else DECISIONS
+    )
+    head, rest = build_batch(deciders.ADMITTER, outputs=outputs, basis_seq=1, head_seq=0, now_ms=5)
+    assert rest == []
+    return await bus.commit_batch(head=head, expected_head_seq=0, rest=rest)
+
+
+async def test_a_record_is_delivered_as_its_decisions_each_keyed_by_its_place() -> None:
+    bus = MemoryBus()
+    seq = await a_log(bus)
+    consumer = await bind_decisions(bus)
+    deliveries = await consumer.fetch(batch=10, timeout=0.5)
+    assert [carried.decision_key(d) for d in deliveries] == [(seq, 1), (seq, 2), (seq, 3)]
+    assert [carried.carried_decision(d) for d in deliveries] == DECISIONS
+    assert [d.message.subject for d in deliveries] == [
+        subjects.workload_decision_subject(decision.workload) for decision in DECISIONS
+    ]
+    # the Msg-Id its output message had: the record names it, as record_results reads it
+    assert [d.message.headers["Nats-Msg-Id"] for d in deliveries] == [f"admit:p0:1:{i}" for i in (1, 2, 3)]
+    assert [record_of(d.message, carried.decision_index(d)) for d in deliveries] == [("p0", seq)] * 3
+
+
+async def test_the_record_is_acked_once_all_its_decisions_are() -> None:
+    bus = MemoryBus()
+    await a_log(bus)
+    consumer = await bind_decisions(bus, ack_wait=0.2)
+    first = await consumer.fetch(batch=10, timeout=0.5)
+    for delivery in first[:2]:
+        await consumer.ack(delivery)
+    await asyncio.sleep(0.3)  # the record's ack wait passes: it comes again, with only the decision not acked
+    again = await consumer.fetch(batch=10, timeout=0.5)
+    assert [carried.decision_key(d)[1] for d in again] == [3] and again[0].attempt == 2
+    await consumer.ack(again[0])
+    assert consumer.acked_records == 1
+    await asyncio.sleep(0.3)
+    assert await consumer.fetch(batch=10, timeout=0.3) == []
+
+
+async def test_a_nak_of_one_decision_brings_back_only_those_not_acked() -> None:
+    bus = MemoryBus()
+    await a_log(bus)
+    consumer = await bind_decisions(bus)
+    first = await consumer.fetch(batch=10, timeout=0.5)
+    await consumer.ack(first[0])
+    await consumer.nak(first[1], delay=0.0)
+    await consumer.nak(first[2], delay=0.0)  # the record was nak'ed once already: nothing more is asked
+    await consumer.ack(first[2])
+    again = await consumer.fetch(batch=10, timeout=0.5)
+    assert [carried.decision_key(d)[1] for d in again] == [2]
+    await consumer.ack(again[0])
+    assert consumer.acked_records == 1
+
+
+async def test_a_record_carrying_no_decision_is_acked_at_once() -> None:
+    bus = MemoryBus()
+    await a_log(bus, pending_only=True)
+    consumer = await bind_decisions(bus, ack_wait=0.2)
+    assert await consumer.fetch(batch=10, timeout=0.3) == []
+    assert consumer.acked_records == 1
+    await asyncio.sleep(0.3)
+    assert await consumer.fetch(batch=10, timeout=0.3) == []  # acked: never delivered again
+
+
+async def test_an_old_consumer_over_the_decision_subjects_alone_is_given_the_heads_too() -> None:
+    """A dispatcher of before schema 17 made its durable over ``kq.dec.*.wl.>`` only; binding it again brings
+    its filter to :data:`carried.FILTERS`, or the records' decisions would never reach it."""
+    bus = MemoryBus()
+    await bus.durable(name="dispatcher", subjects=(carried.DECISION_FILTER,))
+    seq = await a_log(bus)
+    consumer = await bind_decisions(bus)
+    deliveries = await consumer.fetch(batch=10, timeout=0.5)
+    assert [carried.decision_key(d) for d in deliveries] == [(seq, 1), (seq, 2), (seq, 3)]
+
+
+def test_a_message_of_its_own_keeps_its_sequence_as_its_key() -> None:
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=DECISIONS[:1], basis_seq=1, head_seq=0, now_ms=5, schema_version=16
+    )
+    assert len(rest) == 1 and codec.decode(rest[0].data) == DECISIONS[0]
+    delivery = Delivery(message=LogMessage(seq=9, subject=rest[0].subject, data=rest[0].data))
+    assert carried.decision_key(delivery) == (9, 0) and carried.carried_decision(delivery) is None
