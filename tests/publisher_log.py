@@ -47,11 +47,20 @@ def fact(doc: dict[str, object]) -> OutgoingMessage:
     return subjects.fact_message(event, version="1")
 
 
-def messages() -> list[OutgoingMessage]:
-    """The log, in order: #1-#4 set-up facts (flavor, ClusterQueue, LocalQueue, workload w.1 in namespace
-    team-a), #5-#7 an admitter batch admitting w.1, #8-#9 a forged batch (a preemptor record whose output
-    is a QuotaReserved for w2, a kind the preemptor does not make), #10 a stray QuotaReserved for w3
-    outside any batch, #11 the dispatcher's DispatchApplied for w.1, #12 w.1 finished."""
+def messages(*, schema_version: int = types.SCHEMA_VERSION) -> list[OutgoingMessage]:
+    """The log, in order, with batches as ``build_batch`` writes them in ``schema_version``.
+
+    Before schema 17 (``schema_version=16``, the old layout): #1-#4 set-up facts (flavor, ClusterQueue,
+    LocalQueue, workload w.1 in namespace team-a), #5-#7 an admitter batch admitting w.1 (its record, then
+    its QuotaReserved and WorkloadAdmitted), #8-#9 a forged batch (a preemptor record whose output is a
+    QuotaReserved for w2, a kind the preemptor does not make), #10 a stray QuotaReserved for w3 outside any
+    batch, #11 the dispatcher's DispatchApplied for w.1, #12 w.1 finished.
+
+    Since schema 17 each record carries its decisions: #1-#4 the same facts, #5 the admitter's record
+    carrying w.1's QuotaReserved and WorkloadAdmitted, #6 the forged preemptor record carrying the
+    QuotaReserved for w2, #7 the stray QuotaReserved, #8 the DispatchApplied (``decision_seq`` 5, the
+    record's), #9 w.1 finished."""
+    carried = schema_version >= runtime.CARRIED_SINCE_SCHEMA
     out = [
         fact(flavor("default")),
         fact(cluster_queue("cq", flavors={"default": {"cpu": "9"}})),
@@ -59,18 +68,28 @@ def messages() -> list[OutgoingMessage]:
         fact(workload("w.1", namespace="team-a", cpu="1")),
     ]
     head, rest = runtime.build_batch(
-        deciders.ADMITTER, outputs=reserved("w.1", namespace="team-a"), basis_seq=4, head_seq=0, now_ms=NOW_MS
+        deciders.ADMITTER,
+        outputs=reserved("w.1", namespace="team-a"),
+        basis_seq=4,
+        head_seq=0,
+        now_ms=NOW_MS,
+        schema_version=schema_version,
     )
     out += [head, *rest]
     forged_head, forged = runtime.build_batch(
-        deciders.PREEMPTOR, outputs=reserved("w2")[:1], basis_seq=7, head_seq=5, now_ms=NOW_MS
+        deciders.PREEMPTOR,
+        outputs=reserved("w2")[:1],
+        basis_seq=5 if carried else 7,
+        head_seq=5,
+        now_ms=NOW_MS,
+        schema_version=schema_version,
     )
     out += [forged_head, *forged]
     stray = reserved("w3")[0]
     out.append(subjects.message(stray, subject=subjects.workload_decision_subject(stray.workload), msg_id="stray:1"))
     out.append(
         subjects.message(
-            types.DispatchApplied(workload=ref("w.1", "team-a"), decision_seq=6, action="StartJob"),
+            types.DispatchApplied(workload=ref("w.1", "team-a"), decision_seq=5 if carried else 6, action="StartJob"),
             subject=subjects.dispatch_subject(ref("w.1", "team-a")),
             msg_id="disp:local:6",
         )

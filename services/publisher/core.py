@@ -14,8 +14,16 @@ every message the fold accepts to :func:`public_message`, in log order. What is 
   (docs/subscribing.md). A record without outputs (a cycle that only kept pending reasons) verifies
   nothing published and is left out, unless it carries finished releases (``DecisionRecord.released``,
   admitter logic 15): those are public in the record itself, verified by its digest like the rest of
-  its bytes, not as messages of their own (a message of its own would share the record's ``Kq-Seq``,
-  which a subscriber takes for the record: docs/examples/subscriber.py).
+  its bytes, not as messages of their own; or decisions (below).
+- since event schema 17 a record carries its cycle's per-workload decisions itself
+  (``DecisionRecord.decisions``) and no output messages follow it on the log; ``KQ_PUB`` still gets
+  each of them on its workload's ``kq.pub.wl.<ns>.<name>``, right after the record and in its order,
+  as the output message it would have been before (:func:`public_messages`): its own encoding as
+  payload, its Msg-Id ``<decision_id>:<i>``, ``Kq-Log-Subject`` the per-workload decision subject it
+  would have had; ``Kq-Seq`` is the record's (they share its sequence), so ``Kq-Entry: <i>/<n>``
+  names its place among the record's ``n`` decisions, and the record itself says ``Kq-Entry: 0/<n>``
+  (a subscriber tells the record by its ``Kq-Type``; the publisher resumes a record it left half
+  published from these, :func:`resume_point`, :func:`resume_entry`).
 
 Nothing else: no orphan (a message outside a verified batch, a forged or broken batch) is ever
 published, and no fact about other objects (ClusterQueues, Nodes, ...).
@@ -135,10 +143,11 @@ def public_message(
 
     ``record``: the verified batch's record, for a decision and for the record itself (None for a fact
     or a dispatch result; a decision without one is refused: ValueError); ``time_ms``: when it happened
-    (:func:`event_time_ms`, else the log's stored time), for ``ce-time``. A record without outputs is
-    not public.
+    (:func:`event_time_ms`, else the log's stored time), for ``ce-time``. A record without outputs,
+    finished releases or carried decisions is not public. A record carrying decisions is the record's
+    message alone here (:func:`public_messages` adds its decisions).
     """
-    if isinstance(event, types.DecisionRecord) and event.output_count == 0 and not event.released:
+    if isinstance(event, types.DecisionRecord) and event.output_count == 0 and not (event.released or event.decisions):
         return None
     is_record = isinstance(event, types.DecisionRecord)
     subject = public_subject(message.subject)
@@ -194,9 +203,13 @@ def public_messages(
     before: payload the entry's DispatchApplied, Msg-Id ``<log Msg-Id>:<i>``, ``Kq-Seq`` and
     ``Kq-Log-Subject`` the batch's, and ``Kq-Entry: <i>/<n>`` (the publisher resumes a batch it
     left half published, :func:`resume_point`); for a FactBatch (schema version 16) likewise one
-    message per fact, on its workload's subject, as if it had been published alone."""
+    message per fact, on its workload's subject, as if it had been published alone; for a
+    DecisionRecord carrying decisions (schema version 17) the record, then each decision
+    (:func:`carried_messages`)."""
     base_id = message.headers.get(MSG_ID) or f"{codec.type_name(event)}:seq:{message.seq}"
     parts: list[tuple[str, types.Event]]
+    if isinstance(event, types.DecisionRecord) and event.decisions:
+        return carried_messages(message, event, record=record, time_ms=time_ms)
     if isinstance(event, types.FactBatch):  # schema 16: each fact on its workload's subject, as when alone
         if not message.subject.startswith(subjects.FACT_BATCH_PREFIX):
             return []
@@ -224,19 +237,76 @@ def public_messages(
     return out
 
 
+def carried_messages(
+    message: LogMessage, event: types.DecisionRecord, *, record: RecordRef | None, time_ms: int
+) -> list[OutgoingMessage]:
+    """The ``KQ_PUB`` messages of the log ``message`` holding ``event``, a DecisionRecord that carries its
+    cycle's decisions (schema 17, ``DecisionRecord.decisions``): the record on ``kq.pub.rec.<p>.<decider>``
+    with ``Kq-Entry: 0/<n>``, then decision ``i`` of its ``n`` on its workload's ``kq.pub.wl.<ns>.<name>``
+    exactly as its output message was published before schema 17 (payload ``codec.encode(decision)``,
+    Msg-Id ``<decision_id>:<i>``, ``Kq-Log-Subject`` its per-workload decision subject
+    ``kq.dec.<p>.wl.<ns>.<name>``, the record's ``Kq-Record-*``, ``ce-time`` its ``at_ms``, else
+    ``time_ms``), but ``Kq-Seq`` the record's and ``Kq-Entry: <i>/<n>``. ``record``: the record's
+    :class:`RecordRef` (None: made from ``message``). Empty when the record is not public."""
+    ref = record or record_ref(message.seq, message.data, event)
+    head = public_message(message, event, record=ref, time_ms=time_ms)
+    if head is None:
+        return []
+    count = len(event.carried)
+    out = [msgspec.structs.replace(head, headers={**head.headers, KQ_ENTRY: f"0/{count}"})]
+    for index, decision in enumerate(event.carried, 1):
+        part = LogMessage(
+            seq=message.seq,
+            subject=subjects.workload_decision_subject(decision.workload, event.partition),
+            data=codec.encode(decision),
+            headers={**message.headers, MSG_ID: f"{event.decision_id}:{index}"},
+        )
+        single = public_message(part, decision, record=ref, time_ms=event_time_ms(decision) or time_ms)
+        assert single is not None  # a workload's decision subject is public
+        out.append(msgspec.structs.replace(single, headers={**single.headers, KQ_ENTRY: f"{index}/{count}"}))
+    return out
+
+
+def entry_of(headers: dict[str, str]) -> tuple[int, int]:
+    """``(i, n)`` of a public message's ``Kq-Entry: <i>/<n>`` (``(1, 1)`` without one: a message whole).
+    Raises ValueError when it is not two numbers."""
+    index, _, count = headers.get(KQ_ENTRY, "1/1").partition("/")
+    return int(index), int(count)
+
+
 def resume_point(last: LogMessage | None) -> tuple[int, int]:
     """``(published_through, fold_from)`` from ``KQ_PUB``'s last message (None: empty): every log
     message up to ``published_through`` is published; the fold must read from ``fold_from`` on, the
     record heading the last one's batch when it was part of one (its other outputs follow), else the
-    message after it. Raises ValueError naming a header that is missing or not a number."""
+    message after it. A log message published in part (its last entry ``Kq-Entry: <i>/<n>``, ``i < n``:
+    a DispatchBatchApplied, a FactBatch, a record carrying decisions, whose ``0/<n>`` is the record
+    itself) is not published through: the fold reads it again and :func:`resume_entry` says which of its
+    messages are on ``KQ_PUB`` already. Raises ValueError naming a header that is missing or not a number."""
     if last is None:
         return 0, 1
     try:
         through = int(last.headers[KQ_SEQ])
         record = int(last.headers.get(KQ_RECORD_SEQ, "0"))
-        index, _, count = last.headers.get(KQ_ENTRY, "1/1").partition("/")
-        if int(index) < int(count):  # a batch (results, facts) published in part: all of it again (Msg-Ids dedupe)
+        index, count = entry_of(last.headers)
+        if index < count:  # a batch (results, facts, carried decisions) published in part: the rest of it again
             through -= 1
     except (KeyError, ValueError) as err:
         raise ValueError(f"KQ_PUB's last message (#{last.seq}, {last.subject}) has no usable {KQ_SEQ}: {err}") from err
     return through, (record if 0 < record <= through else through + 1)
+
+
+def resume_entry(last: LogMessage | None) -> tuple[int, int] | None:
+    """``(log seq, i)`` when ``KQ_PUB``'s last message is entry ``i`` of ``n > i`` of a log message
+    published in part (``Kq-Entry``; a record carrying decisions is its entry 0): that message's entries
+    up to ``i`` are on ``KQ_PUB``, the publisher publishes the rest. None otherwise (no message, or one
+    published whole). Raises ValueError as :func:`resume_point`."""
+    if last is None or KQ_ENTRY not in last.headers:
+        return None
+    try:
+        seq = int(last.headers[KQ_SEQ])
+        index, count = entry_of(last.headers)
+    except (KeyError, ValueError) as err:
+        raise ValueError(
+            f"KQ_PUB's last message (#{last.seq}, {last.subject}) has no usable {KQ_ENTRY}: {err}"
+        ) from err
+    return (seq, index) if index < count else None

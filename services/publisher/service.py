@@ -4,15 +4,19 @@
 events/bus/permissions.py). It folds the log as every service does (:func:`runtime.fold_decoded` into a
 :class:`ClusterState`, so the batch verifier and the fold's partition rule are the deciders' own) and
 publishes what the fold accepts, as :mod:`.core` says, each message only once its batch has passed: a
-decision waits for the last output of its batch and is published with its record. Orphans are not
+decision waits for the last output of its batch and is published with its record; a record carrying its
+decisions (event schema 17) is published with them, each on its workload's subject. Orphans are not
 published (logged ``decision_orphaned`` and counted in ``kueue_es_orphan_decisions_total``, as by every
 service).
 
 Restartable and exactly-once: at start it reads ``KQ_PUB``'s last message and resumes after the log
 sequence that message carries (``Kq-Seq``), folding from the newest snapshot at or before that point
-(else from #1) and publishing nothing up to it; every public message's ``Nats-Msg-Id`` is the log
-message's Msg-Id, so a repeat (two publishers during a rollout) is stored once within the stream's
-600 s window. Publishes are awaited one by one, so ``KQ_PUB`` is in log order.
+(else from #1) and publishing nothing up to it; a log message it left published in part (the entries
+of a DispatchBatchApplied or a FactBatch, a record and some of its carried decisions: ``Kq-Entry``) is
+read again and only its entries after the last one on ``KQ_PUB`` are published
+(:func:`core.resume_entry`). Every public message's ``Nats-Msg-Id`` is the log message's Msg-Id (a
+carried decision's: its output message's, ``<decision_id>:<i>``), so a repeat (two publishers during a
+rollout) is stored once within the stream's 600 s window. Publishes are awaited one by one, so ``KQ_PUB`` is in log order.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class Publisher(runtime.LogFollower):
         self._raw: dict[int, LogMessage] = {}  # the messages of the batch being verified, by sequence
         self._record: core.RecordRef | None = None  # the record of the batch being released
         self._ready: list[tuple[LogMessage, types.Event, core.RecordRef | None]] = []
+        self.resumed_entry: tuple[int, int] | None = None  # (log seq, entries on KQ_PUB) of one left in part
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """A :meth:`Health.add_check`: ready once caught up; says how far it published."""
@@ -77,7 +82,8 @@ class Publisher(runtime.LogFollower):
     def released(self, message: LogMessage) -> list[tuple[LogMessage, types.Event, core.RecordRef | None]]:
         """Fold ``message`` and return what it releases for ``KQ_PUB``, in log order: ``(log message,
         event, record)`` for every accepted message past ``published_through`` whose subject is public
-        (a record only with outputs; the pending outcomes a record stands for are not messages)."""
+        (a record is public only with outputs, finished releases or carried decisions, which :meth:`outgoing`
+        publishes after it; the pending outcomes a record stands for are not messages)."""
         self.position = max(self.position, message.seq)
         self._raw[message.seq] = message
         self._ready = []
@@ -124,9 +130,25 @@ class Publisher(runtime.LogFollower):
         if time_ms == 0:
             with contextlib.suppress(base.BusError):
                 time_ms = await self.bus.message_time_ms(message.seq)  # type: ignore[attr-defined]
-        for out in core.public_messages(message, event, record=record, time_ms=time_ms):
+        for out in self.outgoing(item, time_ms=time_ms):
             await self._send(out)
             self.published += 1
+
+    def outgoing(
+        self, item: tuple[LogMessage, types.Event, core.RecordRef | None], *, time_ms: int
+    ) -> list[OutgoingMessage]:
+        """The ``KQ_PUB`` messages of ``item`` (one of :meth:`released`; ``time_ms`` for ``ce-time``):
+        :func:`core.public_messages`, less the entries already on ``KQ_PUB`` of the log message this
+        publisher's predecessor left published in part (``resumed_entry``, from :meth:`_resume`, then
+        cleared). No I/O."""
+        message, event, record = item
+        out = core.public_messages(message, event, record=record, time_ms=time_ms)
+        resumed, self.resumed_entry = self.resumed_entry, None
+        if resumed is not None and resumed[0] == message.seq:
+            out = [m for m in out if core.entry_of(m.headers)[0] > resumed[1]]
+        elif resumed is not None and resumed[0] > message.seq:
+            self.resumed_entry = resumed  # not there yet
+        return out
 
     async def _send(self, out: OutgoingMessage) -> None:
         publish = self.bus.publish_public  # type: ignore[attr-defined]
@@ -139,6 +161,7 @@ class Publisher(runtime.LogFollower):
     async def _resume(self) -> None:
         last = await self.bus.last_public()  # type: ignore[attr-defined]
         self.published_through, fold_from = core.resume_point(last)
+        self.resumed_entry = core.resume_entry(last)
         start, self.start = self.start, None
         if start is not None and start.seq < fold_from:
             problem = await runtime.log_mismatch(self.bus, start)

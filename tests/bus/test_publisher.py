@@ -1,7 +1,8 @@
 """The publisher on a nats-server: KQ_PUB written from the verified log, exactly once across restarts.
 
 The log is tests/publisher_log.py's (a verified batch, a forged one, a stray decision, facts, a dispatch
-result); the publisher runs as the service runs it (:class:`Publisher` over a NatsBus) and is stopped and
+result), in the old layout (``OLD``: records followed by their output messages) and in event schema 17
+(records carrying their decisions); the publisher runs as the service runs it (:class:`Publisher` over a NatsBus) and is stopped and
 started again, or run twice at once.
 """
 
@@ -23,7 +24,8 @@ from kueue_es.services.publisher.service import Publisher
 from tests import publisher_log
 from tests.bus.conftest import Harness
 
-PUBLIC = 6  # tests/publisher_log.py: #4, #5, #6, #7, #11, #12
+PUBLIC = 6  # tests/publisher_log.py: #4, #5, #6, #7, #11, #12 (schema 17: #4, #5 and its two decisions, #8, #9)
+OLD = 16  # the last schema version whose records are followed by their output messages
 
 
 async def public_messages(harness: Harness) -> list[nats.aio.msg.Msg]:
@@ -75,7 +77,7 @@ async def test_publishes_the_verified_log_once_across_restarts(harness: Harness)
     bus = await harness.open()
     assert isinstance(bus, nats_bus.NatsBus)
     await bus.ensure_public_stream()
-    await write_log(bus, publisher_log.messages())
+    await write_log(bus, publisher_log.messages(schema_version=OLD))
     async with running(bus) as publisher:
         await wait_published(bus, PUBLIC)
         async with asyncio.timeout(10):
@@ -104,6 +106,7 @@ async def test_publishes_the_verified_log_once_across_restarts(harness: Harness)
         basis_seq=12,
         head_seq=5,
         now_ms=publisher_log.NOW_MS + 1000,
+        schema_version=OLD,
     )
     await write_log(bus, [head, *rest])
     async with running(bus):
@@ -122,7 +125,7 @@ async def test_resumes_inside_a_batch_and_two_publishers_write_once(harness: Har
     bus = await harness.open()
     assert isinstance(bus, nats_bus.NatsBus)
     await bus.ensure_public_stream()
-    outgoing = publisher_log.messages()
+    outgoing = publisher_log.messages(schema_version=OLD)
     await write_log(bus, outgoing)
     log = publisher_log.stored(outgoing)
     for seq, record in ((4, None), (5, None), (6, None)):  # the fact, the record, its first output
@@ -140,3 +143,34 @@ async def test_resumes_inside_a_batch_and_two_publishers_write_once(harness: Har
     assert [int(m.headers["Kq-Seq"]) for m in got] == [4, 5, 6, 7, 11, 12]
     assert got[3].headers["Kq-Type"] == "WorkloadAdmitted" and got[3].headers["Kq-Record-Seq"] == "5"
     assert isinstance(codec.decode(got[3].data), types.WorkloadAdmitted)
+
+
+@pytest.mark.parametrize("harness", ["nats"], indirect=True)
+async def test_resumes_inside_a_record_carrying_decisions(harness: Harness) -> None:
+    """Schema 17: a KQ_PUB that holds the record and the first of the two decisions it carries (a publisher
+    stopped there): the next publishers (two at once) write the second decision and what follows, nothing
+    twice, each decision on its workload's subject with the record's Kq-Seq and its Kq-Entry."""
+    bus = await harness.open()
+    assert isinstance(bus, nats_bus.NatsBus)
+    await bus.ensure_public_stream()
+    outgoing = publisher_log.messages(schema_version=types.SCHEMA_VERSION)
+    await write_log(bus, outgoing)
+    log = publisher_log.stored(outgoing)
+    fact = log[3]
+    head = log[4]
+    record = codec.decode(head.data)
+    assert isinstance(record, types.DecisionRecord) and len(record.carried) == 2
+    [observed] = core.public_messages(fact, codec.decode(fact.data), record=None, time_ms=1)
+    published = core.public_messages(head, record, record=None, time_ms=record.now_ms)
+    for public in (observed, *published[:2]):  # the fact, the record, its first decision
+        await bus.publish_public(public)
+    other = await harness.open()
+    async with running(bus), running(other):
+        await wait_published(bus, PUBLIC)
+        await asyncio.sleep(1.5)
+    got = await public_messages(harness)
+    assert [int(m.headers["Kq-Seq"]) for m in got] == [4, 5, 5, 5, 8, 9]
+    assert [m.headers["Nats-Msg-Id"] for m in got[1:4]] == [f"{record.decision_id}:{i}" for i in range(3)]
+    assert [m.headers.get("Kq-Entry") for m in got] == [None, "0/2", "1/2", "2/2", None, None]
+    assert [m.subject for m in got[2:4]] == ["kq.pub.wl.team-a.w%2E1"] * 2
+    assert got[3].data == codec.encode(record.carried[1])
