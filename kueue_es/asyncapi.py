@@ -10,7 +10,10 @@ are the publisher's (:mod:`kueue_es.services.publisher.core`), the permissions t
   and channel ``record`` (``kq.pub.rec.{partition}.{decider}``: the DecisionRecords that verify them);
 - the log ``KQ_LOG`` a tool may read too (``kueue-es replay``, ``explain``): facts, per-workload
   decisions, records on the deciders' heads, dispatch results (docs/design.md "The log"); there a
-  decision counts only inside a verified batch, which the reader must check itself;
+  decision counts only inside a verified batch, which the reader must check itself. Since event
+  schema 17 a record carries its cycle's decisions itself (``DecisionRecord.decisions``), so the
+  per-workload decision subjects hold only older logs' decisions; ``KQ_PUB`` still delivers each
+  decision on its workload's subject (``Kq-Entry`` its place in the record);
 - one ``receive`` operation per channel (a subscriber only reads: the ``reader`` user may publish
   nothing), the server (NATS, user and password) and, as ``x-kueue-es-permissions``, the
   ``reader`` user's NATS permissions.
@@ -113,6 +116,13 @@ def _public_headers(tag: str, *, verified: bool) -> dict[str, Any]:
     }
     required = [core.MSG_ID, core.KQ_TYPE, core.KQ_SCHEMA, core.KQ_SEQ, core.KQ_LOG_SUBJECT, *core.CE_HEADERS]
     required.append("content-type")
+    properties[core.KQ_ENTRY] = {
+        "type": "string",
+        "pattern": "^[0-9]+/[0-9]+$",
+        "description": "<i>/<n> on a message that is one of n parts of one log message, all with its Kq-Seq: an"
+        " entry of a DispatchBatchApplied, a fact of a FactBatch, or (schema 17) decision i of the n a"
+        " DecisionRecord carries, whose record itself is 0/<n>",
+    }
     if verified:
         properties[core.KQ_RECORD_SEQ] = {**_DIGITS, "description": "the verifying DecisionRecord's sequence in KQ_LOG"}
         properties[core.KQ_RECORD_ID] = {"type": "string", "description": "its decision_id"}
@@ -183,7 +193,9 @@ def document(*, server: str = "127.0.0.1:4222") -> dict[str, Any]:
         "public",
         title="A workload's public events (stream KQ_PUB)",
         description="In log order: the workload's facts, its decisions (each only once the batch verifier passed"
-        " its batch, with the verifying record's sequence, id and digest) and its dispatch results.",
+        " its batch, with the verifying record's sequence, id and digest) and its dispatch results. Since event"
+        " schema 17 the log carries a cycle's decisions in its DecisionRecord (decisions); each is still"
+        " delivered here as its own message, as before, with the record's Kq-Seq and Kq-Entry <i>/<n>.",
         make=lambda tag: _message(
             tag,
             headers=_public_headers(tag, verified=tag in {_tag(t) for t in OUTPUTS}),
@@ -197,13 +209,14 @@ def document(*, server: str = "127.0.0.1:4222") -> dict[str, Any]:
         (types.DecisionRecord,),
         "public",
         title="The DecisionRecords of the published decisions (stream KQ_PUB)",
-        description="Each record with outputs, published before them; docs/subscribing.md shows how to check a"
-        " decision against it.",
+        description="Each record with outputs, published before them, or carrying finished releases or (since"
+        " event schema 17) its decisions, published before each of those (Kq-Entry 0/<n>);"
+        " docs/subscribing.md shows how to check a decision against it.",
         make=lambda tag: _message(tag, headers=_public_headers(tag, verified=True), summary=f"{tag} on KQ_PUB"),
     )
     log_channels = (
         ("logFacts", "kq.in.{kind}.{namespace}.{name}", ("kind", "namespace", "name"), types.FACT_TYPES, "Facts"),
-        ("logDecisions", "kq.dec.{partition}.wl.{namespace}.{name}", ("partition", "namespace", "name"), OUTPUTS, "Decisions"),
+        ("logDecisions", "kq.dec.{partition}.wl.{namespace}.{name}", ("partition", "namespace", "name"), OUTPUTS, "Decisions (before schema 17)"),
         ("logRecords", "kq.dec.{partition}.head.{decider}", ("partition", "decider"), (types.DecisionRecord,), "Records"),
         ("logDispatch", "kq.disp.{cluster}.wl.{namespace}.{name}", ("cluster", "namespace", "name"), single_results, "Dispatch results"),
         ("logRecordDispatch", "kq.disp.{cluster}.rec.{partition}.{recordSeq}", ("cluster", "partition", "recordSeq"), (types.DispatchBatchApplied,), "Dispatch results per record"),
@@ -218,7 +231,9 @@ def document(*, server: str = "127.0.0.1:4222") -> dict[str, Any]:
             "log",
             title=f"{what} on the log (stream KQ_LOG)",
             description="The log itself, as the services read it: a decision there counts only as an output of a"
-            " verified batch (docs/design.md, projections/batches.py), which a reader must check itself.",
+            " verified batch (docs/design.md, projections/batches.py), which a reader must check itself. Since"
+            " event schema 17 a DecisionRecord carries its cycle's decisions (decisions, outputCount 0) and the"
+            " per-workload decision subjects carry only older logs' decisions.",
             make=lambda tag: _message(tag, headers=_log_headers(tag), summary=f"{tag} on KQ_LOG"),
         )
     operations = {

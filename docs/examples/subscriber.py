@@ -7,9 +7,10 @@ NATS user ``reader``, reads KQ_PUB from its first message (an ordered consumer) 
 - validates its payload against the schema of its ``Kq-Type`` and its headers against the message's
   headers schema in the document;
 - checks a decision against its DecisionRecord (published before it on ``kq.pub.rec.>``): the record's
-  bytes hash to ``Kq-Record-Digest``, the decision's Msg-Id is ``<decision_id>:<index>``, and once every
-  output of the record came, the SHA-256 over the outputs (each prefixed with its length, 8 bytes big
-  endian) is the record's ``outputsSha256``;
+  bytes hash to ``Kq-Record-Digest``, the decision's Msg-Id is ``<decision_id>:<index>``; a decision the
+  record carries (event schema 17: ``Kq-Entry: <index>/<n>``, the record's ``Kq-Seq``) is the record's
+  decision ``index``; else (older logs), once every output of the record came, the SHA-256 over the
+  outputs (each prefixed with its length, 8 bytes big endian) is the record's ``outputsSha256``;
 - prints each admission: a workload admitted, its ClusterQueue and its flavors (from the
   WorkloadAdmitted when it carries ``podSetAssignments``, else from the QuotaReserved before it).
 
@@ -81,16 +82,20 @@ class Checker:
 
     def _verify(self, headers: dict[str, str], data: bytes, payload: dict[str, Any]) -> None:
         seq, record_seq = int(headers["Kq-Seq"]), int(headers["Kq-Record-Seq"])
-        if seq == record_seq:  # the record itself
-            if hashlib.sha256(data).hexdigest() != headers["Kq-Record-Digest"]:
+        if headers["Kq-Type"] == "DecisionRecord":  # the record itself
+            if seq != record_seq or hashlib.sha256(data).hexdigest() != headers["Kq-Record-Digest"]:
                 raise ValueError(f"record #{seq}: its bytes do not hash to Kq-Record-Digest")
-            if payload["outputCount"]:  # a record of finished releases only (in its bytes) has no outputs to wait for
+            # a record of finished releases only (in its bytes) has nothing to wait for
+            if payload["outputCount"] or payload.get("decisions"):
                 self.records[seq] = {"record": payload, "outputs": {}}
             return
         batch = self.records.get(record_seq)
         if batch is None:
             raise ValueError(f"decision #{seq}: its record #{record_seq} was not published before it")
         record = batch["record"]
+        if seq == record_seq:  # schema 17: a decision the record carries, its place in Kq-Entry
+            self._verify_carried(seq, headers, payload, record)
+            return
         index = seq - record_seq
         if headers["Nats-Msg-Id"] != f"{record['decisionId']}:{index}" or not 1 <= index <= record["outputCount"]:
             raise ValueError(f"decision #{seq}: Msg-Id {headers['Nats-Msg-Id']!r} is not output {index} of its record")
@@ -103,6 +108,20 @@ class Checker:
             if digest.hexdigest() != record["outputsSha256"]:
                 raise ValueError(f"record #{record_seq}: its outputs do not hash to its outputsSha256")
             del self.records[record_seq]
+
+    def _verify_carried(
+        self, seq: int, headers: dict[str, str], payload: dict[str, Any], record: dict[str, Any]
+    ) -> None:
+        carried = record.get("decisions") or []
+        index, _, count = headers.get("Kq-Entry", "").partition("/")
+        if not index.isdigit() or count != str(len(carried)) or not 1 <= int(index) <= len(carried):
+            raise ValueError(
+                f"decision #{seq}: Kq-Entry {headers.get('Kq-Entry')!r} is not one of its record's decisions"
+            )
+        if headers["Nats-Msg-Id"] != f"{record['decisionId']}:{index}" or payload != carried[int(index) - 1]:
+            raise ValueError(f"decision #{seq}: it is not decision {index} its record carries")
+        if int(index) == len(carried):
+            del self.records[seq]
 
 
 def flavors_of(payload: dict[str, Any]) -> dict[str, str] | None:

@@ -61,6 +61,8 @@ def test_channels_operations_and_permissions(document: dict[str, Any]) -> None:
     tags = {msg["name"] for msg in document["components"]["messages"].values()}
     assert tags == {t.__struct_config__.tag for t in types.ALL_TYPES}
     public = document["channels"]["workload"]["messages"]
+    assert "schema 17" in document["channels"]["workload"]["description"]
+    assert "schema 17" in document["channels"]["logDecisions"]["title"]
     assert {"WorkloadObserved", "QuotaReserved", "WorkloadAdmitted", "DispatchApplied", "WorkloadFinished"} <= set(
         public
     )
@@ -76,12 +78,19 @@ def _validator(document: dict[str, Any], ref: str) -> jsonschema.Draft202012Vali
     return jsonschema.Draft202012Validator({"$ref": f"urn:doc{ref}"}, registry=registry)
 
 
-def test_every_published_message_matches_its_message_in_the_document(document: dict[str, Any]) -> None:
-    """Each message the publisher writes for the test log: its payload validates against the document's
-    schema of its type, its headers against the message's headers schema; a payload of another type, or a
-    decision without its record's headers, does not."""
-    out, _ = publish_all(publisher_log.stored(publisher_log.messages()))
+@pytest.mark.parametrize("schema_version", [16, types.SCHEMA_VERSION])
+def test_every_published_message_matches_its_message_in_the_document(
+    document: dict[str, Any], schema_version: int
+) -> None:
+    """Each message the publisher writes for the test log, in the old layout (a record followed by its
+    output messages) and in schema 17 (the record carrying its decisions, each published with Kq-Entry):
+    its payload validates against the document's schema of its type, its headers against the message's
+    headers schema; a payload of another type, a decision without its record's headers, or a Kq-Entry that
+    is not <i>/<n>, does not."""
+    out, _ = publish_all(publisher_log.stored(publisher_log.messages(schema_version=schema_version)))
     assert out
+    entries = [m for m in out if core.KQ_ENTRY in m.headers]
+    assert len(entries) == (3 if schema_version >= 17 else 0)  # the record (0/2) and its two decisions
     for message in out:
         tag = message.headers[core.KQ_TYPE]
         channel = "record" if tag == "DecisionRecord" else "workload"
@@ -93,6 +102,8 @@ def test_every_published_message_matches_its_message_in_the_document(document: d
         headers.validate({**message.headers, "Nats-Msg-Id": message.msg_id})
         other = "WorkloadFinished" if tag != "WorkloadFinished" else "QuotaReserved"
         assert not _validator(document, f"#/components/schemas/{other}").is_valid(json.loads(message.data))
+        if core.KQ_ENTRY in message.headers:
+            assert not headers.is_valid({**message.headers, "Nats-Msg-Id": message.msg_id, core.KQ_ENTRY: "1"})
         if core.KQ_RECORD_SEQ in message.headers:
             stripped = {k: v for k, v in message.headers.items() if k != core.KQ_RECORD_DIGEST}
             assert not headers.is_valid({**stripped, "Nats-Msg-Id": message.msg_id})
