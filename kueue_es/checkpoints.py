@@ -62,7 +62,7 @@ MAX_HEADER = 1 << 16  # bytes: a header line longer than this is not one of ours
 # Fields that are caches, not state: never written, rebuilt on use after a load.
 DERIVED: Final[dict[type, frozenset[str]]] = {
     # ``partitions`` (issue 18) is rebuilt from the rest (its transits are the state's ``transits``)
-    ClusterState: frozenset({"caches", "quota_tree", "partitions"}),
+    ClusterState: frozenset({"caches", "quota_tree", "partitions", "carried_seq", "carried_parked"}),
     WorkloadState: frozenset(
         {
             "requests_memo",

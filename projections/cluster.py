@@ -346,6 +346,10 @@ class ClusterState:
     admission_checks: dict[str, models.AdmissionCheck] = field(default_factory=dict)
     configuration: models.Configuration = field(default_factory=models.Configuration)
     requeue_triggers: dict[str, int] = field(default_factory=dict)
+    # The fold of a record carrying its decisions (event schema 17): its sequence, and whether one of them
+    # parked a workload yet. Transient (the decisions are folded in one go after their record): see trigger.
+    carried_seq: int = 0
+    carried_parked: bool = False
     quota_tree: quota.QuotaTree | None = None
     requests: dict[str, tuple[int, types.SchedulingRequested]] = field(default_factory=dict)
     reserved: dict[str, dict[str, None]] = field(default_factory=dict)
@@ -449,7 +453,15 @@ class ClusterState:
         changed, or quota was ``released``.
 
         ``key`` is ``cq:<name>``, ``cohort:<name>`` or ``*`` (everything).
+
+        A workload parked at a sequence waits for a trigger at a later one. The decisions a DecisionRecord
+        carries (event schema 17) share its sequence, where their output messages each had their own: a
+        trigger among them that follows one of them parking a workload counts from the next sequence, so it
+        moves back what was parked before it in the batch, as it did when each was a message (and, unlike
+        then, what its batch parks after it: Kueue's requeue of a release comes after the whole cycle).
         """
+        if self.carried_parked and seq == self.carried_seq:
+            seq += 1
         self.requeue_triggers[key] = max(self.requeue_triggers.get(key, 0), seq)
         self.triggers_version += 1
         if not released:
@@ -550,6 +562,8 @@ def apply(
         case types.WorkloadInadmissible() | types.QuotaReserved() | types.WorkloadAdmitted() | types.QuotaReleased():
             _apply_workload_decision(state, event, seq=seq)  # the most frequent events first
         case types.DecisionRecord():
+            if event.decisions:  # its decisions follow, at its sequence (see ClusterState.trigger)
+                state.carried_seq, state.carried_parked = seq, False
             state.heads[event.partition] = seq
             state.partitions.on_record(state, event.partition, event.basis_seq)
             kueue_metrics.on_record(state, event, seq=seq, admitter=event.role == ADMITTER_ROLE)
@@ -1525,6 +1539,8 @@ def _apply_workload_decision(
             current.bookmark = event.bookmark
             current.parked_seq = seq if event.parked else 0
             if event.parked:
+                if seq == state.carried_seq:
+                    state.carried_parked = True  # parked by a decision its record carries (see trigger)
                 state.preemptors.pop(key, None)  # parked: no longer the sticky head (§3.9)
                 state.deferred.pop(key, None)
             elif event.reason == WAITING_FOR_PREEMPTED and current.reservation is None and not current.gone:

@@ -147,24 +147,37 @@ class Recording:
         """Forget the job Events collected so far (nothing is written before the fold caught up)."""
         self._job_events = []
 
-    async def record(self, decisions: list[tuple[int, types.Event]]) -> None:
-        """Write the job Events collected, then those of ``decisions`` (``(log sequence, decision)``)."""
+    async def record(self, decisions: list[tuple[int, types.Event]], *, places: Sequence[int] = ()) -> None:
+        """Write the job Events collected, then those of ``decisions`` (``(log sequence, decision)``); ``places``:
+        each decision's 1-based place among the decisions its DecisionRecord carries (event schema 17: several
+        at one sequence), 0 (or none given) for a decision of its own message. An Event's name is the
+        workload's, the decision's sequence (and place), and the Event's index."""
         job_events, self._job_events = self._job_events, []
         for item, suffix in job_events:  # the jobs' own: CreatedWorkload, Started, Stopped, ... (jobframework)
             await self._write(item, name=f"{item.workload.name}.{suffix}")
         state = self.view.cluster
-        for seq, decision in decisions:
+        reserved_here: set[tuple[str | None, int]] = set()  # a QuotaReserved of these at this sequence came first
+        for position, (seq, decision) in enumerate(decisions):
             key = workload_key(decision)
+            if isinstance(decision, types.QuotaReserved):
+                reserved_here.add((key, seq))
             if isinstance(decision, types.QuotaReserved | types.WorkloadAdmitted) and _finished_before(state, key, seq):
                 continue  # landed after its workload finished: the status shows no admission (status.py), no Event
-            reserved = isinstance(decision, types.WorkloadAdmitted) and self.view.reserved_seq.get(key) == seq
+            # one WorkloadAdmitted reserving too (no QuotaReserved of its record before it, as a TAS one has)
+            reserved = (
+                isinstance(decision, types.WorkloadAdmitted)
+                and self.view.reserved_seq.get(key) == seq
+                and (key, seq) not in reserved_here
+            )
+            place = places[position] if places else 0
+            stem = f"{seq:x}-{place}" if place else f"{seq:x}"
             records = kube_events.for_decision(state, decision, self.view.records.get(key), reserved=reserved)
             for index, item in enumerate(records):
                 key = item.workload.key
                 wl = state.workloads.get(key)
                 if wl is None or not (status.is_job_workload(wl) or wl.workload.owner is None):
                     continue  # a workload of a kind the dispatcher writes nothing for (an unknown owner's)
-                await self._record(item, name=f"{item.workload.name}.{seq:x}.{index}", seq=seq)
+                await self._record(item, name=f"{item.workload.name}.{stem}.{index}", seq=seq)
         if decisions:
             await self.expire(max(decision_ms(d) for _, d in decisions))
 

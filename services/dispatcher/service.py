@@ -617,7 +617,9 @@ class Dispatcher:
             # one turn of the loop for the batch's result publishes and settling: with Job writes that never
             # wait (the simulated API) the next batches would otherwise pile up ahead of them
             await asyncio.sleep(0)
-        await self.record_events([(d.message.seq, event) for d, event in decoded])
+        await self.record_events(
+            [(d.message.seq, event) for d, event in decoded], places=[carried.decision_index(d) for d, _ in decoded]
+        )
         return joined
 
     async def prime(self) -> None:
@@ -631,11 +633,12 @@ class Dispatcher:
         if self._ready():
             await self.workloads.sync(keys)
 
-    async def record_events(self, decisions: list[tuple[int, types.Event]]) -> None:
-        """Write the Kubernetes Events of these decisions (``(log sequence, decision)``) and of the batch's
-        job writes (:class:`~kueue_es.services.dispatcher.recording.Recording`)."""
+    async def record_events(self, decisions: list[tuple[int, types.Event]], *, places: Sequence[int] = ()) -> None:
+        """Write the Kubernetes Events of these decisions (``(log sequence, decision)``; ``places``: each one's
+        place among its record's carried decisions, 0 for one of its own message) and of the batch's job writes
+        (:class:`~kueue_es.services.dispatcher.recording.Recording`)."""
         if self._ready():
-            await self.recording.record(decisions)
+            await self.recording.record(decisions, places=places)
             await self.recording.rejections()
         else:
             self.recording.discard_job_events()

@@ -572,3 +572,50 @@ def test_build_batch_refuses_a_record_among_the_decisions_it_carries() -> None:
     assert isinstance(record, types.DecisionRecord)
     with pytest.raises(TypeError, match="DecisionRecord is not a per-workload decision"):
         build_batch(deciders.ADMITTER, outputs=[record], basis_seq=4, head_seq=0, now_ms=5)
+
+
+SMALL = types.WorkloadRef(namespace="default", name="small", uid="uid-small")
+
+
+def _requeued_by_the_batch(order: str, schema_version: int) -> bool:
+    """Fold a batch that parks ``big`` and releases ``small`` (``order``: which first) in ``schema_version``'s
+    layout; whether the release's requeue trigger moves ``big`` back (SEMANTICS §3.6: it was parked before)."""
+    small_doc = workload("small", cpu="2")
+    facts = [*FACTS, subjects.fact_message(kueue_fact(small_doc))]
+    admitted = types.WorkloadAdmitted(
+        workload=SMALL,
+        cluster_queue="cq",
+        pod_set_assignments=[
+            types.PodSetAssignment(name="main", flavors={"cpu": "f"}, resource_usage={"cpu": 2000}, count=1)
+        ],
+        at_ms=5,
+    )
+    first, first_rest = build_batch(
+        deciders.ADMITTER, outputs=[admitted], basis_seq=len(facts), head_seq=0, now_ms=5, schema_version=schema_version
+    )
+    parked = types.WorkloadInadmissible(workload=REF, reason="Pending", message="no", at_ms=6, parked=True)
+    released = types.QuotaReleased(workload=SMALL, cluster_queue="cq", reason="Deleted", cause_seq=1, at_ms=6)
+    outputs = [parked, released] if order == "parked first" else [released, parked]
+    basis = len(facts) + 1 + len(first_rest)
+    second, second_rest = build_batch(
+        deciders.ADMITTER,
+        outputs=outputs,
+        basis_seq=basis,
+        head_seq=len(facts) + 1,
+        now_ms=6,
+        schema_version=schema_version,
+    )
+    state, orphans = ClusterState(), []
+    for message in stored([*facts, first, *first_rest, second, *second_rest]):
+        fold_message(state, message, on_orphan=orphans.append)
+    assert not orphans and state.workloads["default/big"].parked_seq > 0
+    return state.workloads["default/big"].parked_seq < state.requeue_triggers["cq:cq"]
+
+
+@pytest.mark.parametrize("schema_version", [16, 17])
+def test_a_release_after_a_parking_in_one_batch_moves_it_back_in_either_layout(schema_version: int) -> None:
+    """The decisions a record carries share its sequence; the requeue trigger of one that follows a parking in
+    the same record counts from the next sequence, so what the batch parked before its release goes back to
+    the queue, as when each decision was a message of its own; a release before the parking does not."""
+    assert _requeued_by_the_batch("parked first", schema_version)
+    assert not _requeued_by_the_batch("released first", schema_version)
