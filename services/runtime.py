@@ -260,6 +260,10 @@ def report_orphan(orphan: batches.Orphan, on_orphan: OrphanHook | None = None) -
 CARRIED_SINCE_SCHEMA = 17
 """The event schema version from which a DecisionRecord carries its cycle's decisions (no output messages)."""
 
+CARRIED_MAX_BYTES = 512 * 1024
+"""Bytes of a DecisionRecord carrying its decisions at most before its cycle's outputs are cut (:func:`cut_bytes`,
+the rest decided again next cycle): under nats-server's default max_payload (1 MiB) with room for its headers."""
+
 _CARRIED_TYPES = frozenset(types.CarriedDecision.__args__)
 
 RECORD_CARRIED = (types.PendingOutcome, types.FinishedRelease)
@@ -334,6 +338,22 @@ def build_batch(
         decisions=carried,
     )
     head = subjects.message(record, subject=subjects.head_subject(decider.role, partition), msg_id=f"{decision_id}:0")
+    if carried and len(head.data) > CARRIED_MAX_BYTES:
+        overhead = len(head.data) - sum(len(codec.encode(out)) + 1 for out in outputs)  # the record's own fields
+        shorter = cut_bytes(list(outputs), CARRIED_MAX_BYTES - overhead)
+        if len(shorter) < len(outputs):  # the rest is decided again in the next cycle, as a MAX_BATCH cut's is
+            return build_batch(
+                decider,
+                outputs=shorter,
+                basis_seq=basis_seq,
+                head_seq=head_seq,
+                now_ms=now_ms,
+                partition=partition,
+                answers=answers,
+                max_outputs=max_outputs,
+                kueue_es_version=kueue_es_version,
+                schema_version=schema_version,
+            )
     return head, rest
 
 
@@ -362,6 +382,28 @@ def cut_batch(outputs: list[types.Output], limit: int) -> list[types.Output]:
     while cut > 0 and _workload_of(outputs[cut]) == _workload_of(outputs[cut - 1]):
         cut -= 1
     return outputs[: cut or limit]
+
+
+def cut_bytes(outputs: list[types.Output], limit: int) -> list[types.Output]:
+    """The first outputs whose encodings add up to at most ``limit`` bytes, cut between two workloads'
+    decisions as :func:`cut_batch` cuts (at least the first workload's, whatever their size). A pure
+    function of the outputs, so replay, which builds the record again from the same outputs, cuts the same."""
+    size, cut = 0, 0
+    for index, out in enumerate(outputs):
+        size += len(codec.encode(out)) + 1
+        if size > limit:
+            cut = index
+            break
+    else:
+        return outputs
+    while cut > 0 and _workload_of(outputs[cut]) == _workload_of(outputs[cut - 1]):
+        cut -= 1
+    if cut == 0:  # one workload's decisions alone are over the limit: they go together, as they must
+        first = _workload_of(outputs[0])
+        cut = 1
+        while cut < len(outputs) and _workload_of(outputs[cut]) == first:
+            cut += 1
+    return outputs[:cut]
 
 
 def _workload_of(decision: types.Output) -> str:

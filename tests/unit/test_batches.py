@@ -619,3 +619,29 @@ def test_a_release_after_a_parking_in_one_batch_moves_it_back_in_either_layout(s
     the queue, as when each decision was a message of its own; a release before the parking does not."""
     assert _requeued_by_the_batch("parked first", schema_version)
     assert not _requeued_by_the_batch("released first", schema_version)
+
+
+def test_a_record_over_the_byte_limit_carries_the_first_workloads_decisions_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cycle's decisions that would make the record larger than ``CARRIED_MAX_BYTES`` are cut between two
+    workloads' decisions (the rest is decided again next cycle), the same way every time (replay builds it
+    again)."""
+    from kueue_es.services import runtime
+
+    monkeypatch.setattr(runtime, "CARRIED_MAX_BYTES", 3000)
+    outputs: list[types.Output] = []
+    for i in range(20):
+        ref = types.WorkloadRef(namespace="default", name=f"w{i}", uid=f"u{i}")
+        outputs += [
+            msgspec.structs.replace(RESERVED, workload=ref),
+            types.WorkloadAdmitted(workload=ref, cluster_queue="cq", at_ms=5),
+        ]
+    head, rest = build_batch(deciders.ADMITTER, outputs=outputs, basis_seq=4, head_seq=0, now_ms=5)
+    record = codec.decode(head.data)
+    assert isinstance(record, types.DecisionRecord) and not rest
+    assert len(head.data) <= 3000 and 0 < len(record.carried) < len(outputs)
+    assert len(record.carried) % 2 == 0  # a workload's reservation and admission stay together
+    assert list(record.carried) == outputs[: len(record.carried)]
+    again, _ = build_batch(deciders.ADMITTER, outputs=outputs, basis_seq=4, head_seq=0, now_ms=5)
+    assert again.data == head.data
