@@ -322,7 +322,12 @@ class LogBenchResult:
 
 
 def core_log(
-    *, events: int, cohorts: int = 10, queues_per_cohort: int = 100, scale: float = 1.0
+    *,
+    events: int,
+    cohorts: int = 10,
+    queues_per_cohort: int = 100,
+    scale: float = 1.0,
+    schema_version: int = types.SCHEMA_VERSION,
 ) -> Iterator[LogMessage]:
     """A log of at least ``events`` messages as the services would write it, made in-process.
 
@@ -333,6 +338,8 @@ def core_log(
     finishes (a WorkloadFinished fact). When every workload has run, a new round of the
     same workloads (new names) is created, until the log holds ``events`` messages; it
     ends after the cycle that reaches it, with the last round's work done or not.
+    ``schema_version`` < 17 writes the batches as older kueue-es did (one message per decision after
+    its record, not the decisions carried in the record).
     """
     state = ClusterState()
     seq = 0
@@ -371,22 +378,32 @@ def core_log(
                     head_seq=state.heads.get(subjects.DEFAULT_PARTITION, 0),
                     now_ms=now,
                     max_outputs=MAX_BATCH,
+                    schema_version=schema_version,
                 )
-                admitted: list[tuple[int, types.WorkloadRef]] = []
-                # the messages' decisions: what the record carries (pending outcomes, finished releases) has none
-                messaged = [o for o in outputs if not isinstance(o, types.PendingOutcome | types.FinishedRelease)]
-                for out, decision in zip((head, *rest), (None, *messaged), strict=False):
-                    message = stored(out)
+                admitted: list[tuple[int, int, types.WorkloadRef]] = []  # (decision seq, index, workload)
+                record = stored(head)
+                yield record
+                # since event schema 17 the record carries the decisions (each at its sequence, with its
+                # 1-based index); before, one message each followed it
+                carried = codec.decode(record.data)
+                assert isinstance(carried, types.DecisionRecord)
+                for index, decision in enumerate(carried.carried, start=1):
                     if isinstance(decision, types.WorkloadAdmitted):
-                        admitted.append((message.seq, decision.workload))
+                        admitted.append((record.seq, index, decision.workload))
+                for out in rest:
+                    message = stored(out)
+                    output = codec.decode(message.data)
+                    if isinstance(output, types.WorkloadAdmitted):
+                        admitted.append((message.seq, 0, output.workload))
                     yield message
-                for decision_seq, ref in admitted:
+                for decision_seq, index, ref in admitted:
                     result = types.DispatchApplied(workload=ref, decision_seq=decision_seq, action="StartJob")
                     yield stored(
                         subjects.message(
                             result,
                             subject=subjects.dispatch_subject(ref),
-                            msg_id=f"disp:{subjects.DEFAULT_CLUSTER}:{decision_seq}",
+                            # the dispatcher's Msg-Id: a carried decision's names its place in its record
+                            msg_id=f"disp:{subjects.DEFAULT_CLUSTER}:{decision_seq}" + (f":{index}" if index else ""),
                         )
                     )
                 now += 1_000
@@ -462,7 +479,7 @@ async def load_into_bus(bus: Bus, messages: Iterator[LogMessage], *, window: int
             await settle()
             record = codec.decode(message.data)
             assert isinstance(record, types.DecisionRecord)
-            need = record.output_count
+            need = record.output_count  # 0 for a record carrying its decisions (schema 17): committed alone
             if need:
                 batch = [message]
             else:

@@ -29,6 +29,12 @@ def messages() -> list[LogMessage]:
     return list(core_log(events=4_000, cohorts=2, queues_per_cohort=5, scale=0.5))
 
 
+@pytest.fixture(scope="module")
+def old_messages() -> list[LogMessage]:
+    """The layout before event schema 17: an output message per decision after its record."""
+    return list(core_log(events=4_000, cohorts=2, queues_per_cohort=5, scale=0.5, schema_version=16))
+
+
 def forked(path: Path, *, jobs: int = 2, parts_per_job: int = 3) -> ReplayReport:
     return replay_forked(Source(file=path), deciders.BY_ROLE, jobs=jobs, parts_per_job=parts_per_job)
 
@@ -49,11 +55,12 @@ def test_an_untouched_log_gives_the_one_pass_report(messages: list[LogMessage], 
 
 @pytest.mark.parametrize("where", ["late", "early"])
 def test_a_perturbed_output_is_found_at_the_same_sequence(
-    messages: list[LogMessage], tmp_path: Path, where: str
+    old_messages: list[LogMessage], tmp_path: Path, where: str
 ) -> None:
     """One output changed: late in the log, only its decision differs; early, its batch is
     orphaned (its digest no longer matches), so the fold changes and later decisions, in every
     part, differ too. Either way the parts report what one pass reports, in the same order."""
+    messages = old_messages
     reserved = [m for m in messages if m.headers.get("Kq-Type") == "WorkloadAdmitted"]
     last_record = max(m.seq for m in messages if m.headers.get("Kq-Type") == "DecisionRecord")
     victim = last_record + 1 if where == "late" else reserved[len(reserved) // 10].seq  # late: in the last batch
@@ -65,6 +72,28 @@ def test_a_perturbed_output_is_found_at_the_same_sequence(
     one_pass = replay_file(path, deciders.BY_ROLE)
     assert one_pass.mismatches[0].seq == victim
     assert len(one_pass.mismatches) == 1 if where == "late" else len(one_pass.mismatches) > 5
+    report = forked(path)
+    assert report == one_pass
+    assert report.exit_code == 1
+
+
+@pytest.mark.parametrize("where", ["late", "early"])
+def test_a_perturbed_carried_decision_is_found_at_its_record(
+    messages: list[LogMessage], tmp_path: Path, where: str
+) -> None:
+    """Schema 17: a record's bytes changed where they hold a carried decision (its decoded value the
+    same): a difference of that record alone, at the record (event 0), in one pass and in the parts."""
+    carrying = [m for m in messages if m.headers.get("Kq-Type") == "DecisionRecord" and b'"WorkloadAdmitted"' in m.data]
+    victim = carrying[-1 if where == "late" else len(carrying) // 10].seq
+    changed = [
+        msgspec.structs.replace(m, data=m.data.replace(b'"WorkloadAdmitted"', b'"WorkloadAdmitted" ', 1))
+        if m.seq == victim
+        else m
+        for m in messages
+    ]
+    path = written(tmp_path, changed)
+    one_pass = replay_file(path, deciders.BY_ROLE)
+    assert [(m.seq, m.index) for m in one_pass.mismatches] == [(victim, 0)]
     report = forked(path)
     assert report == one_pass
     assert report.exit_code == 1

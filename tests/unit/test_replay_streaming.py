@@ -22,8 +22,8 @@ from kueue_es.replay import LogChecker, check_log, find_records, replay_bus, rep
 from tests.unit.test_golden_log import _load
 
 
-def small_log(events: int = 3_000) -> list[LogMessage]:
-    return list(core_log(events=events, cohorts=2, queues_per_cohort=5, scale=0.5))
+def small_log(events: int = 3_000, *, schema_version: int = types.SCHEMA_VERSION) -> list[LogMessage]:
+    return list(core_log(events=events, cohorts=2, queues_per_cohort=5, scale=0.5, schema_version=schema_version))
 
 
 def test_the_bench_log_replays_with_every_decision_matched_and_complete() -> None:
@@ -62,7 +62,7 @@ def test_replay_of_a_file_and_of_a_bus_agree_with_the_whole_log_check(tmp_path: 
 
 
 def test_a_perturbed_output_deep_in_the_stream_is_found(tmp_path: Path) -> None:
-    messages = small_log()
+    messages = small_log(schema_version=16)  # the layout before schema 17: an output message each
     target = next(
         m for m in reversed(messages) if m.headers.get("Kq-Type") == "WorkloadAdmitted"
     )  # a late batch's output: its record's digest no longer matches
