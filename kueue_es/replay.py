@@ -4,12 +4,15 @@ The log is the audit trail. For each DecisionRecord, replay rebuilds the state t
 decider saw (the fold of the log up to ``basis_seq``), runs the same decider with
 the recorded ``now_ms`` and output cut, encodes the outputs as production does and
 compares them with the stored messages that follow the record, and with the
-record itself (its digest, cut and versions; research/event-sourcing.md §5.10).
+record itself (its digest, cut and versions; research/event-sourcing.md §5.10). Since event
+schema 17 the record carries its decisions (``DecisionRecord.decisions``) and no messages
+follow it: its bytes hold them all, re-built in the record's own schema version.
 
 It also checks that the log is complete: no sequence missing between 1 and the
 last one (a deleted or purged message), no message on a decision subject that no
 DecisionRecord covers (an orphan), no dispatch result naming a message that is not
-a recorded decision. A decision no dispatch result answers is only a warning: the
+a recorded decision (a decision a record carries is named by the record's sequence and its
+place in the record). A decision no dispatch result answers is only a warning: the
 dispatcher may still be at work. One whose workload, by the end of the log, finished,
 was deleted or gave its quota back after it last took some is not warned about: the
 dispatcher writes nothing for it (Kueue's reconciler neither starts nor stops a finished
@@ -123,7 +126,9 @@ class ReplayReport:
     gaps: list[tuple[int, int]] = field(default_factory=list)  # (first, last) missing sequences, inclusive
     orphans: list[Orphan] = field(default_factory=list)
     stray_dispatch: list[Orphan] = field(default_factory=list)  # dispatch results naming no decision
-    undispatched: list[int] = field(default_factory=list)  # decision seqs no dispatch result answered (warning)
+    # the sequence of each decision no dispatch result answered (warning); a decision a DecisionRecord carries
+    # (event schema 17) is at its record's sequence, so a record's several decisions repeat it
+    undispatched: list[int] = field(default_factory=list)
     nothing_to_write: list[int] = field(default_factory=list)  # unanswered ones whose workload is done (no warning)
     outside: int = 0  # records left out by --from/--to (not re-checked by request)
     start_seq: int = 0  # > 0: re-checked from a snapshot at this position (a purged log), not from #1
@@ -235,6 +240,12 @@ _LIFECYCLE_FACTS = frozenset({"WorkloadFinished", "ObjectDeleted", "FactBatch"})
 
 _UNVERIFIABLE: Final = "unverifiable"
 
+At = tuple[int, int]
+"""Where a decision stands in the log: ``(sequence, index)``, the index 0 for a decision of its own message
+(and for every other event), else its 1-based place among the decisions its DecisionRecord carries (event
+schema 17: ``DecisionRecord.decisions``, all at the record's sequence; ``DispatchEntry.decision_index``).
+Ordered as the fold takes them: a record's finished releases (index 0) come before the decisions it carries."""
+
 
 @dataclass(slots=True)
 class _Pending:
@@ -307,11 +318,12 @@ class LogChecker:
         self._open: list[_Pending] = []  # records whose stored messages are still being read or compared
         self._cover: list[tuple[int, int, str]] = []  # (head seq, last output seq, decision id), log order
         self._expected_seq = start + 1
-        self._outputs: dict[int, str] = {}  # seq -> subject of every recorded decision
-        self._waiting: dict[str, list[int]] = {}  # subject -> dispatchable decisions not answered yet
-        self._dispatchable: dict[int, types.WorkloadRef] = {}  # seq -> the workload of a dispatchable decision
-        self._reserved_at: dict[str, int] = {}  # workload key -> seq it last took quota at
-        self._ended_at: dict[str, int] = {}  # workload key -> seq it last finished, was deleted or released at
+        self._outputs: dict[At, str] = {}  # where -> the per-workload subject of every recorded decision
+        self._carried_of: dict[tuple[int, str], int] = {}  # (record seq, workload key) -> its last carried index
+        self._waiting: dict[str, list[At]] = {}  # subject -> dispatchable decisions not answered yet
+        self._dispatchable: dict[At, types.WorkloadRef] = {}  # where -> the workload of a dispatchable decision
+        self._reserved_at: dict[str, At] = {}  # workload key -> where it last took quota
+        self._ended_at: dict[str, At] = {}  # workload key -> where it last finished, was deleted or released
         self._mismatches: list[tuple[tuple[int, int], Mismatch]] = []
         self._unverifiable: list[tuple[tuple[int, int], Unverifiable]] = []
         self._late: list[Unverifiable] = []
@@ -414,54 +426,63 @@ class LogChecker:
         report.unverifiable = [
             u for _, u in sorted(self._unverifiable, key=lambda pair: pair[0]) if u.head_seq not in orphaned
         ] + self._late
-        waiting = sorted(seq for seqs in self._waiting.values() for seq in seqs)
-        report.undispatched = [seq for seq in waiting if not self._done_with(seq)]
-        report.nothing_to_write = [seq for seq in waiting if self._done_with(seq)]
+        waiting = sorted(at for ats in self._waiting.values() for at in ats)
+        report.undispatched = [at[0] for at in waiting if not self._done_with(at)]
+        report.nothing_to_write = [at[0] for at in waiting if self._done_with(at)]
         if self.progress is not None and self._done % 256:
             self.progress(self._done % 256)
         return report
 
     # --- completeness -------------------------------------------------------------------------
 
-    def _done_with(self, seq: int) -> bool:
-        """Whether the dispatcher writes nothing for the unanswered decision at ``seq``: by the end of
+    def _done_with(self, at: At) -> bool:
+        """Whether the dispatcher writes nothing for the unanswered decision at ``at``: by the end of
         the log its workload finished, was deleted or gave its quota back after it last took some (the
         first checks of ``dispatcher.core._plan_start`` and ``_plan_stop``: no job to start or stop for
         a workload gone or holding no quota; Kueue jobframework/reconciler.go returns early for a
         finished workload). Judged from the log's events, not a fold: every pass (one pass, forked,
         from checkpoints) judges alike."""
-        ref = self._dispatchable.get(seq)
+        ref = self._dispatchable.get(at)
         if ref is None:
             return False
-        return self._ended_at.get(ref.key, 0) > self._reserved_at.get(ref.key, 0)
+        return self._ended_at.get(ref.key, (0, 0)) > self._reserved_at.get(ref.key, (0, 0))
 
     def _lifecycle(self, seq: int, event: types.Event | None) -> None:
         """Keep when each workload last took quota and last finished, was deleted or released it (a
-        release carried in a DecisionRecord included)."""
+        release or decision carried in a DecisionRecord included, at its :data:`At`)."""
         match event:
             case types.QuotaReserved() | types.WorkloadAdmitted():
-                self._reserved_at[event.workload.key] = seq
+                self._reserved_at[event.workload.key] = (seq, 0)
             case types.WorkloadFinished() | types.QuotaReleased():
-                self._ended_at[event.workload.key] = seq
-            case types.DecisionRecord(released=released) if released:
+                self._ended_at[event.workload.key] = (seq, 0)
+            case types.DecisionRecord() if event.released or event.decisions:
                 # a finished workload's release rides in its cycle's record (admitter logic 15): it ends
                 # the workload's hold as the QuotaReleased message did before
-                for release in released:
-                    self._ended_at[release.workload.key] = seq
+                for release in event.released or ():
+                    self._ended_at[release.workload.key] = (seq, 0)
+                # the decisions it carries (schema 17), after its releases, as their messages followed it
+                for index, decision in enumerate(event.carried, start=1):
+                    if isinstance(decision, types.QuotaReserved | types.WorkloadAdmitted):
+                        self._reserved_at[decision.workload.key] = (seq, index)
+                    elif isinstance(decision, types.QuotaReleased):
+                        self._ended_at[decision.workload.key] = (seq, index)
             case types.ObjectDeleted(kind="Workload"):
-                self._ended_at[f"{event.namespace}/{event.name}"] = seq
+                self._ended_at[f"{event.namespace}/{event.name}"] = (seq, 0)
             case types.FactBatch(facts=facts):  # schema 16: its WorkloadFinished facts as if alone
                 for fact in facts:
                     if isinstance(fact, types.WorkloadFinished):
-                        self._ended_at[fact.workload.key] = seq
+                        self._ended_at[fact.workload.key] = (seq, 0)
             case _:
                 pass
 
     def _decision_subject(self, message: LogMessage, event: types.Event | None = None) -> None:
         """A message on a decision subject counts only as output i of the record just before it,
-        with the Msg-Id the record derives (ARCHITECTURE.md §3)."""
+        with the Msg-Id the record derives (ARCHITECTURE.md §3); a record's carried decisions (schema 17)
+        are recorded decisions at its sequence (:meth:`_carried`)."""
         seq = message.seq
         if seq in self._heads:
+            if isinstance(event, types.DecisionRecord) and event.decisions:
+                self._carried(seq, event)
             return
         if _is_head_subject(message.subject):
             self.report.orphans.append(_orphan(message, "a message on a head subject that is not a DecisionRecord"))
@@ -482,11 +503,26 @@ class LogChecker:
             self.report.orphans.append(_orphan(message, f"its Msg-Id is not the record's {msg_id!r}"))
         else:
             subject = self._subjects.setdefault(message.subject, message.subject)
-            self._outputs[seq] = subject
+            self._outputs[(seq, 0)] = subject
             if message.headers.get("Kq-Type") in _DISPATCHED:
-                self._waiting.setdefault(subject, []).append(seq)
+                self._waiting.setdefault(subject, []).append((seq, 0))
                 if isinstance(event, types.WorkloadAdmitted | types.EvictionRequested):
-                    self._dispatchable[seq] = event.workload
+                    self._dispatchable[(seq, 0)] = event.workload
+
+    def _carried(self, seq: int, record: types.DecisionRecord) -> None:
+        """Record the decisions ``record`` (at ``seq``) carries (event schema 17) as its output messages
+        were recorded: each at ``(seq, index)``, on the per-workload subject its message would have had
+        (``subjects.workload_decision_subject``: a workload's decisions supersede each other there
+        whichever way they were written), the dispatchable ones waiting for a dispatch result."""
+        for index, decision in enumerate(record.carried, start=1):
+            ref = decision.workload
+            subject = subjects.workload_decision_subject(ref, record.partition)
+            subject = self._subjects.setdefault(subject, subject)
+            self._outputs[(seq, index)] = subject
+            self._carried_of[(seq, ref.key)] = index
+            if isinstance(decision, types.WorkloadAdmitted | types.EvictionRequested):
+                self._waiting.setdefault(subject, []).append((seq, index))
+                self._dispatchable[(seq, index)] = ref
 
     def _verify(self, message: LogMessage, event: types.Event | None) -> None:
         """Judge a message on a decision subject by the services' batch rule: what their fold
@@ -523,9 +559,9 @@ class LogChecker:
         if not added:
             return
         report.orphans = sorted([*report.orphans, *added], key=lambda orphan: orphan.seq)
-        orphaned = {orphan.seq for orphan in added}
-        for subject, seqs in list(self._waiting.items()):
-            left = [seq for seq in seqs if seq not in orphaned]
+        orphaned = {orphan.seq for orphan in added}  # a record orphaned: every decision it carries
+        for subject, ats in list(self._waiting.items()):
+            left = [at for at in ats if at[0] not in orphaned]
             if left:
                 self._waiting[subject] = left
             else:
@@ -533,37 +569,49 @@ class LogChecker:
 
     def _dispatch_result(self, message: LogMessage, event: types.Event | None) -> None:
         """A dispatch result names a recorded decision before it (a DispatchBatchApplied: each of its
-        entries does). The dispatcher writes a workload's
+        entries does, a carried decision by its record's sequence and ``decision_index``). The
+        dispatcher writes a workload's
         latest state, so a decision a later answered one of the same workload (its subject)
         superseded, e.g. an admission the eviction of a preemption overtook before the Job
         started, needs no answer of its own."""
         if event is None:
             self.report.stray_dispatch.append(_orphan(message, "undecodable"))
             return
-        results = types.dispatch_results(event)
-        if not results:
+        if isinstance(event, types.DispatchBatchApplied):  # each entry as the result of its decision
+            if not event.entries:
+                self.report.stray_dispatch.append(_orphan(message, "not a dispatch result"))
+            for entry in event.entries:
+                self._answer(message, (entry.decision_seq, entry.decision_index), entry.workload)
+            return
+        if not isinstance(event, types.DispatchApplied | types.DispatchFailed):
             self.report.stray_dispatch.append(_orphan(message, "not a dispatch result"))
             return
-        for result in results:  # a DispatchBatchApplied: each entry as the result of its decision
-            self._answer(message, result)
+        self._answer(message, (event.decision_seq, 0), event.workload)
 
-    def _answer(self, message: LogMessage, event: types.DispatchApplied | types.DispatchFailed) -> None:
-        """The dispatch result ``event`` (in ``message``) answers its decision and the earlier ones
-        of the same workload it supersedes."""
-        subject = self._outputs.get(event.decision_seq)
-        if subject is None and event.decision_seq <= self.start:
+    def _answer(self, message: LogMessage, at: At, workload: types.WorkloadRef) -> None:
+        """The dispatch result in ``message`` answers the decision at ``at`` (of ``workload``) and the
+        earlier ones of the same workload it supersedes. A DispatchApplied or DispatchFailed of a
+        carried decision names only its record's sequence (its index is in its Msg-Id alone): it
+        answers the last decision of its workload that record carries."""
+        seq, index = at
+        subject = self._outputs.get(at)
+        if subject is None and index == 0:
+            carried = self._carried_of.get((seq, workload.key))
+            if carried is not None:
+                at = (seq, carried)
+                subject = self._outputs.get(at)
+        if subject is None and seq <= self.start:
             return  # a decision before the snapshot this check started from
         if subject is None:
-            self.report.stray_dispatch.append(
-                _orphan(message, f"names #{event.decision_seq}, which is not a recorded decision")
-            )
+            named = f"decision {index} of #{seq}" if index else f"#{seq}"
+            self.report.stray_dispatch.append(_orphan(message, f"names {named}, which is not a recorded decision"))
             return
         waiting = self._waiting.get(subject)
         if waiting:
-            left = [seq for seq in waiting if seq > event.decision_seq]
-            for seq in waiting:
-                if seq <= event.decision_seq:
-                    self._dispatchable.pop(seq, None)
+            left = [one for one in waiting if one > at]
+            for one in waiting:
+                if one <= at:
+                    self._dispatchable.pop(one, None)
             if left:
                 self._waiting[subject] = left
             else:
@@ -958,8 +1006,9 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
     if len(report.mismatches) > max_diffs:
         lines.append((f"... and {len(report.mismatches) - max_diffs} more differences (--max-diffs N shows more)", ""))
     if report.undispatched:
-        shown = ", ".join(f"#{seq}" for seq in report.undispatched[:10])
-        more = ", ..." if len(report.undispatched) > 10 else ""
+        seqs = list(dict.fromkeys(report.undispatched))  # a record's carried decisions share its sequence
+        shown = ", ".join(f"#{seq}" for seq in seqs[:10])
+        more = ", ..." if len(seqs) > 10 else ""
         lines.append(
             (
                 f"warning: {len(report.undispatched)} decisions have no dispatch result ({shown}{more}): "
@@ -968,8 +1017,9 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
             )
         )
     if report.nothing_to_write:
-        shown = ", ".join(f"#{seq}" for seq in report.nothing_to_write[:10])
-        more = ", ..." if len(report.nothing_to_write) > 10 else ""
+        seqs = list(dict.fromkeys(report.nothing_to_write))
+        shown = ", ".join(f"#{seq}" for seq in seqs[:10])
+        more = ", ..." if len(seqs) > 10 else ""
         lines.append(
             (
                 f"{len(report.nothing_to_write)} decisions need no dispatch result ({shown}{more}): their workload "

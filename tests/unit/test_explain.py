@@ -61,6 +61,7 @@ class Recorder:
         self.state = ClusterState()
         self.messages: list[LogMessage] = []
         self.clock = NOW
+        self.schema_version = types.SCHEMA_VERSION  # 16: batches as before schema 17 (a message per decision)
 
     def append(self, *messages: OutgoingMessage) -> None:
         for message in messages:
@@ -92,7 +93,12 @@ class Recorder:
             if not out:
                 return
             head, rest = build_batch(
-                deciders.ADMITTER, outputs=out, basis_seq=self.state.last_seq, head_seq=0, now_ms=self.clock
+                deciders.ADMITTER,
+                outputs=out,
+                basis_seq=self.state.last_seq,
+                head_seq=0,
+                now_ms=self.clock,
+                schema_version=self.schema_version,
             )
             self.append(head, *rest)
         raise AssertionError("the admitter did not settle")
@@ -175,8 +181,11 @@ def test_list_takes_kueuectls_filters_also_as_kubectl_kueue_list_at(
     assert "--at SEQ|RFC3339" in capsys.readouterr().out
 
 
-def _recorded(*, reclaim: str = "Any", within: str = "LowerPriority") -> Recorder:
+def _recorded(
+    *, reclaim: str = "Any", within: str = "LowerPriority", schema_version: int = types.SCHEMA_VERSION
+) -> Recorder:
     log = Recorder()
+    log.schema_version = schema_version
     log.manifest(flavor("default-flavor"))
     log.manifest(_cq("team-a-cq", 4, reclaim=reclaim, within=within))
     log.manifest(_cq("team-b-cq", 2, reclaim=reclaim, within=within))
@@ -240,8 +249,22 @@ def test_explain_by_job_name_tells_the_story_position_and_needs(
     assert "3 cpu more free in flavor default-flavor of team-a-cq" in out
 
 
-def test_explain_at_before_and_after_an_admission(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    log = _recorded(reclaim="Never", within="Never")  # it waits: nothing to preempt
+def _admission(messages: list[LogMessage], name: str) -> tuple[int, types.WorkloadAdmitted]:
+    """The sequence and the WorkloadAdmitted of workload ``name``: a message of its own (before event
+    schema 17) or one its DecisionRecord carries (at the record's sequence)."""
+    for message in messages:
+        event = codec.decode(message.data)
+        for one in types.with_carried(event):
+            if isinstance(one, types.WorkloadAdmitted) and one.workload.name == name:
+                return message.seq, one
+    raise AssertionError(f"no admission of {name}")
+
+
+@pytest.mark.parametrize("schema", [types.SCHEMA_VERSION, 16])
+def test_explain_at_before_and_after_an_admission(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], schema: int
+) -> None:
+    log = _recorded(reclaim="Never", within="Never", schema_version=schema)  # it waits: nothing to preempt
     log.manifest(workload("big", queue="a", cpu="1", count=3, priority=0, created=40))
     log.settle()  # 1 + 3 = 4 of team-a-cq's 4, but team-b-cq borrows 2 of them: it waits
     waited = log.state.workloads["default/big"]
@@ -252,11 +275,8 @@ def test_explain_at_before_and_after_an_admission(tmp_path: Path, capsys: pytest
     )
     log.settle()
     assert log.state.workloads["default/big"].admitted
-    admitted_seq = next(
-        seq
-        for seq, message in enumerate(log.messages, start=1)
-        if message.headers.get("Kq-Type") == "WorkloadAdmitted" and b'"big"' in message.data
-    )
+    admitted_seq, admission = _admission(log.messages, "big")
+    assert (log.messages[admitted_seq - 1].headers["Kq-Type"] == "DecisionRecord") == (schema >= 17)
     path = log.write(tmp_path / "log.jsonl")
     code, out, _ = _run(capsys, "explain", "default/big", "--file", str(path), "--at", str(finished_at), "-o", "json")
     assert code == 0
@@ -272,7 +292,7 @@ def test_explain_at_before_and_after_an_admission(tmp_path: Path, capsys: pytest
     assert whats[-2:] == ["quota reserved", "admitted"]
     assert [line["seq"] for line in after["story"] if line["what"] == "admitted"] == [admitted_seq]
     # --at a time: the admission's own time folds it; a millisecond earlier does not
-    admitted_ms = codec.decode(log.messages[admitted_seq - 1].data).at_ms  # type: ignore[union-attr]
+    admitted_ms = admission.at_ms
     for moment, status in ((admitted_ms, "admitted"), (admitted_ms - 1, "pending")):
         at = logsource.rfc3339(moment)
         code, out, _ = _run(capsys, "explain", "default/big", "--file", str(path), "--at", at, "-o", "json")

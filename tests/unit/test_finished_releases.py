@@ -11,6 +11,7 @@ replays; KQ_PUB publishes the record that carries them even without outputs.
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
@@ -44,6 +45,7 @@ class Log(FoldedLog):
     """An in-memory log folded as every service folds it, with a clock a second per cycle."""
 
     now = NOW
+    schema_version = types.SCHEMA_VERSION  # 16: batches as before schema 17 (a message per decision)
 
     def cycle(self, decider: Decider = deciders.ADMITTER) -> list[types.Output]:
         """One admitter cycle (``decider``'s), committed when it decides anything; its outputs."""
@@ -57,6 +59,7 @@ class Log(FoldedLog):
                 head_seq=self.state.heads.get("p0", 0),
                 now_ms=self.now,
                 max_outputs=0,
+                schema_version=self.schema_version,
             )
             self.append(head, *rest)
         return out
@@ -75,9 +78,10 @@ class Log(FoldedLog):
         return out
 
 
-def run(decider: Decider = deciders.ADMITTER) -> Log:
+def run(decider: Decider = deciders.ADMITTER, *, schema_version: int = types.SCHEMA_VERSION) -> Log:
     """``first`` admitted, finished, released; ``second`` admitted in the same cycle as the release."""
     log = Log()
+    log.schema_version = schema_version
     log.append(*facts())
     log.cycle(decider)  # first admitted, second waits
     log.finish("first")
@@ -95,16 +99,17 @@ def test_the_release_of_a_finished_workload_rides_in_the_record() -> None:
     finished_seq = next(m.seq for m in log.messages if isinstance(codec.decode(m.data), types.WorkloadFinished))
     assert released[0].cause_seq == finished_seq
     after = [codec.decode(m.data) for m in log.messages if m.seq > message.seq]
-    assert not any(isinstance(e, types.QuotaReleased) for e in after)  # no message of its own
-    assert [type(e).__name__ for e in after] == ["WorkloadAdmitted"]  # second, on the freed quota
+    assert after == []  # no message of its own: since schema 17 the record carries the cycle's decisions too
+    assert [type(e).__name__ for e in record.carried] == ["WorkloadAdmitted"]  # second, on the freed quota
     assert log.orphans == []
     assert log.state.workloads["default/first"].reservation is None
     assert log.state.workloads["default/second"].reservation is not None
     assert log.state.usage["cq"]["f"]["cpu"] == 3000
 
 
-def test_the_verifier_releases_them_after_the_record_before_the_outputs() -> None:
-    log = run()
+@pytest.mark.parametrize("schema", [types.SCHEMA_VERSION, 16])
+def test_the_verifier_releases_them_after_the_record_before_the_outputs(schema: int) -> None:
+    log = run(schema_version=schema)
     message, record = log.records()[-1]
     verifier = batches.BatchVerifier()
     accepted: list[tuple[int, str]] = []
@@ -120,7 +125,8 @@ def test_the_verifier_releases_them_after_the_record_before_the_outputs() -> Non
     assert accepted == [
         (message.seq, "DecisionRecord"),
         (message.seq, "QuotaReleased"),
-        (message.seq + 1, "WorkloadAdmitted"),
+        # carried (schema 17): at the record's sequence, where its output message stood before
+        (message.seq + (schema < 17), "WorkloadAdmitted"),
     ]
 
 
@@ -157,14 +163,14 @@ def test_the_log_replays_and_a_changed_release_is_a_mismatch() -> None:
 
 def test_logic_14_wrote_a_message_per_release_and_replays() -> None:
     v14 = deciders.EARLIER[(admitter_core.ROLE, 14)]
-    log = run(v14)
+    log = run(v14, schema_version=16)  # logic 14 wrote logs before schema 17: a message per decision
     _, record = log.records()[-1]
     assert record.logic_version == 14 and not record.released
     kinds = [type(codec.decode(m.data)).__name__ for m in log.messages if m.seq > log.records()[-1][0].seq]
     assert kinds == ["QuotaReleased", "WorkloadAdmitted"]
     report = check_log(log.messages, deciders.BY_ROLE)
     assert report.mismatches == [] and report.matched == 2
-    new = run()  # the same run at logic 15: the same state, one message fewer
+    new = run(schema_version=16)  # the same run at logic 15: the same state, one message fewer
     assert len(new.messages) == len(log.messages) - 1
     for key in ("default/first", "default/second"):
         assert (new.state.workloads[key].reservation is None) == (log.state.workloads[key].reservation is None)
@@ -194,13 +200,16 @@ def test_kq_pub_publishes_the_record_carrying_them_even_without_outputs() -> Non
     assert publisher.public_messages(message, idle, record=ref, time_ms=record.now_ms) == []
 
 
-def test_an_admission_landing_after_its_workloads_finish_needs_no_dispatch_result() -> None:
+@pytest.mark.parametrize("schema", [types.SCHEMA_VERSION, 16])
+def test_an_admission_landing_after_its_workloads_finish_needs_no_dispatch_result(schema: int) -> None:
     """The race of a prebuilt Workload finished OutOfSync (or any job finishing) while a cycle that
     admits it is decided: the admission, on a basis before the finish, lands after it; the dispatcher
     starts nothing for a finished workload, and the next cycle's record releases its quota. Replay
     counts that admission as needing no dispatch result (the release in the record ends it, as a
-    QuotaReleased message did before logic 15); the other admission, still unanswered, stays a warning."""
+    QuotaReleased message did before logic 15); the other admission, still unanswered, stays a warning.
+    Since schema 17 both admissions are carried in their records, at the records' sequences."""
     log = Log()
+    log.schema_version = schema
     log.append(*facts())
     basis = log.state.last_seq
     log.now += 1_000
@@ -208,7 +217,13 @@ def test_an_admission_landing_after_its_workloads_finish_needs_no_dispatch_resul
     assert [type(d).__name__ for d in early] == ["WorkloadAdmitted"]
     log.finish("first")  # lands before the admission decided without it
     head, rest = build_batch(
-        deciders.ADMITTER, outputs=early, basis_seq=basis, head_seq=0, now_ms=log.now, max_outputs=0
+        deciders.ADMITTER,
+        outputs=early,
+        basis_seq=basis,
+        head_seq=0,
+        now_ms=log.now,
+        max_outputs=0,
+        schema_version=schema,
     )
     late_admission = log.append(head, *rest)
     log.cycle()  # first released in the record, second admitted
