@@ -272,20 +272,26 @@ class MultiKueueTimeline(TimelinePrinter):
                 event = codec.decode(message.data)
             except codec.DecodeError:
                 continue
-            line = _describe(event)
-            if isinstance(event, types.RemoteAdmissionChosen):
-                self.chosen[event.workload.key] = event.cluster
-            if isinstance(event, types.MultiKueueCheckRetry):
-                self.retried.add(event.workload.key)
-            if isinstance(event, types.DispatchApplied) and event.action == "create-remote-job":
-                self.running_on[event.workload.key] = event.target.split("/", 1)[0]
-            if line is not None:
-                verb, text = line
-                self.console.print(
-                    f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] [bold magenta]{verb:<9}[/bold magenta] {text}",
-                    highlight=False,
-                )
+            # a record's carried decisions (event schema 17) and a batch's results, each as its own message
+            for one in [*types.with_carried(event), *types.dispatch_results(event)]:
+                self.note(message.seq, one)
             await self._print_core(message, event)
+
+    def note(self, seq: int, event: types.Event) -> None:
+        """Print and keep what MultiKueue's ``event`` (at log sequence ``seq``) says."""
+        line = _describe(event)
+        if isinstance(event, types.RemoteAdmissionChosen):
+            self.chosen[event.workload.key] = event.cluster
+        if isinstance(event, types.MultiKueueCheckRetry):
+            self.retried.add(event.workload.key)
+        if isinstance(event, types.DispatchApplied) and event.action == "create-remote-job":
+            self.running_on[event.workload.key] = event.target.split("/", 1)[0]
+        if line is not None:
+            verb, text = line
+            self.console.print(
+                f"[dim]{time.monotonic() - self.started:6.2f}s #{seq:<4}[/dim] [bold magenta]{verb:<9}[/bold magenta] {text}",
+                highlight=False,
+            )
 
     async def _print_core(self, message: Any, event: types.Event) -> None:
         from kueue_es import timeline

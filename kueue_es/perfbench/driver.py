@@ -76,6 +76,9 @@ DECODED = frozenset(
 )
 RELEASED_KEY = b'"released":'
 """How an encoded DecisionRecord carrying finished releases (``DecisionRecord.released``) starts that field."""
+CARRIED_KEY = b'"decisions":'
+"""How an encoded DecisionRecord carrying its cycle's decisions (event schema 17, ``DecisionRecord.decisions``)
+starts that field."""
 SAMPLE_SECONDS = 0.25
 OUTBOX_GATHER = 0.005
 STALL_SECONDS = 60.0
@@ -566,8 +569,9 @@ async def _read(
         kind = message.headers.get("Kq-Type", "")
         last[message.subject] = (message.seq, kind)
         if kind not in DECODED:
-            # a record carrying finished releases (admitter logic 15): decoded only then, for those
-            if kind != "DecisionRecord" or RELEASED_KEY not in message.data:
+            # a record carrying finished releases (admitter logic 15) or its cycle's decisions (event schema
+            # 17): decoded only then, for those
+            if kind != "DecisionRecord" or (RELEASED_KEY not in message.data and CARRIED_KEY not in message.data):
                 continue
         try:
             event = codec.decode(message.data)
@@ -576,6 +580,14 @@ async def _read(
         if isinstance(event, types.DecisionRecord):
             for released in event.released_decisions():
                 recorder.record(released)
+            for decision in event.carried:  # after its releases, as their own messages followed the record
+                recorder.record(decision)
+                executor.observe(decision)
+                # for _why_unfinished: under the subject its own message would have had
+                last[subjects.workload_decision_subject(decision.workload, event.partition)] = (
+                    message.seq,
+                    codec.type_name(decision),
+                )
         elif isinstance(event, types.DispatchBatchApplied):
             # its entries made into DispatchApplied once, for both (each would make them all again)
             for applied in event.applied():
@@ -701,13 +713,16 @@ async def _why_unfinished(
             state = "admitted" if record.admitted_ms else "quota reserved" if key in recorder.held else "pending"
         subject = subjects.workload_decision_subject(ref, "*")  # whichever partition decided it
         suffix = subject.removeprefix("kq.dec.*")
+        # a decision of its own message (older logs) or one a record carries (event schema 17), which _read
+        # keeps under the subject its message would have had
         seen_seq, kind = max(
             (v for s, v in last.items() if s.startswith("kq.dec.") and s.endswith(suffix)), default=(0, "")
         )
         seq = seen_seq
         with contextlib.suppress(Exception):  # the log itself, in case the harness's reader fell behind
-            seq = await bus.last_subject_seq(subject)
-            if seq != seen_seq:
+            stored = await bus.last_subject_seq(subject)  # only decisions of their own message are there
+            if stored > seen_seq:
+                seq = stored
                 kind = (await bus.get(seq)).headers.get("Kq-Type", "?")
         detail = f"latest decision #{seq} {kind}" if seq else "no decision"
         if seq != seen_seq:
@@ -715,8 +730,11 @@ async def _why_unfinished(
         if kind == "WorkloadInadmissible":
             with contextlib.suppress(Exception):
                 event = codec.decode((await bus.get(seq)).data)
-                if isinstance(event, types.WorkloadInadmissible):
-                    detail += f" ({event.reason}: {event.message})"
+                found = event.all_decisions() if isinstance(event, types.DecisionRecord) else [event]
+                for one in found:
+                    if isinstance(one, types.WorkloadInadmissible) and one.workload.key == key:
+                        detail += f" ({one.reason}: {one.message})"
+                        break
         with contextlib.suppress(Exception):
             fact_seq = await bus.last_subject_seq(subjects.fact_subject(types.WorkloadFinished(workload=ref, at_ms=0)))
             fact = (await bus.get(fact_seq)).headers.get("Kq-Type", "?") if fact_seq else ""

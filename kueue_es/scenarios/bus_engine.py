@@ -304,7 +304,8 @@ class _BusRun:
         return changed, outputs
 
     async def _request(self, mode: str, *, role: str) -> tuple[types.DecisionRecord, list[types.Event]]:
-        """Ask ``role`` for one ``mode`` step; returns its answering record and that batch's outputs."""
+        """Ask ``role`` for one ``mode`` step; returns its answering record and that batch's outputs: the
+        decisions the record carries (event schema 17), or the messages that follow it (older batches)."""
         assert self.bus is not None
         request_id = f"{role}-{mode}-{next(self.requests)}"
         start = await self.bus.last_seq() + 1
@@ -319,8 +320,8 @@ class _BusRun:
                     if record is None:
                         if isinstance(event, types.DecisionRecord) and event.answers == request_id:
                             record = event
-                            if record.output_count == 0:
-                                return record, outputs
+                            if record.output_count == 0:  # since event schema 17 it carries its decisions
+                                return record, list(record.carried)
                     elif message.subject.startswith("kq.dec."):
                         outputs.append(event)  # the batch is contiguous on the log
                         if len(outputs) == record.output_count:

@@ -77,7 +77,8 @@ def decisions(messages: list[LogMessage]) -> list[Decision]:
             open_ = Decision(seq=message.seq, record=event)
             open_.outputs.extend(event.released_decisions())  # before the outputs, as the fold takes them
             remaining = event.output_count
-            if remaining == 0:
+            if remaining == 0:  # since event schema 17 it carries its decisions: where its outputs stood
+                open_.outputs.extend(event.carried)
                 open_.outputs.extend(event.pending_decisions())
                 found.append(open_)
                 open_ = None

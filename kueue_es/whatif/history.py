@@ -121,6 +121,14 @@ def extract(messages: Sequence[LogMessage], *, cut_seq: int = 0) -> History:
             in_prefix = False
             history.running = {k: started.get(k, at) for k, at in admitted.items() if k not in stopping}
             history.stopping = list(stopping)
+        if isinstance(event, types.DecisionRecord):  # the decisions it carries (event schema 17), in order
+            for decision in event.carried:
+                match decision:
+                    case types.WorkloadAdmitted(workload=ref, at_ms=at):
+                        admitted[ref.key] = at
+                        started.pop(ref.key, None)
+                    case types.EvictionRequested(workload=ref):
+                        stopping[ref.key] = None
         match event:
             case types.WorkloadAdmitted(workload=ref, at_ms=at):
                 admitted[ref.key] = at

@@ -195,7 +195,9 @@ def test_a_decision_outside_any_batch_and_a_batch_the_log_ends_inside_are_orphan
     stray = types.WorkloadAdmitted(workload=log.ref(0), cluster_queue=log.planned[0].cluster_queue, at_ms=5_000)
     log._append(subjects.message(stray, subject=workload_subject(stray, "p0"), msg_id="rogue:1"))
     stray_seq = len(log.messages)
-    head, rest = build_batch(ADMIT, outputs=[log.admit(1), log.admit(2)], basis_seq=stray_seq, head_seq=0, now_ms=1)
+    head, rest = build_batch(  # the layout before event schema 17, whose outputs follow their record
+        ADMIT, outputs=[log.admit(1), log.admit(2)], basis_seq=stray_seq, head_seq=0, now_ms=1, schema_version=16
+    )
     log._append(head)
     log._append(rest[0])  # the second output never comes
     violations = log.check()
