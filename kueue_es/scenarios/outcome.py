@@ -121,7 +121,8 @@ def build_outcome(
     if state is None:
         state = ClusterState()
         for seq, event in log:
-            apply(state, event, seq=seq)
+            for one in _with_decisions(event):
+                apply(state, one, seq=seq)
     holding = {
         key: wl
         for key, wl in state.workloads.items()
@@ -165,10 +166,19 @@ def _multikueue(state: ClusterState, submitted: Iterable[str]) -> dict[str, tupl
     return dict(sorted(out.items()))
 
 
+def _with_decisions(event: Any) -> list[Any]:
+    """``event``, and for a DecisionRecord the decisions it carries (event schema 17), in order after it, as
+    their own messages followed it before."""
+    if isinstance(event, types.DecisionRecord) and event.decisions:
+        return [event, *event.carried]
+    return [event]
+
+
 def preempted_keys(events: Iterable[object]) -> set[str]:
-    """``ns/name`` of every workload a preemption decision in ``events`` evicted (see module doc)."""
+    """``ns/name`` of every workload a preemption decision in ``events`` evicted (see module doc): a
+    decision of its own message or one a DecisionRecord carries (event schema 17)."""
     found: set[str] = set()
-    for event in events:
+    for event in (one for each in events for one in _with_decisions(each)):
         if isinstance(event, types.EvictionRequested) and event.reason in PREEMPTED_RELEASE_REASONS:
             found.add(event.workload.key)
         elif isinstance(event, types.QuotaReleased) and event.reason in PREEMPTED_RELEASE_REASONS:

@@ -30,12 +30,12 @@ from typing import Any
 import pytest
 
 from kueue_es import deciders
-from kueue_es.events import types
+from kueue_es.events import codec, types
 from kueue_es.replay import check_log
 from kueue_es.scenarios import core_engine, engines, load_scenario
 from kueue_es.scenarios.checking import check
 from kueue_es.scenarios.outcome import preempted_keys
-from kueue_es.services.runtime import Decider
+from kueue_es.services.runtime import Decider, build_batch
 from tests.scenarios.scenario_builders import cpu_workload, scenario_doc, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -206,13 +206,11 @@ def test_pre_admitted_workloads_hold_their_quota(tmp_path: Path) -> None:
         },
     }
     run = _run(tmp_path, scenario_doc(admitted=[seeded], pending=[cpu_workload("w1", cpus=2, created=2)]))
-    assert [type(e).__name__ for e in run.events[3:7]] == [
-        "WorkloadObserved",
-        "DecisionRecord",
-        "QuotaReserved",
-        "WorkloadAdmitted",
-    ]
-    assert run.events[4].role == "seed"
+    assert [type(e).__name__ for e in run.events[3:5]] == ["WorkloadObserved", "DecisionRecord"]
+    record = run.events[4]
+    assert isinstance(record, types.DecisionRecord) and record.role == "seed"
+    # since event schema 17 the seed's decisions ride in its record
+    assert [type(e).__name__ for e in record.carried] == ["QuotaReserved", "WorkloadAdmitted"]
     assert run.state.usage["cq"]["default"]["cpu"] >= 3000
     outcome = run.outcome()
     assert list(outcome.admitted) == ["default/w0"] and outcome.pending == ("default/w1",)
@@ -261,6 +259,13 @@ def test_preempted_are_the_evicted_not_the_preemptor() -> None:
         at_ms=0,
     )
     assert preempted_keys([issued, evicted, released, finished]) == {"default/low", "ns/b"}
+    # since event schema 17 the decisions ride in their DecisionRecord; before, a message each
+    for schema in (types.SCHEMA_VERSION, 16):
+        head, rest = build_batch(
+            deciders.PREEMPTOR, outputs=[issued, evicted], basis_seq=1, head_seq=0, now_ms=0, schema_version=schema
+        )
+        events = [codec.decode(message.data) for message in (head, *rest)]
+        assert preempted_keys(events) == {"default/low"}, schema
 
 
 MISMATCH_CASES = [
