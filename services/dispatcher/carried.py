@@ -92,12 +92,18 @@ class CarriedDecisions(DurableConsumer):
         self.inner = inner
         self._records: dict[int, _Record] = {}
         self.acked_records = 0
+        self.per_message = 1.0  # decisions per message fetched, a running mean (sizes the next fetch)
 
     async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[Delivery]:
-        """Up to ``batch`` messages of the inner consumer, each record's as its decisions (so possibly more
-        deliveries than ``batch``); [] when none came within ``timeout`` s."""
+        """About ``batch`` decisions: as many messages of the inner consumer as, at the decisions per message
+        seen so far, carry that many (at least one), each record's as its decisions (so a large record gives
+        more deliveries than ``batch``); [] when none came within ``timeout`` s. A fetch of ``batch`` records
+        would hand the dispatcher a hundred times the decisions a batch was sized for (its writes at the
+        write limiter's pace must stay well inside the ack wait)."""
         out: list[Delivery] = []
-        for delivery in await self.inner.fetch(batch=batch, timeout=timeout):
+        messages = max(1, min(batch, round(batch / self.per_message)))
+        fetched = await self.inner.fetch(batch=messages, timeout=timeout)
+        for delivery in fetched:
             message = delivery.message
             if subjects.head_token(message.subject) is None:
                 out.append(delivery)  # a decision of its own (an older log), or anything else: the runner's
@@ -111,6 +117,8 @@ class CarriedDecisions(DurableConsumer):
                 self.acked_records += 1
                 continue
             out.extend(self._expand(delivery, record))
+        if fetched:
+            self.per_message = 0.8 * self.per_message + 0.2 * max(1.0, len(out) / len(fetched))
         return out
 
     def _expand(self, delivery: Delivery, record: types.DecisionRecord) -> list[Delivery]:

@@ -112,3 +112,21 @@ def test_a_message_of_its_own_keeps_its_sequence_as_its_key() -> None:
     assert len(rest) == 1 and codec.decode(rest[0].data) == DECISIONS[0]
     delivery = Delivery(message=LogMessage(seq=9, subject=rest[0].subject, data=rest[0].data))
     assert carried.decision_key(delivery) == (9, 0) and carried.carried_decision(delivery) is None
+
+
+async def test_a_fetch_asks_for_about_a_batch_of_decisions_not_of_records() -> None:
+    """Records of many decisions each: a fetch of ``batch`` records would hand the dispatcher ``batch`` times a
+    record's decisions at once; it asks for as many records as carry about ``batch`` decisions."""
+    bus = MemoryBus()
+    await a_log(bus)
+    for basis in range(2, 7):  # five more records of three decisions, each on the last
+        head, _ = build_batch(deciders.ADMITTER, outputs=DECISIONS, basis_seq=basis + 1, head_seq=0, now_ms=5)
+        last = await bus.last_seq()
+        await bus.commit_batch(head=head, expected_head_seq=last, rest=[])
+    consumer = await bind_decisions(bus)
+    first = await consumer.fetch(batch=3, timeout=0.5)
+    assert len(first) == 9  # nothing learned yet: three messages, three decisions each
+    assert consumer.per_message > 1.0
+    consumer.per_message = 3.0  # learned: three decisions a message
+    second = await consumer.fetch(batch=3, timeout=0.5)
+    assert len(second) == 3 and len({carried.decision_key(d)[0] for d in second}) == 1
