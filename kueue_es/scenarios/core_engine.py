@@ -94,8 +94,16 @@ class CoreRun:
 
     @property
     def log(self) -> list[tuple[int, types.Event]]:
-        """``(seq, event)`` of the whole log, in order."""
-        return [(m.seq, e) for m, e in zip(self.messages, self.events, strict=True)]
+        """``(seq, event)`` of the whole log, in order, a DecisionRecord followed by the decisions it carries
+        (event schema 17) at its sequence, as their own messages followed it before: the decisions a test looks
+        for are in the log whatever the layout. (Its finished releases and pending outcomes are not, as they
+        were not when they were first carried; a fold takes those from the record.)"""
+        out: list[tuple[int, types.Event]] = []
+        for message, event in zip(self.messages, self.events, strict=True):
+            out.append((message.seq, event))
+            if isinstance(event, types.DecisionRecord) and event.decisions:
+                out.extend((message.seq, decision) for decision in event.decisions)
+        return out
 
     def outcome(self) -> Outcome:
         """The run's :class:`Outcome`."""
