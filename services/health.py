@@ -99,7 +99,8 @@ class Health:
       a stale view: contention); ``commit_fence_conflicts_total``: fence-only batches (empty, only
       for a hand-over, :func:`fence_only`) rejected so: harmless, another record came first;
     - ``published_total{type}``: events published, by event type (not counting
-      duplicates the log dropped);
+      duplicates the log dropped); the decisions a committed DecisionRecord carries (event schema 17,
+      ``DecisionRecord.decisions``) count each under its own type, as their messages did before;
     - ``dispatch_writes_total`` / ``dispatch_failures_total``: dispatch results
       recorded (DispatchApplied and each entry of a DispatchBatchApplied, DispatchFailed);
     - ``orphan_decisions_total{reason}``: messages the fold refused as outside any verified
@@ -336,6 +337,20 @@ def fence_only(head: OutgoingMessage, rest: Sequence[OutgoingMessage]) -> bool:
     return isinstance(record, types.DecisionRecord) and not record.decided and not record.answers
 
 
+def carried_decisions(head: OutgoingMessage) -> tuple[types.CarriedDecision, ...]:
+    """The decisions the DecisionRecord ``head`` carries (event schema 17, ``DecisionRecord.decisions``):
+    published with it, one message for all, each still an event of its own type for ``published_total``.
+    Empty for any other message and for a record that carries none (an older schema's record, whose
+    decisions were messages of their own) or that does not decode."""
+    if head.headers.get("Kq-Type") != "DecisionRecord" or b'"decisions"' not in head.data:
+        return ()
+    try:
+        record = codec.decode(head.data)
+    except codec.DecodeError:
+        return ()
+    return record.carried if isinstance(record, types.DecisionRecord) else ()
+
+
 class ObservedBus(Bus):
     """A bus that behaves as ``inner`` and tells ``health`` what went through it.
 
@@ -377,6 +392,8 @@ class ObservedBus(Bus):
         self.health.committed.inc()
         for message in (head, *rest):
             self.health.published(message.headers.get("Kq-Type", "unknown"))
+        for decision in carried_decisions(head):
+            self.health.published(codec.type_name(decision))
         return last
 
     async def read(

@@ -8,7 +8,7 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from kueue_es import deciders
-from kueue_es.events import subjects, types
+from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.health import Health, serve_health
 from kueue_es.services.runtime import DeciderLoop, cancel_and_wait
@@ -180,7 +180,14 @@ async def test_orphans_are_counted_and_a_stalled_decider_is_not_ready() -> None:
 
 
 async def _types(bus: MemoryBus) -> list[str]:
-    return [(await bus.get(seq)).headers.get("Kq-Type", "") for seq in range(1, await bus.last_seq() + 1)]
+    """The types of the log's messages, and of the decisions each DecisionRecord carries (schema 17)."""
+    out = []
+    for seq in range(1, await bus.last_seq() + 1):
+        message = await bus.get(seq)
+        out.append(message.headers.get("Kq-Type", ""))
+        if out[-1] == "DecisionRecord":
+            out.extend(codec.type_name(d) for d in types.with_carried(codec.decode(message.data))[1:])
+    return out
 
 
 async def test_a_service_that_holds_the_log_to_its_end_without_reading_is_caught_up() -> None:
