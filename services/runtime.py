@@ -339,7 +339,7 @@ def build_batch(
     )
     head = subjects.message(record, subject=subjects.head_subject(decider.role, partition), msg_id=f"{decision_id}:0")
     if carried and len(head.data) > CARRIED_MAX_BYTES:
-        overhead = len(head.data) - sum(len(codec.encode(out)) + 1 for out in outputs)  # the record's own fields
+        overhead = len(head.data) - sum(_encoded_size(out) for out in outputs)  # the record's own fields
         shorter = cut_bytes(list(outputs), CARRIED_MAX_BYTES - overhead)
         if len(shorter) < len(outputs):  # the rest is decided again in the next cycle, as a MAX_BATCH cut's is
             return build_batch(
@@ -384,13 +384,19 @@ def cut_batch(outputs: list[types.Output], limit: int) -> list[types.Output]:
     return outputs[: cut or limit]
 
 
+def _encoded_size(out: types.Output) -> int:
+    """The bytes ``out`` takes in its record's JSON: its canonical encoding and the comma after it (a
+    PendingOutcome or FinishedRelease is no event of its own, but encodes as the record encodes it)."""
+    return len(codec.encode(cast(types.Event, out))) + 1
+
+
 def cut_bytes(outputs: list[types.Output], limit: int) -> list[types.Output]:
     """The first outputs whose encodings add up to at most ``limit`` bytes, cut between two workloads'
     decisions as :func:`cut_batch` cuts (at least the first workload's, whatever their size). A pure
     function of the outputs, so replay, which builds the record again from the same outputs, cuts the same."""
     size, cut = 0, 0
     for index, out in enumerate(outputs):
-        size += len(codec.encode(out)) + 1
+        size += _encoded_size(out)
         if size > limit:
             cut = index
             break
