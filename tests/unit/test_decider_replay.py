@@ -12,6 +12,7 @@ from kueue_es.replay import check_log, replay_bus
 from kueue_es.services.runtime import Decider, DeciderLoop, cancel_and_wait
 from kueue_es.services.watcher.convert import kueue_fact
 from tests.builders import cluster_queue, flavor, local_queue, reservations, workload
+from tests.unit.test_replay_carried import admitted_log
 
 
 async def publish(bus: MemoryBus, *docs: dict) -> None:
@@ -81,18 +82,41 @@ async def test_loop_admits_and_replay_matches() -> None:
 
 
 async def test_replay_catches_a_tampered_decision() -> None:
-    """Changing one stored decision's bytes is reported with the first differing event."""
+    """Changing one stored decision's bytes is reported with the first differing event: since event schema
+    17 the decision is carried in its record, whose bytes differ (index 0), at the decision's path."""
     bus = MemoryBus()
     await run_quick_start(bus)
     messages = await all_messages(bus)
-    victim = next(m for m in messages if m.headers.get("Kq-Type") == "WorkloadAdmitted")
-    event = codec.decode(victim.data)
-    forged = msgspec.structs.replace(event, cluster_queue="someone-else")
+    victim = next(
+        m for m in messages if m.headers.get("Kq-Type") == "DecisionRecord" and b'"type":"WorkloadAdmitted"' in m.data
+    )
+    record = codec.decode(victim.data)
+    assert isinstance(record, types.DecisionRecord) and record.output_count == 0
+    index = next(i for i, d in enumerate(record.carried) if isinstance(d, types.WorkloadAdmitted))
+    decisions = list(record.carried)
+    decisions[index] = msgspec.structs.replace(decisions[index], cluster_queue="someone-else")
+    forged = msgspec.structs.replace(record, decisions=tuple(decisions))
     tampered = [msgspec.structs.replace(m, data=codec.encode(forged)) if m.seq == victim.seq else m for m in messages]
     report = check_log(tampered, deciders.BY_ROLE)
     assert not report.ok
     first = report.mismatches[0]
-    assert first.head_seq < victim.seq <= first.head_seq + 10
+    assert (first.head_seq, first.index) == (victim.seq, 0)
+    assert "someone-else" in first.stored and "someone-else" not in first.replayed
+    assert [d.path for d in first.fields()] == [f"decisions[{index}].clusterQueue"]
+
+
+def test_replay_catches_a_tampered_decision_message_of_schema_16() -> None:
+    """On an older log (event schema 16, a message per decision) the differing output message is named."""
+    log, record_seq, _ = admitted_log(16)
+    victim = next(m for m in log.messages if m.headers.get("Kq-Type") == "WorkloadAdmitted")
+    forged = msgspec.structs.replace(codec.decode(victim.data), cluster_queue="someone-else")
+    tampered = [
+        msgspec.structs.replace(m, data=codec.encode(forged)) if m.seq == victim.seq else m for m in log.messages
+    ]
+    report = check_log(tampered, deciders.BY_ROLE)
+    assert not report.ok
+    first = report.mismatches[0]
+    assert first.head_seq == record_seq < victim.seq == first.seq
     assert "someone-else" in first.stored and "someone-else" not in first.replayed
 
 
@@ -118,8 +142,12 @@ async def test_stale_batch_is_rejected_and_loop_recovers() -> None:
         await settle(bus, first)
     finally:
         await cancel_and_wait(tasks)
-    decisions = [
-        codec.decode(m.data) for m in await all_messages(bus) if m.subject.startswith("kq.dec.") and ".wl." in m.subject
+    decisions = [  # carried in their records since event schema 17, else messages of their own
+        decision
+        for m in await all_messages(bus)
+        if m.subject.startswith("kq.dec.")
+        for decision in types.with_carried(codec.decode(m.data))
+        if not isinstance(decision, types.DecisionRecord)
     ]
     reserved = reservations(decisions)  # one WorkloadAdmitted each: no admission checks here
     assert len(reserved) == 4  # 4 CPU: exactly four 1-CPU workloads, whoever committed them
@@ -183,7 +211,24 @@ async def test_stepped_loop_answers_cycle_and_settle_requests() -> None:
 async def test_loop_never_decides_on_half_a_batch() -> None:
     """A reader may see a batch's DecisionRecord before the batch's other messages (seen in
     the demo: an admitter nominated again because it had folded a PreemptionIssued but not
-    its evictions). The loop waits until the whole batch is folded before deciding."""
+    its evictions). The loop waits until the whole batch is folded before deciding. Since event
+    schema 17 the record carries its decisions and is the whole batch; an older log's batch (schema
+    16, written here) still comes in pieces."""
+    seen = await _decide_on_pieces_of_a_batch(schema=16)
+    assert seen and min(seen) == 3
+
+
+async def test_a_record_carrying_its_decisions_is_a_whole_batch_to_the_loop() -> None:
+    """Schema 17: the same batch is its record alone, folded whole, decisions included: the loop decides
+    on it at once."""
+    seen = await _decide_on_pieces_of_a_batch(schema=types.SCHEMA_VERSION)
+    assert seen and min(seen) == 1
+
+
+async def _decide_on_pieces_of_a_batch(*, schema: int) -> list[int]:
+    """A probe decider loop fed a batch of two decisions written in ``schema``: the record first, the rest
+    0.15 s later (asserting nothing was decided before, when there is a rest); the basis
+    (``state.last_seq``) of each of its cycles."""
     seen: list[int] = []
 
     def decide(state, *, now_ms: int, partition: str = "p0") -> list[types.Decision]:  # noqa: ANN001
@@ -206,7 +251,10 @@ async def test_loop_never_decides_on_half_a_batch() -> None:
     ]
     from kueue_es.services.runtime import build_batch
 
-    head, rest = build_batch(deciders.ADMITTER, outputs=outputs, basis_seq=0, head_seq=0, now_ms=1)
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=outputs, basis_seq=0, head_seq=0, now_ms=1, schema_version=schema
+    )
+    assert len(rest) == (0 if schema >= 17 else 2)
     await bus.commit_batch(head=head, expected_head_seq=0, rest=rest)  # stored whole, delivered in pieces
     messages = [
         LogMessage(seq=i, subject=m.subject, data=m.data, headers={**m.headers, "Nats-Msg-Id": m.msg_id}, pending=0)
@@ -216,13 +264,14 @@ async def test_loop_never_decides_on_half_a_batch() -> None:
     try:
         await loop._inbox.put(messages[0])  # the record alone, looking caught up
         await asyncio.sleep(0.15)
-        assert seen == []
+        if rest:
+            assert seen == []
         for message in messages[1:]:
             await loop._inbox.put(message)
         await asyncio.sleep(0.15)
-        assert seen and min(seen) == 3
     finally:
         await cancel_and_wait([task])
+    return seen
 
 
 def test_a_batch_is_cut_between_workloads() -> None:

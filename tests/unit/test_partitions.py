@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+import pytest
 
 from kueue_es import checkpoints, deciders
 from kueue_es.events import codec, subjects, types
@@ -51,8 +52,9 @@ def ref(name: str) -> types.WorkloadRef:
 class PLog(FoldedLog):
     """An in-memory log folded as every service folds it, with per-partition commits."""
 
-    def __init__(self, *docs: dict[str, Any]) -> None:
+    def __init__(self, *docs: dict[str, Any], schema_version: int = types.SCHEMA_VERSION) -> None:
         super().__init__()
+        self.schema_version = schema_version  # the event schema its batches are written in (16: one message each)
         self.facts(*docs)
 
     def facts(self, *docs: dict[str, Any]) -> int:
@@ -78,6 +80,7 @@ class PLog(FoldedLog):
             head_seq=self.state.heads.get(partition, 0),
             now_ms=NOW,
             partition=partition,
+            schema_version=self.schema_version,
         )
         seq = len(self.messages) + 1
         self.append(head, *rest)
@@ -272,7 +275,10 @@ def test_a_p0_record_releases_every_transit() -> None:
 # --- the fold's partition rule ---------------------------------------------------------------------
 
 
-def test_a_batch_deciding_another_partitions_workload_is_an_orphan() -> None:
+@pytest.mark.parametrize("schema", [16, types.SCHEMA_VERSION])
+def test_a_batch_deciding_another_partitions_workload_is_an_orphan(schema: int) -> None:
+    """Schema 16: the record and its output message are orphans each; since 17 the record carries the
+    forged decision and is one orphan, refused by the same rule."""
     log = PLog(
         flavor("f"),
         cq("a"),
@@ -280,6 +286,7 @@ def test_a_batch_deciding_another_partitions_workload_is_an_orphan() -> None:
         local_queue("la", "a"),
         local_queue("lb", "b"),
         workload("w", queue="lb", cpu="1"),
+        schema_version=schema,
     )
     forged = types.QuotaReserved(
         workload=ref("w"),
@@ -291,10 +298,8 @@ def test_a_batch_deciding_another_partitions_workload_is_an_orphan() -> None:
     )
     # on q-a's own subjects, so the batch is well formed: only the partition rule refuses it
     record_seq = log.commit([forged], "q-a")
-    assert [(o.seq, o.reason) for o in log.orphans] == [
-        (record_seq, "wrong_partition"),
-        (record_seq + 1, "wrong_partition"),
-    ]
+    forged_seqs = [record_seq] if schema >= 17 else [record_seq, record_seq + 1]  # its output message before 17
+    assert [(o.seq, o.reason) for o in log.orphans] == [(seq, "wrong_partition") for seq in forged_seqs]
     assert "default/w is in partition q-b" in log.orphans[0].detail
     assert log.state.workloads["default/w"].reservation is None
     assert "q-a" not in log.state.heads
@@ -303,11 +308,13 @@ def test_a_batch_deciding_another_partitions_workload_is_an_orphan() -> None:
     assert log.state.workloads["default/w"].reservation is not None
     # replay reports the forged batch as orphans, never as a mismatch
     report = check_log(log.messages, deciders.BY_ROLE)
-    assert {o.seq for o in report.orphans} == {record_seq, record_seq + 1}
+    assert {o.seq for o in report.orphans} == set(forged_seqs)
 
 
-def test_the_source_may_decide_a_moved_workload_only_on_a_basis_before_the_move() -> None:
-    log = PLog(flavor("f"), cq("a"), cq("b"), local_queue("l", "a"), workload("w", queue="l", cpu="1"))
+@pytest.mark.parametrize("schema", [16, types.SCHEMA_VERSION])
+def test_the_source_may_decide_a_moved_workload_only_on_a_basis_before_the_move(schema: int) -> None:
+    docs = (flavor("f"), cq("a"), cq("b"), local_queue("l", "a"), workload("w", queue="l", cpu="1"))
+    log = PLog(*docs, schema_version=schema)
     before = log.state.last_seq
     decided = log.decide("q-a")  # A's cycle on the view before the move ...
     moved_at = log.facts(local_queue("l", "b"))
@@ -318,13 +325,15 @@ def test_the_source_may_decide_a_moved_workload_only_on_a_basis_before_the_move(
     assert log.state.partitions.of_workload("default/w") == "q-a"
     assert log.state.partitions.fence_needed("q-a") is None and log.state.transits == {}
 
-    log2 = PLog(flavor("f"), cq("a"), cq("b"), local_queue("l", "a"), workload("w", queue="l", cpu="1"))
+    log2 = PLog(*docs, schema_version=schema)
     decided = log2.decide("q-a")
     log2.facts(local_queue("l", "b"))
     log2.commit(decided, "q-a")  # a basis after the move: A may no longer decide it
     assert {o.reason for o in log2.orphans} == {"wrong_partition"}
     log2.commit(decided, "q-b")  # nor may B while it is in transit (A's fence not folded)
-    assert len(log2.orphans) == 2 * (1 + len(decided))  # both batches whole, record and outputs
+    # both batches whole: since schema 17 a record carrying its decisions, before that record and outputs
+    assert len(log2.orphans) == 2 * (1 if schema >= 17 else 1 + len(decided))
+    assert all(".head." in o.subject for o in log2.orphans) == (schema >= 17)
     assert {o.reason for o in log2.orphans} == {"wrong_partition"}
     assert "in transit into q-b" in log2.orphans[-1].detail
     assert log2.state.workloads["default/w"].reservation is None

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
@@ -42,7 +44,12 @@ def facts(*, small: bool = True) -> list[OutgoingMessage]:
 
 
 class Log(FoldedLog):
-    """An in-memory log folded as every service folds it (``runtime.fold_message``)."""
+    """An in-memory log folded as every service folds it (``runtime.fold_message``), its batches written in
+    event schema ``schema_version`` (16: a decision per message; since 17 the record carries them)."""
+
+    def __init__(self, *, schema_version: int = types.SCHEMA_VERSION) -> None:
+        super().__init__()
+        self.schema_version = schema_version
 
     def trigger(self) -> None:
         """The LocalQueue observed again: a requeue trigger for its ClusterQueue (SEMANTICS §3.6)."""
@@ -57,6 +64,7 @@ class Log(FoldedLog):
             head_seq=self.state.heads.get("p0", 0),  # the partition's chain: its last record folded
             now_ms=NOW,
             max_outputs=0,
+            schema_version=self.schema_version,
         )
         self.append(head, *rest)
         record = codec.decode(head.data)
@@ -71,14 +79,38 @@ class Log(FoldedLog):
         return list(out)
 
 
+def inadmissible_decisions(messages: Sequence[LogMessage]) -> tuple[int, int]:
+    """The WorkloadInadmissible decisions of a log, as messages of their own and carried in records
+    (schema 17); a record's pending outcomes are not among them."""
+    events = [codec.decode(m.data) for m in messages]
+    own = sum(isinstance(e, types.WorkloadInadmissible) for e in events)
+    carried = sum(isinstance(d, types.WorkloadInadmissible) for e in events for d in types.with_carried(e)[1:])
+    return own, carried
+
+
 def test_build_batch_puts_pending_outcomes_in_the_record_and_decisions_in_messages() -> None:
+    """Schema 16 (an older log, re-built by replay): the decisions are messages of their own."""
+    reserved = types.QuotaReserved(workload=SMALL, cluster_queue="cq", pod_set_assignments=[], at_ms=NOW)
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=[PARKED_AGAIN, reserved], basis_seq=5, head_seq=0, now_ms=NOW, schema_version=16
+    )
+    record = codec.decode(head.data)
+    assert isinstance(record, types.DecisionRecord)
+    assert record.pending == (PARKED_AGAIN,)
+    assert record.output_count == 1 and [codec.decode(m.data) for m in rest] == [reserved]
+    assert record.carried == () and b'"decisions"' not in head.data
+    assert record.decided
+
+
+def test_build_batch_puts_pending_outcomes_and_decisions_in_the_record_since_schema_17() -> None:
     reserved = types.QuotaReserved(workload=SMALL, cluster_queue="cq", pod_set_assignments=[], at_ms=NOW)
     head, rest = build_batch(deciders.ADMITTER, outputs=[PARKED_AGAIN, reserved], basis_seq=5, head_seq=0, now_ms=NOW)
     record = codec.decode(head.data)
     assert isinstance(record, types.DecisionRecord)
     assert record.pending == (PARKED_AGAIN,)
-    assert record.output_count == 1 and [codec.decode(m.data) for m in rest] == [reserved]
+    assert record.output_count == 0 and rest == [] and record.carried == (reserved,)
     assert record.decided
+    assert record.all_decisions() == [reserved, PARKED_AGAIN.inadmissible(at_ms=NOW)]  # the outcome after it
 
 
 def test_a_record_without_pending_outcomes_encodes_as_before() -> None:
@@ -90,7 +122,8 @@ def test_a_record_without_pending_outcomes_encodes_as_before() -> None:
 
 
 def test_pending_outcomes_are_folded_after_the_outputs_at_the_batchs_last_sequence() -> None:
-    log = Log()
+    """Schema 16 (older logs): the batch's last sequence is its last output message's."""
+    log = Log(schema_version=16)
     log.append(*facts())
     first = types.WorkloadInadmissible(workload=SMALL, reason="WaitingForQuota", message="first", at_ms=NOW)
     record = log.commit([PARKED_AGAIN, first])
@@ -98,6 +131,35 @@ def test_pending_outcomes_are_folded_after_the_outputs_at_the_batchs_last_sequen
     assert log.orphans == []
     big = log.state.workloads["default/big"]
     assert big.parked_seq == len(log.messages) > record_seq  # the batch's last message, after its outputs
+    assert (big.pending_message, big.pending_reason) == ("no room", "WaitingForQuota")
+    assert log.state.workloads["default/small"].pending_message == "first"
+    assert log.state.admit_cycles == 1
+
+
+def test_pending_outcomes_are_folded_after_the_carried_decisions_at_the_records_sequence() -> None:
+    """Since schema 17 the batch is its record: the outcomes fold at its sequence, after the decisions it
+    carries (where its outputs stood)."""
+    log = Log()
+    log.append(*facts())
+    first = types.WorkloadInadmissible(workload=SMALL, reason="WaitingForQuota", message="first", at_ms=NOW)
+    record = log.commit([PARKED_AGAIN, first])
+    assert record.output_count == 0 and record.carried == (first,)
+    record_seq = len(log.messages)
+    verdict = batches.BatchVerifier().offer(
+        seq=record_seq,
+        subject=log.messages[-1].subject,
+        msg_id_header=log.messages[-1].headers["Nats-Msg-Id"],
+        data=log.messages[-1].data,
+        event=record,
+    )
+    assert [(seq, event) for seq, event in verdict.accepted] == [
+        (record_seq, record),
+        (record_seq, first),
+        (record_seq, PARKED_AGAIN.inadmissible(at_ms=NOW)),
+    ]
+    assert log.orphans == []
+    big = log.state.workloads["default/big"]
+    assert big.parked_seq == record_seq  # the batch's only message
     assert (big.pending_message, big.pending_reason) == ("no room", "WaitingForQuota")
     assert log.state.workloads["default/small"].pending_message == "first"
     assert log.state.admit_cycles == 1
@@ -154,10 +216,12 @@ def test_a_new_reason_after_a_nomination_is_a_message_again() -> None:
     assert [type(d).__name__ for d in again] == ["WorkloadInadmissible"]
 
 
-def test_logic_version_9_wrote_the_same_decisions_as_messages_and_replays() -> None:
-    """A log written by logic version 9 (every pending outcome a message) re-runs to its bytes."""
+@pytest.mark.parametrize("schema", [16, types.SCHEMA_VERSION])
+def test_logic_version_9_wrote_the_same_decisions_as_messages_and_replays(schema: int) -> None:
+    """A log written by logic version 9 (every pending outcome a decision: a message in schema 16, carried
+    in its record since 17) re-runs to its bytes."""
     v9 = deciders.EARLIER[(admitter_core.ROLE, 9)]
-    log = Log()
+    log = Log(schema_version=schema)
     log.append(*facts(small=False))
     for _ in range(3):
         out = list(v9.decide(log.state, now_ms=NOW))
@@ -170,20 +234,23 @@ def test_logic_version_9_wrote_the_same_decisions_as_messages_and_replays() -> N
     report = check_log(log.messages, deciders.BY_ROLE)
     assert report.mismatches == [] and report.skipped == 0
     assert report.matched == len(records) == 3
-    inadmissible = sum(isinstance(codec.decode(m.data), types.WorkloadInadmissible) for m in log.messages)
-    assert inadmissible == 3  # the first park and both parks again, one message each
+    # the first park and both parks again, one decision each: its own message before schema 17
+    assert inadmissible_decisions(log.messages) == ((3, 0) if schema < 17 else (0, 3))
 
 
-def test_the_same_run_at_logic_version_10_writes_fewer_messages_and_replays() -> None:
-    log = Log()
+@pytest.mark.parametrize("schema", [16, types.SCHEMA_VERSION])
+def test_the_same_run_at_logic_version_10_writes_fewer_messages_and_replays(schema: int) -> None:
+    log = Log(schema_version=schema)
     log.append(*facts(small=False))
     for _ in range(3):
         log.cycle()
         log.trigger()
     report = check_log(log.messages, deciders.BY_ROLE)
     assert report.mismatches == [] and report.skipped == 0 and report.matched == 3
-    inadmissible = sum(isinstance(codec.decode(m.data), types.WorkloadInadmissible) for m in log.messages)
-    assert inadmissible == 1  # the first park; the parks again ride in their records
+    # the first park (its own message before schema 17); the parks again ride in their records as outcomes
+    assert inadmissible_decisions(log.messages) == ((1, 0) if schema < 17 else (0, 1))
+    records = [e for e in (codec.decode(m.data) for m in log.messages) if isinstance(e, types.DecisionRecord)]
+    assert sum(len(r.pending or ()) for r in records) == 2
     assert log.state.workloads["default/big"].parked_seq > 0
 
 
