@@ -32,7 +32,8 @@ def _state_before(path: Path, role: str) -> tuple[ClusterState, types.DecisionRe
     log = run_scenario(load_scenario(path)).log
     for i, (_, event) in enumerate(log):
         if isinstance(event, types.DecisionRecord) and event.role == role:
-            outputs = [e for _, e in log[i + 1 : i + 1 + event.output_count]]
+            # its decisions: carried in it since event schema 17, else its output messages right after it
+            outputs = list(event.carried) or [e for _, e in log[i + 1 : i + 1 + event.output_count]]
             if any(isinstance(o, types.TopologyAssigned) for o in outputs):
                 state = ClusterState()
                 for seq, earlier in log[:i]:

@@ -91,8 +91,8 @@ async def test_cohosted_roles_commit_what_separate_loops_commit_on_the_same_log(
             await loop._cycle()
         for message in new:  # the job side: evicted jobs stop, admitted ones run
             event = codec.decode(message.data)
-            if isinstance(event, types.DECISION_TYPES):
-                for fact in core_engine.job_reports([event], pods_ready="auto", now_ms=0):
+            if isinstance(event, types.DECISION_TYPES):  # a record: the decisions it carries (schema 17)
+                for fact in core_engine.job_reports(types.with_carried(event), pods_ready="auto", now_ms=0):
                     await log.publish(subjects.fact_message(fact))
         if not new and all(not loop._dirty for loop in cohosted) and seen == await log.last_seq():
             break
@@ -107,7 +107,11 @@ async def test_cohosted_roles_commit_what_separate_loops_commit_on_the_same_log(
             record = codec.decode(data)
             assert isinstance(record, types.DecisionRecord)
             assert subjects.HEAD_TOKENS[record.role] == user
-    issued = [codec.decode(out) for _, _, rest, _, _ in preempted for out in rest]
+    issued = [  # the decisions each preemptor record carries (schema 17), or its output messages before
+        decision
+        for _, data, rest, _, _ in preempted
+        for decision in (*types.with_carried(codec.decode(data))[1:], *map(codec.decode, rest))
+    ]
     assert any(isinstance(e, types.PreemptionIssued) for e in issued)
     assert sum(loop.conflicts for loop in cohosted) == 0
 

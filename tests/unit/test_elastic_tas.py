@@ -49,24 +49,26 @@ def test_the_replacement_keeps_the_old_pods_and_domains_count_the_new_slice_once
     # each domain counts the new slice's pods once.
     assert state.tas_usage["tas"] == {"x1": {"cpu": 2000, "pods": 2}, "x2": {"cpu": 2000, "pods": 2}}
     # One batch: the replacement's reservation with its topology, its admission, the old slice released.
-    kinds = [type(e).__name__ for e in run.events]
+    events = [e for _, e in run.log]  # a record's carried decisions after it (schema 17)
+    kinds = [type(e).__name__ for e in events]
     at = kinds.index("TopologyAssigned", kinds.index("TopologyAssigned") + 1)
     assert kinds[at - 1 : at + 3] == ["QuotaReserved", "TopologyAssigned", "WorkloadAdmitted", "QuotaReleased"]
-    released = run.events[at + 2]
+    assert len({seq for seq, _ in run.log[at - 1 : at + 3]}) == 1  # one batch: its record's sequence
+    released = events[at + 2]
     assert isinstance(released, types.QuotaReleased) and released.workload.key == OLD
     assert released.reason == slices.REPLACED_REASON
 
 
 def test_admitter_logic_13_placed_the_replacement_afresh_for_replay() -> None:
     run = run_scenario(load_scenario(KEEPS))
-    reserved_at = next(
-        i for i, e in enumerate(run.events) if isinstance(e, types.QuotaReserved) and e.workload.key == NEW
+    reserved_at, reserved = next(  # in the log, where a record's carried decisions follow it (schema 17)
+        (i, e) for i, (_, e) in enumerate(run.log) if isinstance(e, types.QuotaReserved) and e.workload.key == NEW
     )
     state = ClusterState()
     for seq, event in run.log[:reserved_at]:
         apply(state, event, seq=seq)
-    now = admitter.decide(state, now_ms=run.events[reserved_at].at_ms)
-    earlier = admitter.decide_as(13)(state, now_ms=run.events[reserved_at].at_ms)
+    now = admitter.decide(state, now_ms=reserved.at_ms)
+    earlier = admitter.decide_as(13)(state, now_ms=reserved.at_ms)
 
     def placed(out: list[types.Output]) -> dict[str, int]:
         assigned = next(o for o in out if isinstance(o, types.TopologyAssigned))

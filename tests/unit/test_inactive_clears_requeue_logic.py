@@ -35,7 +35,8 @@ def _before_last_timeout() -> tuple[ClusterState, types.DecisionRecord]:
         and e.role == admitter.ROLE
         and any(
             isinstance(o, types.EvictionRequested) and o.reason == "PodsReadyTimeout"
-            for _, o in run.log[i + 1 : i + 1 + e.output_count]
+            # its decisions: carried in it since event schema 17, else its output messages right after it
+            for o in (e.carried or [o for _, o in run.log[i + 1 : i + 1 + e.output_count]])
         )
     ]
     assert len(records) == 2  # one timeout before the deactivation, one after

@@ -173,14 +173,14 @@ def test_exported_samples_carry_exactly_their_familys_labels() -> None:
 
 def test_values_after_admissions_a_preemption_and_a_finish() -> None:
     run = _preemption_run()
-    events = dict(run.log)
+    events = [e for _, e in run.log]  # a record's carried decisions after it, at its sequence (schema 17)
     state = _fold(run.messages)
     samples = _samples(state)
     cq = {"cluster_queue": "cq", "priority_class": ""}
     # 3 lows, high, and the 2 preempted lows again once high finished: 6 reservations, all admitted at once
     # no admission checks: each reserved and admitted by one WorkloadAdmitted (admitter logic version 13)
-    assert not [e for e in events.values() if isinstance(e, types.QuotaReserved)]
-    reserved = reservations([e for _, e in sorted(events.items())])
+    assert not [e for e in events if isinstance(e, types.QuotaReserved)]
+    reserved = reservations(events)
     assert len(reserved) == 6
     assert _value(samples, "kueue_quota_reserved_workloads_total", **cq) == 6
     assert _value(samples, "kueue_admitted_workloads_total", **cq) == 6
@@ -212,7 +212,7 @@ def test_values_after_admissions_a_preemption_and_a_finish() -> None:
     created = {f"default/{name}": ms for name, ms in (("low-1", 1), ("low-2", 2), ("low-3", 3), ("high", 5))}
     released: dict[str, int] = {}
     waits = []
-    for event in (one for _, e in sorted(events.items()) for one in types.with_carried(e)):  # releases in records
+    for event in (one for e in run.events for one in types.with_carried(e)):  # decisions and releases in records
         if isinstance(event, types.QuotaReleased):
             released[event.workload.key] = event.at_ms
         elif isinstance(event, types.WorkloadAdmitted):
@@ -878,8 +878,8 @@ def test_a_workload_waiting_for_quota_is_counted_until_it_is_deleted(explicit_st
     }
     scenario = parse_scenario(yaml.safe_dump(doc))
     run = run_scenario(scenario)
-    deleted_at = next(
-        i for i, (_, e) in enumerate(run.log) if isinstance(e, types.ObjectDeleted) and e.kind == "Workload"
+    deleted_at = next(  # the messages before the deletion (run.log also lists a record's carried decisions)
+        i for i, e in enumerate(run.events) if isinstance(e, types.ObjectDeleted) and e.kind == "Workload"
     )
     waiting = _fold(run.messages[:deleted_at])
     assert waiting.workloads["default/pending-job"].pending_reason == "WaitingForQuota"
@@ -921,19 +921,20 @@ def test_a_blocked_strict_fifo_queue_counts_its_waiting_workloads_active() -> No
         ],
     }
     run = run_scenario(parse_scenario(yaml.safe_dump(doc)))
-    facts = [
-        i
-        for i, (_, e) in enumerate(run.log)
+    facts = [  # by sequence: run.log lists a record's carried decisions after it, at its sequence (schema 17)
+        seq
+        for seq, e in run.log
         if (isinstance(e, types.WorkloadObserved) and e.workload.metadata.name == "wl3")
         or isinstance(e, types.WorkloadFinished)
     ]
-    ends = [facts[0], facts[1], facts[2], len(run.log)]
+    ends = [facts[0], facts[1], facts[2], run.messages[-1].seq + 1]
     view = core.DispatchState()
     got = []
     for start, end in zip([0, *ends], ends, strict=False):
-        for seq, event in run.log[start:end]:
-            core.fold(view, event, seq=seq)
-        samples = _samples(_fold(run.messages[:end]))
+        for seq, event in run.log:
+            if start <= seq < end:
+                core.fold(view, event, seq=seq)
+        samples = _samples(_fold([m for m in run.messages if m.seq < end]))
         got.append(
             (
                 _value(samples, "kueue_pending_workloads", cluster_queue="cq", status="active"),
@@ -1115,7 +1116,7 @@ def test_every_eviction_kind_counts_once_and_in_scheduling_stats(scenario: str, 
     assert _value(samples, "kueue_evicted_workloads_once_total", **labels) == 1
     assert _value(samples, "kueue_evicted_workloads_total", **labels) == 1
     view = core.DispatchState()
-    for message, event in zip(run.messages, run.events, strict=True):
-        core.fold(view, event, seq=message.seq)
+    for seq, event in run.log:  # a record's carried decisions after it, at its sequence (schema 17)
+        core.fold(view, event, seq=seq)
     written = dispatcher_status.workload_status(view.records[workload], generation=1)
     assert written["schedulingStats"]["evictions"] == [{"reason": reason, "underlyingCause": "", "count": 1}]
