@@ -974,7 +974,7 @@ class DeciderLoop:
             max_outputs=MAX_BATCH,
         )
         if not self._owns(partition):  # the lease was lost while deciding: the holder decides it now
-            log.info("commit_dropped_standby", partition=partition, basis_seq=basis, outputs=len(rest))
+            log.info("commit_dropped_standby", partition=partition, basis_seq=basis, outputs=len(outputs))
             return 0
         try:
             last = await self.bus.commit_batch(
@@ -1016,7 +1016,7 @@ class DeciderLoop:
             partition=partition,
             basis_seq=basis,
             head_seq=last - len(rest),
-            outputs=len(rest),
+            outputs=len(outputs),  # decisions, pending outcomes and releases of the cycle
             role=self.decider.role,
         )
         return last
