@@ -11,9 +11,11 @@ sequence, with a :class:`Carried` token naming the record's delivery and the dec
 (:func:`decision_key`). A message of an older log (a decision of its own) passes through as it is.
 
 The record is acked once every decision it carries is acked; a nak of one naks the record (once per
-delivery of it), and its next delivery hands over only the decisions not acked yet. A record that
-carries no decision (pending outcomes, finished releases, an older record whose outputs follow it)
-or does not decode asks nothing of the dispatcher and is acked at once; whether a record counts at all
+delivery of it), and its next delivery hands over only the decisions not acked yet (a decision whose
+ack of the record failed counts as not acked). A record that carries no decision (pending outcomes,
+finished releases, an older record whose outputs follow it) or does not decode asks nothing of the
+dispatcher and is acked at once, beside the fetches (:meth:`CarriedDecisions.fetch` never waits for
+it: an ack that keeps failing holds no decision, issue 15); whether a record counts at all
 is the fold's verdict (``projections.batches``), which the dispatcher checks before executing
 (``Dispatcher.orphaned_seqs``), as it does for a decision of its own.
 """
@@ -27,7 +29,7 @@ from typing import Final
 import structlog
 
 from kueue_es.events import codec, subjects, types
-from kueue_es.events.bus.base import Delivery, DurableConsumer, LogMessage
+from kueue_es.events.bus.base import BusError, Delivery, DurableConsumer, LogMessage
 
 log = structlog.get_logger(__name__)
 
@@ -37,6 +39,10 @@ RECORD_FILTER: Final = "kq.dec.*.head.*"
 """The DecisionRecords' head subjects (schema 17: the decisions they carry)."""
 FILTERS: Final = (DECISION_FILTER, RECORD_FILTER)
 """The dispatcher's durable consumer's filter: every decision, of its own or carried."""
+
+RECORD_ACK_SECONDS: Final = 20.0
+"""Seconds the ack of a record that carries no decision is tried for (the inner consumer may try a transient
+failure again) before it is left to the server's redelivery (then acked again): under the 30 s ack wait."""
 
 IN_PROGRESS_EVERY: Final = 0.05
 """Seconds within which a second in-progress mark of one record is not sent again (the runner marks
@@ -86,12 +92,15 @@ class _Record:
 
 class CarriedDecisions(DurableConsumer):
     """The durable consumer ``inner`` (over :data:`FILTERS`), each record delivered as its carried
-    decisions, one delivery each (see the module). ``acked_records``: records acked here."""
+    decisions, one delivery each (see the module). ``acked_records``: records acked here;
+    ``record_ack_seconds``: how long the ack of a record carrying no decision is tried (:data:`RECORD_ACK_SECONDS`)."""
 
     def __init__(self, inner: DurableConsumer) -> None:
         self.inner = inner
         self._records: dict[int, _Record] = {}
         self.acked_records = 0
+        self.record_ack_seconds = RECORD_ACK_SECONDS
+        self._acking: set[asyncio.Task[None]] = set()  # acks of records carrying no decision, under way
         self.per_message = 1.0  # decisions per message fetched, a running mean (sizes the next fetch)
 
     async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[Delivery]:
@@ -113,13 +122,34 @@ class CarriedDecisions(DurableConsumer):
             except codec.DecodeError:
                 record = None
             if not isinstance(record, types.DecisionRecord) or not record.decisions:
-                await self.inner.ack(delivery)  # nothing to execute (the fold judges the record itself)
-                self.acked_records += 1
+                self._ack_apart(delivery)  # nothing to execute (the fold judges the record itself)
                 continue
             out.extend(self._expand(delivery, record))
         if fetched:
             self.per_message = 0.8 * self.per_message + 0.2 * max(1.0, len(out) / len(fetched))
         return out
+
+    def _ack_apart(self, delivery: Delivery) -> None:
+        """Ack a record that carries no decision in a task of its own (the fetch does not wait for it)."""
+        task = asyncio.ensure_future(self._ack_record(delivery))
+        self._acking.add(task)
+        task.add_done_callback(self._acking.discard)
+
+    async def _ack_record(self, delivery: Delivery) -> None:
+        seq = delivery.message.seq
+        window = asyncio.timeout(self.record_ack_seconds)
+        try:
+            async with window:
+                await self.inner.ack(delivery)
+        except TimeoutError:
+            if not window.expired():
+                raise
+            log.warning("record_ack_abandoned", seq=seq, after_s=self.record_ack_seconds)
+            return
+        except BusError as err:  # delivered again after the ack wait, and acked then
+            log.warning("record_ack_failed", seq=seq, error=str(err))
+            return
+        self.acked_records += 1
 
     def _expand(self, delivery: Delivery, record: types.DecisionRecord) -> list[Delivery]:
         seq = delivery.message.seq
@@ -143,7 +173,9 @@ class CarriedDecisions(DurableConsumer):
         return out
 
     async def ack(self, delivery: Delivery) -> None:
-        """Ack one decision; the record's delivery once the last of its decisions is acked."""
+        """Ack one decision; the record's delivery once the last of its decisions is acked. Raises what
+        that ack of the record raises (a TransientBusError: the caller's to try again); the decision then
+        counts as not acked, so a redelivery of the record after the caller gave up brings it again."""
         token = delivery.token
         if not isinstance(token, Carried):
             await self.inner.ack(delivery)
@@ -153,7 +185,14 @@ class CarriedDecisions(DurableConsumer):
             return  # the record was acked already (every decision of it), or this process never held it
         held.acked.add(token.index)
         if len(held.acked) >= held.count:
-            await self.inner.ack(held.delivery)  # a transient failure is the caller's to try again
+            try:
+                await self.inner.ack(held.delivery)
+            except BaseException:
+                # not acked: a try again acks the record; given up, the record's next delivery hands this
+                # decision over again (its result stored: acked, not executed), else it would hand over
+                # nothing and never be acked
+                held.acked.discard(token.index)
+                raise
             del self._records[token.seq]
             self.acked_records += 1
 
@@ -187,4 +226,8 @@ class CarriedDecisions(DurableConsumer):
     async def close(self) -> None:
         """Close the inner consumer; what was not acked is delivered again after its ack wait."""
         self._records.clear()
+        acking, self._acking = list(self._acking), set()
+        for task in acking:
+            task.cancel()
+        await asyncio.gather(*acking, return_exceptions=True)
         await self.inner.close()

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
-from kueue_es.events.bus.base import Delivery, LogMessage
+from kueue_es.events.bus.base import Delivery, DurableConsumer, LogMessage, TransientBusError
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.dispatcher import carried
 from kueue_es.services.dispatcher.record_results import record_of
@@ -89,9 +91,75 @@ async def test_a_record_carrying_no_decision_is_acked_at_once() -> None:
     await a_log(bus, pending_only=True)
     consumer = await bind_decisions(bus, ack_wait=0.2)
     assert await consumer.fetch(batch=10, timeout=0.3) == []
+    await asyncio.sleep(0.01)  # its ack goes out beside the fetch
     assert consumer.acked_records == 1
     await asyncio.sleep(0.3)
     assert await consumer.fetch(batch=10, timeout=0.3) == []  # acked: never delivered again
+
+
+class FailingAcks(DurableConsumer):
+    """The server's consumer, its acks failing (TransientBusError) while ``failing``; ``hang``: an ack waits for
+    ever instead (a consumer that keeps trying it, as ObservedDurable)."""
+
+    def __init__(self, inner: DurableConsumer) -> None:
+        self.inner, self.failing, self.hang, self.acked = inner, True, False, 0
+
+    async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[Delivery]:
+        return await self.inner.fetch(batch=batch, timeout=timeout)
+
+    async def ack(self, delivery: Delivery) -> None:
+        if self.hang:
+            await asyncio.Event().wait()
+        if self.failing:
+            raise TransientBusError(f"Acking {delivery.message.seq} failed")
+        self.acked += 1
+        await self.inner.ack(delivery)
+
+    async def nak(self, delivery: Delivery, *, delay: float = 0.0) -> None:
+        await self.inner.nak(delivery, delay=delay)
+
+
+async def test_a_record_whose_ack_failed_brings_its_last_decision_again() -> None:
+    """The ack of the last decision is the record's: when it fails (given up by the dispatcher), that
+    decision counts as not acked, and the record's next delivery brings it again (its result stored, the
+    dispatcher acks it); else the record would bring nothing, and never be acked."""
+    bus = MemoryBus()
+    seq = await a_log(bus)
+    consumer = await bind_decisions(bus, ack_wait=0.2)
+    failing = FailingAcks(consumer.inner)
+    consumer.inner = failing
+    first = await consumer.fetch(batch=10, timeout=0.5)
+    for delivery in first[:2]:
+        await consumer.ack(delivery)
+    with pytest.raises(TransientBusError):
+        await consumer.ack(first[2])
+    await asyncio.sleep(0.3)  # given up: the server delivers the record again after its ack wait
+    again = await consumer.fetch(batch=10, timeout=0.5)
+    assert [carried.decision_key(d) for d in again] == [(seq, 3)] and again[0].attempt == 2
+    failing.failing = False
+    await consumer.ack(again[0])
+    assert consumer.acked_records == 1 and failing.acked == 1
+    await asyncio.sleep(0.3)
+    assert await consumer.fetch(batch=10, timeout=0.3) == []
+
+
+async def test_the_ack_of_a_record_carrying_no_decision_holds_no_fetch() -> None:
+    """A record with nothing to execute (here one of schema 16, its decision a message of its own after it)
+    is acked beside the fetch: an ack that keeps being tried holds none of the decisions after it."""
+    bus = MemoryBus()
+    head, rest = build_batch(
+        deciders.ADMITTER, outputs=DECISIONS[:1], basis_seq=0, head_seq=0, now_ms=5, schema_version=16
+    )
+    last = await bus.commit_batch(head=head, expected_head_seq=0, rest=rest)
+    consumer = await bind_decisions(bus)
+    failing = FailingAcks(consumer.inner)
+    failing.hang = True
+    consumer.inner = failing
+    async with asyncio.timeout(2.0):
+        deliveries = await consumer.fetch(batch=10, timeout=0.5)
+    assert [carried.decision_key(d) for d in deliveries] == [(last, 0)]
+    assert consumer.acked_records == 0
+    await consumer.close()  # the record's ack under way is cancelled: the server delivers it again
 
 
 async def test_an_old_consumer_over_the_decision_subjects_alone_is_given_the_heads_too() -> None:

@@ -32,7 +32,8 @@ pytestmark = pytest.mark.timeout(30)
 
 class FlakyAcks(DurableConsumer):
     """A durable consumer whose acks fail (TransientBusError, as an ack finding the outgoing buffer full)
-    while ``failing``; each ack that goes through checks that its decision's result is on the log."""
+    while ``failing``; each ack that goes through checks that its decision's result is on the log (since
+    event schema 17 the acks are the records', under :class:`CarriedDecisions` as the server's are)."""
 
     def __init__(self, inner: DurableConsumer, bus: MemoryBus) -> None:
         self.inner, self.bus = inner, bus
@@ -49,7 +50,9 @@ class FlakyAcks(DurableConsumer):
             self.failures += 1
             raise TransientBusError(f"Acking {delivery.message.seq} failed: OutboundBufferLimitError")
         event = codec.decode(delivery.message.data)
-        if isinstance(event, types.WorkloadAdmitted) and delivery.message.seq not in await result_seqs(self.bus):
+        decisions = event.all_decisions() if isinstance(event, types.DecisionRecord) else (event,)
+        admits = any(isinstance(decision, types.WorkloadAdmitted) for decision in decisions)
+        if admits and delivery.message.seq not in await result_seqs(self.bus):
             self.acked_before_result.append(delivery.message.seq)
         self.acked.append(delivery.message.seq)
         await self.inner.ack(delivery)
@@ -58,8 +61,9 @@ class FlakyAcks(DurableConsumer):
         await self.inner.nak(delivery, delay=delay)
 
 
-async def admit(bus: MemoryBus, name: str) -> int:
-    """A Job workload ``name`` and one committed admitter batch admitting it; the WorkloadAdmitted's sequence."""
+async def admit(bus: MemoryBus, name: str, *, schema_version: int = types.SCHEMA_VERSION) -> int:
+    """A Job workload ``name`` and one committed admitter batch admitting it (in event schema ``schema_version``);
+    the WorkloadAdmitted's sequence (since schema 17 its record's, which carries it)."""
     ref = types.WorkloadRef(namespace="ns", name=name, uid=f"u-{name}")
     wl = models.Workload(
         metadata=models.ObjectMeta(name=name, namespace="ns", uid=ref.uid),
@@ -74,7 +78,12 @@ async def admit(bus: MemoryBus, name: str) -> int:
     ]
     head_seq = await bus.last_subject_seq(subjects.head_subject(deciders.ADMITTER.role))
     head, rest = build_batch(
-        deciders.ADMITTER, outputs=decisions, basis_seq=await bus.last_seq(), head_seq=head_seq, now_ms=1
+        deciders.ADMITTER,
+        outputs=decisions,
+        basis_seq=await bus.last_seq(),
+        head_seq=head_seq,
+        now_ms=1,
+        schema_version=schema_version,
     )
     return await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest)
 
@@ -120,9 +129,14 @@ class Running:
         if self.ack_retry_seconds is not None:
             self.dispatcher.settling.retry_seconds = self.ack_retry_seconds
         observe(self.dispatcher, self.bus)
-        inner = await bind_decisions(self.memory, ack_wait=self.ack_wait)
-        self.flaky = FlakyAcks(inner, self.memory)
-        consumer = ObservedDurable(self.flaky, health=self.health)  # keeps trying acks, as in a service
+        # as in a service: the server's consumer keeps trying what fails (ObservedBus.durable), and the
+        # dispatcher's wrap hands over the decisions the records carry (bind_decisions)
+        carried = await bind_decisions(self.memory, ack_wait=self.ack_wait)
+        self.flaky = FlakyAcks(carried.inner, self.memory)
+        carried.inner = ObservedDurable(self.flaky, health=self.health)
+        if self.ack_retry_seconds is not None:
+            carried.record_ack_seconds = self.ack_retry_seconds
+        consumer = carried
         self.tasks = [
             asyncio.create_task(self.dispatcher.fold_forever()),
             asyncio.create_task(self.dispatcher.consume(consumer)),
@@ -145,28 +159,58 @@ class Running:
 
 async def test_the_job_of_a_later_decision_starts_while_an_earlier_decisions_ack_is_failing() -> None:
     async with Running() as run:
-        first = await admit(run.memory, "w0")
+        first = await admit(run.memory, "w0")  # one record carrying w0's QuotaReserved and WorkloadAdmitted
         await until(lambda: started(run.memory, first), what="w0 started")
         # its result stored does not mean its ack went out (a turn or two later): wait for it
         await until(lambda: _true(first in run.flaky.acked), what="w0 acked")
         await until(lambda: _true(run.ready()), what="ready")
         run.flaky.failing = True
         second = await admit(run.memory, "w1")
-        await until(lambda: _true(run.flaky.failures >= 2), what="w1's acks failing")
-        # the acks of w1's decisions keep failing: w2's Job starts all the same
+        await until(lambda: _true(run.flaky.failures >= 2), what="w1's record's ack failing")
+        # the ack of w1's record keeps failing: w2's Job starts all the same
         third = await admit(run.memory, "w2")
-        await until(lambda: started(run.memory, third), what="w2 started while w1's acks fail")
+        await until(lambda: started(run.memory, third), what="w2 started while w1's ack fails")
         facts = run.facts()
         assert run.flaky.failing and max(run.flaky.acked) == first  # nothing of w1 or w2 acked yet
         assert not run.ready() and "ack" in facts["retrying"]
-        assert facts["acks_outstanding"] == 4 and facts["acks_retrying"] >= 1  # w1's two decisions, w2's two
+        # a record is acked with the last of its decisions: w1's and w2's WorkloadAdmitted settle, the
+        # QuotaReserved before each is acked (nothing for the server yet)
+        assert facts["acks_outstanding"] == 2 and facts["acks_retrying"] >= 1
         assert b"kueue_es_dispatch_acks_outstanding" in run.health.metrics()
         run.alive()
 
         run.flaky.failing = False
         await until(lambda: _true(run.facts()["acks_outstanding"] == 0), what="every decision acked")
         await until(lambda: _true(run.ready()), what="ready again")
-        assert sorted(run.flaky.acked) == [first - 1, first, second - 1, second, third - 1, third]  # each once
+        assert sorted(run.flaky.acked) == [first, second, third]  # each record once
+        assert await result_seqs(run.memory) == [first, second, third]  # in decision order, each once
+        assert run.limiter.writes == 3 and run.flaky.acked_before_result == []
+        assert run.facts()["acks_abandoned"] == 0
+
+
+async def test_the_job_of_a_later_decision_of_its_own_starts_while_an_earlier_decisions_ack_is_failing() -> None:
+    """The same on a log of event schema 16: each decision a message of its own, acked on its own."""
+    async with Running() as run:
+        first = await admit(run.memory, "w0", schema_version=16)
+        await until(lambda: started(run.memory, first), what="w0 started")
+        await until(lambda: _true(first in run.flaky.acked), what="w0 acked")
+        await until(lambda: _true(run.ready()), what="ready")
+        run.flaky.failing = True
+        second = await admit(run.memory, "w1", schema_version=16)
+        await until(lambda: _true(run.flaky.failures >= 2), what="w1's acks failing")
+        third = await admit(run.memory, "w2", schema_version=16)
+        await until(lambda: started(run.memory, third), what="w2 started while w1's acks fail")
+        facts = run.facts()
+        assert run.flaky.failing and max(run.flaky.acked) == first  # nothing of w1 or w2 acked yet
+        assert not run.ready() and "ack" in facts["retrying"]
+        assert facts["acks_outstanding"] == 4 and facts["acks_retrying"] >= 1  # w1's two decisions, w2's two
+        run.alive()
+
+        run.flaky.failing = False
+        await until(lambda: _true(run.facts()["acks_outstanding"] == 0), what="every decision acked")
+        await until(lambda: _true(run.ready()), what="ready again")
+        decisions = [first - 1, first, second - 1, second, third - 1, third]
+        assert sorted(seq for seq in run.flaky.acked if seq in decisions) == decisions  # each once
         assert await result_seqs(run.memory) == [first, second, third]  # in decision order, each once
         assert run.limiter.writes == 3 and run.flaky.acked_before_result == []
         assert run.facts()["acks_abandoned"] == 0
@@ -176,9 +220,34 @@ async def test_an_ack_failing_past_the_bound_is_given_up_and_its_redelivery_acke
     async with Running(ack_wait=2.0, ack_retry_seconds=0.3) as run:
         await until(lambda: _true(run.ready()), what="ready")
         run.flaky.failing = True
-        admitted = await admit(run.memory, "w0")
-        await until(lambda: _true(run.facts()["acks_abandoned"] == 2), what="w0's acks given up")
+        admitted = await admit(run.memory, "w0")  # one record carrying w0's QuotaReserved and WorkloadAdmitted
+        # the record is acked with its last decision: that ack is the one given up
+        await until(lambda: _true(run.facts()["acks_abandoned"] == 1), what="w0's record's ack given up")
         # no longer retried, nothing outstanding: still not ready, the acks keep failing
+        facts = run.facts()
+        assert facts["acks_outstanding"] == 0 and facts["acks_failing"] and facts["retrying"] == []
+        assert not run.ready()
+        assert b'kueue_es_dispatch_acks_abandoned_total{service="dispatcher"} 1.0' in run.health.metrics()
+        run.alive()
+
+        # the server delivers the record again after the ack wait: the decision whose ack was given up comes
+        # again, is acked (the record with it), not executed
+        run.flaky.failing = False
+        await until(lambda: _true(admitted in run.flaky.acked), what="the admission acked after its redelivery")
+        await until(lambda: _true(run.ready()), what="ready again")
+        assert await result_seqs(run.memory) == [admitted]
+        assert run.limiter.writes == 1 and run.flaky.acked_before_result == []
+        consumer = await bind_decisions(run.memory)
+        assert await consumer.fetch(batch=10, timeout=2.5) == []  # every decision acked (none comes again)
+
+
+async def test_an_ack_of_a_decision_of_its_own_failing_past_the_bound_is_given_up_and_its_redelivery_acked() -> None:
+    """The same on a log of event schema 16: each decision a message of its own, each ack given up."""
+    async with Running(ack_wait=2.0, ack_retry_seconds=0.3) as run:
+        await until(lambda: _true(run.ready()), what="ready")
+        run.flaky.failing = True
+        admitted = await admit(run.memory, "w0", schema_version=16)
+        await until(lambda: _true(run.facts()["acks_abandoned"] == 2), what="w0's acks given up")
         facts = run.facts()
         assert facts["acks_outstanding"] == 0 and facts["acks_failing"] and facts["retrying"] == []
         assert not run.ready()
