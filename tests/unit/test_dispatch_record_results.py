@@ -27,9 +27,12 @@ pytestmark = pytest.mark.timeout(20)
 SUBJECT = subjects.record_dispatch_subject("p0", 10)
 
 
-def entry(seq: int) -> types.DispatchEntry:
+def entry(seq: int, *, index: int = 0) -> types.DispatchEntry:
     return types.DispatchEntry(
-        decision_seq=seq, workload=types.WorkloadRef(namespace="ns", name=f"w{seq}"), action="StartJob"
+        decision_seq=seq,
+        workload=types.WorkloadRef(namespace="ns", name=f"w{seq}"),
+        action="StartJob",
+        decision_index=index,
     )
 
 
@@ -124,25 +127,67 @@ class AcksLost(DurableConsumer):
         await self.inner.nak(delivery, delay=delay)
 
 
-async def _dispatch_once(bus: MemoryBus, consumer: Any, *, batch: int) -> SimulatedDispatcher:
-    """A fresh dispatcher (a restarted process) folds the log and handles what the consumer delivers."""
+async def _dispatch_once(
+    bus: MemoryBus, consumer: Any, *, batch: int, delivered: int | None = None, handled: int | None = None
+) -> SimulatedDispatcher:
+    """A fresh dispatcher (a restarted process) folds the log and handles what the consumer delivers: a fetch of
+    ``batch`` decisions that hands over ``delivered`` (``batch`` unless given: a record comes with all the
+    decisions it carries), of which it handles the first ``handled`` (all unless given: killed after those)."""
     dispatcher = SimulatedDispatcher(bus=bus, limiter=WriteLimiter(qps=1000, burst=100))
     fold = asyncio.create_task(dispatcher.fold_forever())
     try:
         deliveries = await consumer.fetch(batch=batch, timeout=2.0)
-        assert len(deliveries) == batch
-        await dispatcher.handle_batch(consumer, deliveries)
+        assert len(deliveries) == (batch if delivered is None else delivered)
+        await dispatcher.handle_batch(consumer, deliveries[:handled])
     finally:
         await cancel_and_wait([fold])
     return dispatcher
 
 
+async def answered_decisions(bus: MemoryBus) -> list[tuple[int, int]]:
+    """The decisions (``(decision_seq, decision_index)``) the batch results on the log answer, in log order."""
+    found: list[tuple[int, int]] = []
+    for seq in range(1, await bus.last_seq() + 1):
+        message = await bus.get(seq)
+        event = codec.decode(message.data) if message.subject.startswith("kq.disp.") else None
+        if isinstance(event, types.DispatchBatchApplied):
+            found += [(e.decision_seq, e.decision_index) for e in event.entries]
+    return found
+
+
 async def test_a_restarted_dispatcher_answers_each_decision_once_and_acks_it() -> None:
     bus = MemoryBus()
-    await admitted(bus, 3)  # one record: 3 QuotaReserved and 3 WorkloadAdmitted
+    await admitted(bus, 3)  # one record carrying 3 QuotaReserved and 3 WorkloadAdmitted (schema 17)
     durable = await bind_decisions(bus, ack_wait=0.2)
-    # the first process takes w0's two decisions, starts its Job, stores the result, is killed before its acks
-    first = await _dispatch_once(bus, AcksLost(durable), batch=2)
+    # the first process is handed the record's six decisions, executes w0's two (starts its Job, stores the
+    # result) and is killed before its acks
+    first = await _dispatch_once(bus, AcksLost(durable), batch=2, delivered=6, handled=2)
+    assert first.applied == 1 and len(await answered_decisions(bus)) == 1
+    await asyncio.sleep(0.3)  # the ack wait passes: the record comes again, all six decisions, to a new process
+    second = await _dispatch_once(bus, durable, batch=6)
+    answered = await answered_decisions(bus)
+    record_seq = await bus.last_subject_seq(subjects.heads_of())
+    # each admission once, at the record's sequence, by its place among the record's decisions
+    assert sorted(answered) == [(record_seq, 2), (record_seq, 4), (record_seq, 6)]
+    results = second.record_results
+    assert (results.refused, results.answered_before, results.published) == (1, 1, 1)
+    assert await durable.fetch(batch=10, timeout=0.4) == []  # the record acked
+    # the same batch again (a restart that fetched the same decisions): the duplicate, nothing new
+    third = RecordResults(bus=bus, cluster="local")
+    last = await bus.last_seq()
+    seq, index = answered[0]
+    await third.publish("p0", record_seq, [entry(seq, index=index)])
+    assert await bus.last_seq() == last and (third.duplicates, third.refused, third.published) == (1, 0, 0)
+
+
+async def test_a_restarted_dispatcher_answers_each_decision_of_its_own_message_once_and_acks_it() -> None:
+    """The same on a log of event schema 16 (each decision a message of its own after its record)."""
+    bus = MemoryBus()
+    await admitted(bus, 3, schema_version=16)  # one record: 3 QuotaReserved and 3 WorkloadAdmitted after it
+    durable = await bind_decisions(bus, ack_wait=0.2)
+    # the first process takes the record (nothing to execute: acked) and w0's two decisions, starts its Job,
+    # stores the result, is killed before its acks
+    first = await _dispatch_once(bus, AcksLost(durable), batch=3, delivered=2)
     assert first.applied == 1 and len(await answers(bus)) == 1
     await asyncio.sleep(0.3)  # the ack wait passes: w0's decisions come again, with the rest, to a new process
     second = await _dispatch_once(bus, durable, batch=6)

@@ -37,8 +37,9 @@ class Lease:
         return self.is_active
 
 
-async def admitted(bus: MemoryBus, count: int) -> None:
-    """``count`` Job workloads and one committed admitter batch admitting them all."""
+async def admitted(bus: MemoryBus, count: int, *, schema_version: int = types.SCHEMA_VERSION) -> None:
+    """``count`` Job workloads and one committed admitter batch admitting them all (written in event schema
+    ``schema_version``: since 17 one record carrying the decisions, before it one message per decision)."""
     decisions: list[types.Decision] = []
     for i in range(count):
         ref = types.WorkloadRef(namespace="ns", name=f"w{i}", uid=f"u{i}")
@@ -53,7 +54,14 @@ async def admitted(bus: MemoryBus, count: int) -> None:
             types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[assignment], at_ms=1),
             types.WorkloadAdmitted(workload=ref, cluster_queue="cq", at_ms=1),
         ]
-    head, rest = build_batch(deciders.ADMITTER, outputs=decisions, basis_seq=await bus.last_seq(), head_seq=0, now_ms=1)
+    head, rest = build_batch(
+        deciders.ADMITTER,
+        outputs=decisions,
+        basis_seq=await bus.last_seq(),
+        head_seq=0,
+        now_ms=1,
+        schema_version=schema_version,
+    )
     await bus.commit_batch(head=head, expected_head_seq=0, rest=rest)
 
 
