@@ -108,7 +108,10 @@ async def test_an_admission_evicted_before_its_start_takes_no_write_at_all() -> 
     assert len(stopped) == 1  # the dispatcher's own report: no stop write marked the Job for the watcher
     message, fact = stopped[0]
     assert fact.workload == REF and fact.reason == "Preempted"
-    eviction_seq = next(m.seq for m, e in events if isinstance(e, types.EvictionRequested))
+    # the eviction's sequence: its record's, which carries it (event schema 17)
+    eviction_seq = next(
+        m.seq for m, e in events if any(isinstance(d, types.EvictionRequested) for d in types.with_carried(e))
+    )
     assert message.headers["Nats-Msg-Id"].endswith(f"evict-{eviction_seq}")  # the watcher's Msg-Id for it
     result_seq = next(m.seq for m, e in events if isinstance(e, types.DispatchApplied))
     assert message.seq > result_seq  # after the result it follows from
