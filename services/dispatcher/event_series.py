@@ -64,13 +64,15 @@ class IsomorphicKey:
 class Entry:
     """A cached Event: the object ``body`` first written as Event ``namespace/name`` at ``event_time_ms``;
     ``count`` the Events it stands for (1: a singleton), ``last_observed_ms`` the latest one's time,
-    ``written`` the count last written (a series' patch), ``last_seq`` the latest decision observed."""
+    ``written`` the count last written (a series' patch), ``last_seq`` and ``last_place`` the latest decision
+    observed (its log sequence and its place among the decisions its record carries, 0 for one of its own)."""
 
     namespace: str
     name: str
     body: dict[str, Any]
     event_time_ms: int
     last_seq: int
+    last_place: int = 0
     count: int = 1
     last_observed_ms: int = 0
     written: int = 1
@@ -103,18 +105,30 @@ class SeriesCache:
     refreshed_ms: int | None = None
 
     def observe(
-        self, key: IsomorphicKey, *, namespace: str, name: str, body: dict[str, Any], at_ms: int, seq: int
+        self,
+        key: IsomorphicKey,
+        *,
+        namespace: str,
+        name: str,
+        body: dict[str, Any],
+        at_ms: int,
+        seq: int,
+        place: int = 0,
     ) -> Create | WriteSeries | None:
-        """An Event of ``key`` recorded at ``at_ms`` for the decision at log sequence ``seq`` (``body``, to be
-        written as ``namespace/name`` if it is the first): what to write (client-go ``recordToSink``). A
-        decision seen before (``seq`` not above the entry's latest: a redelivery) counts nothing."""
+        """An Event of ``key`` recorded at ``at_ms`` for the decision at log sequence ``seq``, ``place`` its
+        1-based place among the decisions its DecisionRecord carries (event schema 17: several at one
+        sequence; 0 for a decision of its own message), ``body`` to be written as ``namespace/name`` if it
+        is the first: what to write (client-go ``recordToSink``). A decision seen before (``(seq, place)``
+        not after the entry's latest: a redelivery) counts nothing."""
         entry = self.entries.get(key)
         if entry is None:
-            self.entries[key] = Entry(namespace=namespace, name=name, body=body, event_time_ms=at_ms, last_seq=seq)
+            self.entries[key] = Entry(
+                namespace=namespace, name=name, body=body, event_time_ms=at_ms, last_seq=seq, last_place=place
+            )
             return Create()
-        if seq and seq <= entry.last_seq:
+        if seq and (seq, place) <= (entry.last_seq, entry.last_place):
             return None
-        entry.last_seq = max(entry.last_seq, seq)
+        entry.last_seq, entry.last_place = max((entry.last_seq, entry.last_place), (seq, place))
         entry.count += 1
         entry.last_observed_ms = max(entry.last_observed_ms, at_ms)
         if entry.count > 2:

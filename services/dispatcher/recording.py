@@ -177,7 +177,7 @@ class Recording:
                 wl = state.workloads.get(key)
                 if wl is None or not (status.is_job_workload(wl) or wl.workload.owner is None):
                     continue  # a workload of a kind the dispatcher writes nothing for (an unknown owner's)
-                await self._record(item, name=f"{item.workload.name}.{stem}.{index}", seq=seq)
+                await self._record(item, name=f"{item.workload.name}.{stem}.{index}", seq=seq, place=place)
         if decisions:
             await self.expire(max(decision_ms(d) for _, d in decisions))
 
@@ -188,9 +188,10 @@ class Recording:
         for write in self._series.expire(now_ms):
             await self._write_series(write)
 
-    async def _record(self, item: kube_events.KubeEvent, *, name: str, seq: int) -> None:
-        """Write ``item``, a decision's Event, as Kueue's recorder would: created, folded into the series of an
-        isomorphic one, or only counted. One about an object whose resourceVersion is unknown is written as
+    async def _record(self, item: kube_events.KubeEvent, *, name: str, seq: int, place: int = 0) -> None:
+        """Write ``item``, the Event of the decision at ``seq`` (``place``: its place among the decisions its
+        record carries, 0 for one of its own message), as Kueue's recorder would: created, folded into the
+        series of an isomorphic one, or only counted. One about an object whose resourceVersion is unknown is written as
         it is (every write Kueue makes changes it, so no two such Events would be isomorphic)."""
         version = self._versions.get(item.workload.key) or self.stored.resource_version(
             item.workload.namespace, item.workload.name
@@ -217,7 +218,9 @@ class Recording:
             regarding=regarding,
         )
         namespace = item.workload.namespace
-        match self._series.observe(key, namespace=namespace, name=name, body=body, at_ms=item.at_ms, seq=seq):
+        match self._series.observe(
+            key, namespace=namespace, name=name, body=body, at_ms=item.at_ms, seq=seq, place=place
+        ):
             case event_series.Create():
                 await self._create(item, body)
             case event_series.WriteSeries() as write:

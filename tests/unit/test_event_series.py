@@ -55,6 +55,22 @@ def test_the_first_is_created_the_second_makes_a_series_later_ones_are_counted()
     assert _observe(cache, _key(), seq=4, at_ms=10 * MINUTE) == event_series.Create()  # a finished series: anew
 
 
+def test_the_decisions_one_record_carries_are_each_counted() -> None:
+    """Since event schema 17 a record's decisions share its sequence: each counts by its place in the record
+    (eight evictions of one preemptor's record make a series of eight); a redelivery of one counts nothing."""
+    cache = event_series.SeriesCache()
+
+    def observe(place: int) -> Any:
+        return cache.observe(_key(), namespace="ns", name=f"wl.9-{place}.0", body={}, at_ms=place, seq=9, place=place)
+
+    assert observe(1) == event_series.Create()
+    assert isinstance(observe(2), event_series.WriteSeries)
+    assert [observe(place) for place in (3, 4, 3)] == [None, None, None]
+    [final] = cache.expire(5 + event_series.FINISH_MS)
+    assert final.count == 4
+    assert _observe(cache, _key(), seq=10, at_ms=0) == event_series.Create()
+
+
 def test_the_key_is_not_the_message_but_the_type_and_the_objects_version() -> None:
     cache = event_series.SeriesCache()
     assert _observe(cache, _key(), seq=1, at_ms=0) == event_series.Create()
@@ -113,13 +129,19 @@ class _Stored:
         return ""
 
 
-def _batches(log: list[tuple[int, types.Event]]) -> list[list[tuple[int, types.Event]]]:
-    """The log's entries, one list per decider batch (a DecisionRecord and the outputs after it)."""
-    batches: list[list[tuple[int, types.Event]]] = []
+def _batches(log: list[tuple[int, types.Event]]) -> list[list[tuple[int, types.Event, int]]]:
+    """The log's entries, one list per decider batch (a DecisionRecord and the decisions after it), each with its
+    place among the decisions its record carries (event schema 17: at the record's sequence, CoreRun.log), 0 for
+    the record and for a decision of its own message, as the dispatcher hands them to its recorder."""
+    batches: list[list[tuple[int, types.Event, int]]] = []
+    record_seq, place = 0, 0
     for seq, event in log:
         if isinstance(event, types.DecisionRecord) or not batches:
             batches.append([])
-        batches[-1].append((seq, event))
+            record_seq, place = seq, 0
+        elif seq == record_seq:
+            place += 1
+        batches[-1].append((seq, event, place if seq == record_seq else 0))
     return batches
 
 
@@ -130,12 +152,12 @@ def _recorded(log: list[tuple[int, types.Event]]) -> tuple[_Api, Recording]:
     view = SimpleNamespace(cluster=state, records={}, reserved_seq={}, not_matching={})
     recording = Recording(api=api, limiter=UnlimitedWrites(), view=view, stored=stored)  # type: ignore[arg-type]
     for batch in _batches(log):
-        for seq, event in batch:
+        for seq, event, _ in batch:
             apply(state, event, seq=seq)
-        keys = [key for _, event in batch if (key := workload_key(event))]
+        keys = [key for _, event, _ in batch if (key := workload_key(event))]
         recording.before_writes(keys)
         stored.versions.update(set(keys))
-        asyncio.run(recording.record(batch))
+        asyncio.run(recording.record([(seq, event) for seq, event, _ in batch], places=[p for _, _, p in batch]))
     return api, recording
 
 
