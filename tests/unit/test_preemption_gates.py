@@ -107,17 +107,19 @@ def test_the_dispatcher_writes_blocked_on_preemption_gates_and_resets_it_on_rese
     run = run_scenario(load_scenario(OPENED))
     view = core.DispatchState()
     blocked_seen = False
-    for message, event in zip(run.messages, run.events, strict=True):
-        core.fold(view, event, seq=message.seq)
-        if isinstance(event, types.WorkloadObserved) and event.workload.open_preemption_gates:
-            got = conditions(view, "default/preemptor")
-            assert got["BlockedOnPreemptionGates"] == (
-                "True",
-                "PreemptionGated",
-                "Workload requires preemption, but it's gated",
-            )
-            assert got["QuotaReserved"][:2] == ("False", "AdmissionGated")
-            blocked_seen = True
+    for message, decoded in zip(run.messages, run.events, strict=True):
+        # a record, then what it stands for at its sequence (the decisions it carries, event schema 17)
+        for event in types.with_carried(decoded):
+            core.fold(view, event, seq=message.seq)
+            if isinstance(event, types.WorkloadObserved) and event.workload.open_preemption_gates:
+                got = conditions(view, "default/preemptor")
+                assert got["BlockedOnPreemptionGates"] == (
+                    "True",
+                    "PreemptionGated",
+                    "Workload requires preemption, but it's gated",
+                )
+                assert got["QuotaReserved"][:2] == ("False", "AdmissionGated")
+                blocked_seen = True
     assert blocked_seen
     final = conditions(view, "default/preemptor")
     assert final["QuotaReserved"][0] == "True"

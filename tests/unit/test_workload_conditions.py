@@ -28,10 +28,12 @@ def test_a_third_admission_keeps_one_previously_prefix() -> None:
     run = run_scenario(load_scenario(SCENARIO))
     view = core.DispatchState()
     after_reservations: list[dict[str, tuple[str, str, str]]] = []
-    for message, event in zip(run.messages, run.events, strict=True):
-        core.fold(view, event, seq=message.seq)
-        if isinstance(event, types.WorkloadAdmitted) and event.workload.key == LOW:
-            after_reservations.append(_conditions(view))
+    for message, decoded in zip(run.messages, run.events, strict=True):
+        # a record, then what it stands for at its sequence (the decisions it carries, event schema 17)
+        for event in types.with_carried(decoded):
+            core.fold(view, event, seq=message.seq)
+            if isinstance(event, types.WorkloadAdmitted) and event.workload.key == LOW:
+                after_reservations.append(_conditions(view))
     assert len(after_reservations) == 3  # first admission, after the preemption, after the reactivation
     second, third = after_reservations[1], after_reservations[2]
     preempted = second["Preempted"]
