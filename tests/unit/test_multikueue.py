@@ -225,7 +225,7 @@ def test_cluster_queue_rules_for_multikueue_checks() -> None:
 
 def test_winner_sets_ready_cluster_name_and_clears_nominations() -> None:
     done = run("all-at-once-first-admission-wins")
-    chosen = [e for e in done.events if isinstance(e, types.RemoteAdmissionChosen)]
+    chosen = [e for _, e in done.log if isinstance(e, types.RemoteAdmissionChosen)]
     assert [(e.cluster, e.message) for e in chosen] == [("worker-b", 'The workload was admitted on "worker-b"')]
     wl = done.state.workloads["default/w1"]
     assert wl.checks["mk"].state == "Ready" and wl.admitted
@@ -265,17 +265,17 @@ def test_copy_evicted_or_out_of_sync_on_the_worker_retries() -> None:
 
 def test_rejected_without_an_adapter() -> None:
     done = run("no-adapter-rejects")
-    (rejected,) = [e for e in done.events if isinstance(e, types.MultiKueueCheckRejected)]
+    (rejected,) = [e for _, e in done.log if isinstance(e, types.MultiKueueCheckRejected)]
     assert rejected.message == (
         'No multikueue adapter found for owner kind "apps/v1, Kind=Deployment", Previously: "Pending"'
     )
-    deactivated = [e for e in done.events if isinstance(e, types.WorkloadDeactivated)]
+    deactivated = [e for _, e in done.log if isinstance(e, types.WorkloadDeactivated)]
     assert [e.reason for e in deactivated] == ["AdmissionCheck"]
 
 
 def test_incremental_steps_and_no_more_workers() -> None:
     done = run("incremental-adds-the-next-step-after-five-minutes")
-    steps = [(e.step, e.clusters) for e in done.events if isinstance(e, types.WorkersNominated)]
+    steps = [(e.step, e.clusters) for _, e in done.log if isinstance(e, types.WorkersNominated)]
     assert steps == [(0, ["worker-c", "worker-a"]), (1, ["worker-c", "worker-a", "worker-b"])]
     wl = done.state.workloads["default/w1"]
     why = rules.explain(done.state, wl, now_ms=10**15)
@@ -297,12 +297,19 @@ def test_replay_rechecks_the_multikueue_decisions_and_catches_a_tampered_winner(
     done = run("earliest-admission-wins")
     report = check_log(done.messages, deciders.BY_ROLE)
     assert report.ok, report.mismatches
-    victim = next(m for m in done.messages if m.headers.get("Kq-Type") == "RemoteAdmissionChosen")
-    event = codec.decode(victim.data)
-    assert isinstance(event, types.RemoteAdmissionChosen) and event.cluster == "worker-b"
+    # the choice is carried by its record (event schema 17): the record is tampered with
+    victim, record = next(
+        (m, e)
+        for m, e in zip(done.messages, done.events, strict=True)
+        if isinstance(e, types.DecisionRecord) and any(isinstance(d, types.RemoteAdmissionChosen) for d in e.carried)
+    )
+    assert isinstance(record, types.DecisionRecord)
+    (event,) = [d for d in record.carried if isinstance(d, types.RemoteAdmissionChosen)]
+    assert event.cluster == "worker-b"
     forged = msgspec.structs.replace(event, cluster="worker-a", message='The workload was admitted on "worker-a"')
+    record = msgspec.structs.replace(record, decisions=tuple(forged if d is event else d for d in record.carried))
     tampered = [
-        msgspec.structs.replace(m, data=codec.encode(forged)) if m.seq == victim.seq else m for m in done.messages
+        msgspec.structs.replace(m, data=codec.encode(record)) if m.seq == victim.seq else m for m in done.messages
     ]
     report = check_log(tampered, deciders.BY_ROLE)
     assert not report.ok
@@ -321,13 +328,15 @@ def test_dispatcher_writes_cluster_name_check_and_active_condition() -> None:
     done = run("all-at-once-first-admission-wins")
     view = core.DispatchState()
     nominated_seen = False
-    for message, event in zip(done.messages, done.events, strict=True):
-        core.fold(view, event, seq=message.seq)
-        if isinstance(event, types.WorkersNominated):
-            written = status.workload_status(view.records["default/w1"], generation=1)
-            assert written["nominatedClusterNames"] == ["worker-a", "worker-b"]
-            assert "clusterName" not in written
-            nominated_seen = True
+    for message, decoded in zip(done.messages, done.events, strict=True):
+        # a record, then what it stands for at its sequence (the decisions it carries, event schema 17)
+        for event in types.with_carried(decoded):
+            core.fold(view, event, seq=message.seq)
+            if isinstance(event, types.WorkersNominated):
+                written = status.workload_status(view.records["default/w1"], generation=1)
+                assert written["nominatedClusterNames"] == ["worker-a", "worker-b"]
+                assert "clusterName" not in written
+                nominated_seen = True
     assert nominated_seen
     assert ("AdmissionCheck", "", "mk") in view.dirty_queues
     written = status.workload_status(view.records["default/w1"], generation=1)
@@ -507,8 +516,9 @@ def test_a_choice_folded_with_its_nomination_is_written_after_it() -> None:
 
     done = run("all-at-once-first-admission-wins")
     view = core.DispatchState()
-    for message, event in zip(done.messages, done.events, strict=True):
-        core.fold(view, event, seq=message.seq)
+    for message, decoded in zip(done.messages, done.events, strict=True):
+        for event in types.with_carried(decoded):  # a record, then the decisions it carries (event schema 17)
+            core.fold(view, event, seq=message.seq)
     wanted = status.workload_status(view.records["default/w1"], generation=1)
     assert wanted["clusterName"] == "worker-b"
 
