@@ -15,6 +15,7 @@ from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import Bus, ConflictError, Delivery, DurableConsumer, LogMessage
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState
+from kueue_es.services.dispatcher.carried import CarriedDecisions
 from kueue_es.services.dispatcher.service import Dispatcher, bind_decisions
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import Decider, DeciderLoop, build_batch, cancel_and_wait, fold_message
@@ -74,6 +75,17 @@ async def log_entries(bus: Bus) -> list[tuple[LogMessage, types.Event | None]]:
         except codec.DecodeError:
             event = None
         entries.append((message, event))
+    return entries
+
+
+async def decision_entries(bus: Bus) -> list[tuple[LogMessage, types.Event | None]]:
+    """:func:`log_entries`, each DecisionRecord followed by the decisions it carries (event schema 17), each
+    with the record's message: a decision's message is its record, at the record's sequence."""
+    entries: list[tuple[LogMessage, types.Event | None]] = []
+    for message, event in await log_entries(bus):
+        entries.append((message, event))
+        if isinstance(event, types.DecisionRecord):
+            entries.extend((message, decision) for decision in event.carried)
     return entries
 
 
@@ -184,6 +196,29 @@ class RecordingConsumer(DurableConsumer):
             await self.inner.nak(delivery, delay=delay)
 
 
+class Redelivery(RecordingConsumer):
+    """The server's consumer delivering ``messages`` once more (``attempt``), recording acks and naks."""
+
+    def __init__(self, messages: list[LogMessage], *, attempt: int = 2) -> None:
+        super().__init__()
+        self.pending = [Delivery(message=message, attempt=attempt) for message in messages]
+
+    async def fetch(self, *, batch: int = 100, timeout: float = 1.0) -> list[Delivery]:
+        """The messages not delivered yet, once."""
+        out, self.pending = self.pending[:batch], self.pending[batch:]
+        return out
+
+
+async def redeliver(dispatcher: Dispatcher, bus: Bus, seq: int, *, attempt: int = 2) -> Redelivery:
+    """Deliver the message at ``seq`` to ``dispatcher`` once more, as its durable consumer would (a record's as
+    the decisions it carries: :class:`~kueue_es.services.dispatcher.carried.CarriedDecisions`), and handle it
+    until settled; the server's consumer, with the acks it saw (a record's once all its decisions are acked)."""
+    server = Redelivery([await bus.get(seq)], attempt=attempt)
+    consumer = CarriedDecisions(server)
+    await dispatcher.handle_batch(consumer, await consumer.fetch())
+    return server
+
+
 # -- services and decisions ------------------------------------------------------------------
 
 
@@ -213,7 +248,8 @@ def pod_services(bus: Bus, api: Any, dispatcher: Dispatcher, consumer: Any) -> l
 
 
 async def commit(bus: Bus, *outputs: types.Decision) -> list[int]:
-    """Commit ``outputs`` as one batch (of :func:`decider_for`'s role) at the current heads; their log sequences."""
+    """Commit ``outputs`` as one batch (of :func:`decider_for`'s role) at the current heads; their log sequences
+    (since event schema 17 the record's, once for each decision it carries)."""
     for _ in range(20):
         state = await folded(bus)
         # a p0 (whole-state) batch must not land after any partition's record past its basis (the fold
@@ -226,6 +262,10 @@ async def commit(bus: Bus, *outputs: types.Decision) -> list[int]:
             last = await bus.commit_batch(head=head, expected_head_seq=head_seq, rest=rest, head_filter=subjects.HEADS)
         except ConflictError:
             continue
+        if not rest:  # the record carries them
+            record = codec.decode(head.data)
+            assert isinstance(record, types.DecisionRecord)
+            return [last] * len(record.carried)
         return list(range(last - len(rest) + 1, last + 1))
     raise AssertionError("the test batch kept conflicting")
 

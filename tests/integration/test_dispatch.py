@@ -16,7 +16,7 @@ import pytest
 
 from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
-from kueue_es.events.bus.base import Delivery, OutgoingMessage
+from kueue_es.events.bus.base import OutgoingMessage
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.projections import batches
 from kueue_es.services.kube import client as kube
@@ -25,15 +25,16 @@ from kueue_es.services.watcher.service import Watcher
 from tests.integration.harness import (
     JOBS,
     SPOT_TOLERATION,
-    RecordingConsumer,
     admitter,
     cluster_queue,
+    decision_entries,
     dispatcher_with_consumer,
     events_of,
     flavor,
     job,
     local_queue,
     log_entries,
+    redeliver,
     running,
     wait_for,
     wait_until,
@@ -44,10 +45,11 @@ pytestmark = pytest.mark.timeout(20)
 
 
 async def message_of(bus: MemoryBus, cls: type[types.Event], **fields) -> tuple:
-    """The one log message holding an event of type ``cls`` with ``fields``, and the event."""
+    """The one log message holding an event of type ``cls`` with ``fields`` (a decision's record, when it carries
+    it: event schema 17), and the event."""
     found = [
         (m, e)
-        for m, e in await log_entries(bus)
+        for m, e in await decision_entries(bus)
         if isinstance(e, cls) and all(getattr(e, k) == v for k, v in fields.items())
     ]
     assert len(found) == 1, found
@@ -111,9 +113,8 @@ async def test_admitted_job_is_started_on_its_flavor_and_a_redelivery_changes_no
         started = await kube.get_object(api, JOBS, namespace="default", name="sample")
         await wait_until(lambda: admitted_message.seq in consumer.acked, what="the ack of the admission")
 
-        # At-least-once delivery: the same decision handled again.
-        fresh = RecordingConsumer()
-        await dispatcher.handle(fresh, Delivery(message=admitted_message, attempt=2))
+        # At-least-once delivery: the same decision handled again (its record delivered again).
+        fresh = await redeliver(dispatcher, bus, admitted_message.seq)
         again = await kube.get_object(api, JOBS, namespace="default", name="sample")
 
     assert applied.workload == admitted.workload and applied.decision_seq == admitted_message.seq
@@ -122,7 +123,7 @@ async def test_admitted_job_is_started_on_its_flavor_and_a_redelivery_changes_no
     # one result, on the admission's record subject, naming it (schema version 5: DispatchBatchApplied)
     batches = [(m, e) for m, e in await log_entries(bus) if isinstance(e, types.DispatchBatchApplied)]
     [(message, batch)] = batches
-    assert [entry.decision_seq for entry in batch.entries] == [admitted_message.seq]
+    assert [(entry.decision_seq, entry.decision_index) for entry in batch.entries] == [(admitted_message.seq, 1)]
     assert message.subject == subjects.record_dispatch_subject(batch.partition, batch.record_seq)
     assert message.headers["Nats-Msg-Id"].startswith(f"disp:local:rec:{batch.partition}:{batch.record_seq}:0:")
 
@@ -297,6 +298,7 @@ async def test_a_rogue_record_as_the_last_message_does_not_stall_the_dispatcher(
             head_seq=dispatcher.state.heads.get(partition, 0),
             now_ms=1,
             partition=partition,
+            schema_version=16,  # a record followed by its outputs (before event schema 17)
         )
         record = await bus.publish(head)  # published one by one, not as a batch: the second never comes
         stored = await bus.publish(rest[0])

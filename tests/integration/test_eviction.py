@@ -23,7 +23,7 @@ import pytest
 
 from kueue_es.events import models, types
 from kueue_es.events.bus import nats as nats_bus
-from kueue_es.events.bus.base import Bus, Delivery
+from kueue_es.events.bus.base import Bus
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.events.bus.server import NatsServer
 from kueue_es.jobframework import jobs
@@ -51,6 +51,7 @@ from tests.integration.harness import (
     folded,
     job,
     log_entries,
+    redeliver,
     running,
     set_up_queues,
     wait_for,
@@ -470,8 +471,7 @@ async def test_redelivered_eviction_writes_nothing_new(api, bus: MemoryBus) -> N
         before = await kube.get_object(api, JOBS, namespace="default", name="victim")
         last = await bus.last_seq()
 
-        fresh = RecordingConsumer()
-        await dispatcher.handle(fresh, Delivery(message=await bus.get(seq), attempt=2))
+        fresh = await redeliver(dispatcher, bus, seq)  # the eviction's record delivered again
         after = await kube.get_object(api, JOBS, namespace="default", name="victim")
 
     assert (applied.workload, applied.decision_seq, applied.target) == (ref, seq, "Job default/victim")
@@ -508,7 +508,7 @@ async def test_eviction_of_a_deleted_job_records_404_and_reports_it_stopped(api,
         [stopped] = await wait_for(bus, types.WorkloadStopped)
         await wait_until(lambda: seq in consumer.acked, what="the ack of the eviction")
         last = await bus.last_seq()
-        await dispatcher.handle(RecordingConsumer(), Delivery(message=await bus.get(seq), attempt=2))
+        await redeliver(dispatcher, bus, seq)  # the eviction's record delivered again
 
     assert (failed.workload, failed.decision_seq, failed.status, failed.reason) == (ref, seq, 404, "NotFound")
     assert stopped.workload == ref and stopped.reason == "Preempted"
