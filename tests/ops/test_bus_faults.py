@@ -91,13 +91,17 @@ def job_workload(name: str) -> types.Fact:
 
 
 async def log_types(bus: nats_bus.NatsBus) -> list[tuple[str, str]]:
-    """(Kq-Type, workload name) of every per-workload message on the log."""
+    """(Kq-Type, workload name) of every per-workload message on the log, and of every decision a record
+    carries (event schema 17) as if it were its own message."""
     found = []
     for seq in range(1, await bus.last_seq() + 1):
         message = await bus.get(seq)
         event = codec.decode(message.data)
         if isinstance(event, types.DispatchBatchApplied):  # each entry as its own DispatchApplied
             found.extend(("DispatchApplied", entry.workload.name) for entry in event.entries)
+            continue
+        if isinstance(event, types.DecisionRecord):
+            found.extend((codec.type_name(decision), decision.workload.name) for decision in event.carried)
             continue
         ref = getattr(event, "workload", None)
         if isinstance(ref, types.WorkloadRef):
