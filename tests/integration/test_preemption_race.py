@@ -149,7 +149,8 @@ async def _job_side(bus: Bus) -> None:
     async for message in bus.read(subjects=(subjects.DECISIONS,), start_seq=1):  # every partition's
         event = codec.decode(message.data)
         if isinstance(event, types.DECISION_TYPES):
-            for fact in core_engine.job_reports([event], pods_ready="auto", now_ms=0):
+            # a record's carried decisions too (event schema 17), as their own messages were before
+            for fact in core_engine.job_reports(types.with_carried(event), pods_ready="auto", now_ms=0):
                 await bus.publish(subjects.fact_message(fact))
 
 
@@ -162,6 +163,8 @@ async def _fold(bus: Bus) -> tuple[ClusterState, list[tuple[int, types.Event]], 
         for one in types.with_carried(event):  # a record's finished releases, as every fold takes them
             apply(state, one, seq=seq)
         log.append((seq, event))
+        if isinstance(event, types.DecisionRecord):  # and the decisions it carries, at its sequence (CoreRun.log)
+            log.extend((seq, decision) for decision in event.carried)
         messages.append(message)
     return state, log, messages
 
@@ -177,6 +180,8 @@ def _overuse(log: list[tuple[int, types.Event]]) -> list[str]:
     state = ClusterState()
     batch_end = -1
     for seq, event in log:
+        if seq == batch_end and not isinstance(event, types.DecisionRecord):
+            continue  # a decision the record at seq carries: folded with it
         for one in types.with_carried(event):
             apply(state, one, seq=seq)
         if isinstance(event, types.DecisionRecord):

@@ -23,7 +23,6 @@ import pytest
 
 from kueue_es import deciders
 from kueue_es.events import manager_config, manifests, types
-from kueue_es.events.bus.base import Delivery
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.replay import check_log
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
@@ -41,6 +40,7 @@ from tests.integration.harness import (
     admitter,
     cluster_queue,
     commit,
+    decision_entries,
     dispatcher_with_consumer,
     events_of,
     eviction,
@@ -48,6 +48,7 @@ from tests.integration.harness import (
     job,
     local_queue,
     log_entries,
+    redeliver,
     running,
     until_steady,
     wait_for,
@@ -303,13 +304,16 @@ async def test_decisions_become_the_kubernetes_events_kueue_records(api, bus: Me
         a, b = await workload_of(bus, "a"), await _pending_workload(bus, "b")
         await wait_until(lambda: dispatcher.events_written >= 6, what="six Events")
         await asyncio.sleep(0.3)
-        decisions = [
-            m
-            for m, e in await log_entries(bus)
-            if isinstance(e, types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible)
-        ]
-        for message in decisions:  # handled again: nothing new
-            await dispatcher.handle(RecordingConsumer(), Delivery(message=message, attempt=2))
+        # the records carrying them (event schema 17), each once
+        decisions = list(
+            {
+                m.seq: m
+                for m, e in await decision_entries(bus)
+                if isinstance(e, types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible)
+            }.values()
+        )
+        for message in decisions:  # handled again (each record, as the decisions it carries): nothing new
+            await redeliver(dispatcher, bus, message.seq)
         workloads = {o["metadata"]["name"]: o for o in (await kube.list_objects(api, resources.WORKLOADS))[0]}
         jobs = {o["metadata"]["name"]: o for o in (await kube.list_objects(api, resources.JOBS))[0]}
         listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
@@ -473,11 +477,14 @@ async def test_redelivered_decisions_and_a_restarted_dispatcher_write_nothing(
 
         await wait_until(lambda: dispatcher.queues.pending() == 0, timeout=15.0, what="the queue status writes")
         await until_steady(settled, quiet=1.5, timeout=15.0, what="the server, the log and the dispatcher's writes")
-        decisions = [
-            m
-            for m, e in await log_entries(bus)
-            if isinstance(e, types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible)
-        ]
+        # the records carrying them (event schema 17), each once
+        decisions = list(
+            {
+                m.seq: m
+                for m, e in await decision_entries(bus)
+                if isinstance(e, types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible)
+            }.values()
+        )
         await wait_until(lambda: all(m.seq in consumer.acked for m in decisions), what="the acks")
         version, last, writes = await written()
         objects = {
@@ -486,10 +493,13 @@ async def test_redelivered_decisions_and_a_restarted_dispatcher_write_nothing(
             for o in (await kube.list_objects(api, ref))[0]
         }
 
-        fresh = RecordingConsumer()
-        for message in decisions:
-            await dispatcher.handle(fresh, Delivery(message=message, attempt=2))
-        assert fresh.acked == [m.seq for m in decisions] and fresh.naked == []
+        acked: list[int] = []
+        naked: list[int] = []
+        for message in decisions:  # each record delivered again, as the decisions it carries
+            fresh = await redeliver(dispatcher, bus, message.seq)
+            acked += fresh.acked
+            naked += fresh.naked
+        assert decisions and acked == [m.seq for m in decisions] and naked == []
         assert (emu.resource_version, await bus.last_seq(), dispatcher.object_writes) == (version, last, writes)
 
     restarted = Dispatcher(bus=bus, api=api)
@@ -540,9 +550,9 @@ async def test_job_gone_before_it_is_started_releases_its_quota(api, bus: Memory
             check=lambda o: o.get("status", {}).get("reservingWorkloads") == 0,
         )
         await gone(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name)
-        admitted_seq = next(m.seq for m, e in await log_entries(bus) if isinstance(e, types.WorkloadAdmitted))
+        admitted_seq = next(m.seq for m, e in await decision_entries(bus) if isinstance(e, types.WorkloadAdmitted))
         await wait_until(lambda: admitted_seq in consumer.acked, what="the ack")
-        await dispatcher.handle(RecordingConsumer(), Delivery(message=await bus.get(admitted_seq), attempt=2))
+        await redeliver(dispatcher, bus, admitted_seq)  # its record delivered again
 
     assert (failed.action, failed.status, failed.reason, failed.workload) == (
         "StartJob",
@@ -911,7 +921,7 @@ async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus)
     assert [(r.reason, r.cluster_queue) for r in released] == [("Deactivated", "cluster-queue")]
     assert stopped["spec"]["suspend"] is True
     at = {}  # the log order: evicted, stopped, released, then the waiting Job admitted
-    for message, event in await log_entries(bus):
+    for message, event in await decision_entries(bus):
         if isinstance(event, types.EvictionRequested | types.WorkloadStopped | types.QuotaReleased):
             at.setdefault((type(event).__name__, event.reason), message.seq)
         elif isinstance(event, types.WorkloadAdmitted) and event.workload == second:
@@ -1059,7 +1069,7 @@ async def test_deleting_a_running_job_releases_its_quota_and_writes_nothing_to_i
         [released] = await wait_for(bus, types.QuotaReleased)
         # Kueue's finalizer off, then the object deleted (FinalizeOrphanedWorkload; the emulator has no collector)
         await gone(api, resources.WORKLOADS, namespace="default", name=short.name)
-        release_seq = next(m.seq for m, e in await log_entries(bus) if isinstance(e, types.QuotaReleased))
+        release_seq = next(m.seq for m, e in await decision_entries(bus) if isinstance(e, types.QuotaReleased))
         await wait_until(lambda: release_seq in consumer.acked, what="the release's ack")
         await asyncio.sleep(0.3)
 
@@ -1627,10 +1637,11 @@ def _orphaned(obj: dict[str, Any]) -> bool:
 
 
 async def _about(bus: MemoryBus, ref: types.WorkloadRef) -> list[str]:
-    """The log's facts and decisions about workload ``ref`` (its key), by type name, in order."""
+    """The log's facts and decisions (those records carry too) about workload ``ref`` (its key), by type name,
+    in order."""
     return [
         type(e).__name__
-        for _, e in await log_entries(bus)
+        for _, e in await decision_entries(bus)
         if (isinstance(e, types.ObjectDeleted) and f"{e.namespace}/{e.name}" == ref.key)
         or (hasattr(e, "workload") and getattr(e.workload, "key", None) == ref.key)
     ]
