@@ -23,3 +23,12 @@ def before_first_record(path: Path, role: str) -> tuple[ClusterState, int, str]:
     record = run.log[first][1]
     assert isinstance(record, types.DecisionRecord)
     return state, record.now_ms, record.partition
+
+
+def with_releases(event: types.Event) -> list[types.Event]:
+    """An entry of a core run's ``log`` as a fold takes it: a DecisionRecord followed by the QuotaReleased of
+    each finished release it carries (its carried decisions are the log's next entries, ``CoreRun.log``); any
+    other event alone. (``types.with_carried`` adds the carried decisions too: for a log of messages.)"""
+    if isinstance(event, types.DecisionRecord):
+        return [event, *event.released_decisions()]
+    return [event]

@@ -96,11 +96,15 @@ async def test_decisions_outside_a_batch_are_not_folded(harness: Harness, bus: b
     assert [o.reason for o in orphans] == ["outside_batch", "outside_batch"]
 
 
-async def test_a_batch_on_the_preemptors_head_carrying_reservations_is_not_folded(bus: base.Bus) -> None:
+@pytest.mark.parametrize("schema_version", [16, 17])
+async def test_a_batch_on_the_preemptors_head_carrying_reservations_is_not_folded(
+    bus: base.Bus, schema_version: int
+) -> None:
     """A well-formed batch of role ``preempt`` on the preemptor's head, committed by a connection that may
     publish anything (an admin's), carrying QuotaReserved + WorkloadAdmitted for an 8-CPU workload in a
     4-CPU ClusterQueue: the preemptor makes no such decisions, so no reader folds it; the admitter reports
-    it (reason wrong_role) and decides as if it were not there; replay reports it and exits non-zero."""
+    it (reason wrong_role) and decides as if it were not there; replay reports it and exits non-zero. In
+    either layout: output messages after the record (schema 16) or decisions the record carries (17)."""
     await publish_facts(bus, flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": 4}}), local_queue("lq", "cq"))
     await publish_facts(bus, workload("big", cpu="8"))
     ref = types.WorkloadRef(namespace="default", name="big", uid="uid-big")
@@ -110,10 +114,13 @@ async def test_a_batch_on_the_preemptors_head_carrying_reservations_is_not_folde
         types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[assignment], at_ms=1),
         types.WorkloadAdmitted(workload=ref, cluster_queue="cq", at_ms=1),
     ]
-    head, rest = build_batch(deciders.PREEMPTOR, outputs=forged, basis_seq=4, head_seq=0, now_ms=1)
+    head, rest = build_batch(
+        deciders.PREEMPTOR, outputs=forged, basis_seq=4, head_seq=0, now_ms=1, schema_version=schema_version
+    )
     assert head.subject == "kq.dec.p0.head.preemptor"
     last = await bus.commit_batch(head=head, expected_head_seq=0, rest=rest, head_filter=subjects.heads_of())
-    assert last == 7
+    assert last == 5 + len(rest) and len(rest) == (2 if schema_version == 16 else 0)
+    forged_seqs = list(range(5, last + 1))
     orphans: list[batches.Orphan] = []
     loop = DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=0.05, on_orphan=orphans.append)
     task = asyncio.create_task(loop.run())
@@ -125,12 +132,8 @@ async def test_a_batch_on_the_preemptors_head_carrying_reservations_is_not_folde
     big = loop.state.workloads["default/big"]
     assert big.reservation is None and not big.admitted
     assert loop.state.usage["cq"]["f"]["cpu"] == 1000
-    assert [(o.seq, o.reason) for o in orphans] == [(5, "wrong_role"), (6, "wrong_role"), (7, "wrong_role")]
+    assert [(o.seq, o.reason) for o in orphans] == [(seq, "wrong_role") for seq in forged_seqs]
     report = await replay_bus(bus, deciders.BY_ROLE)
     assert report.exit_code == 4
-    assert [(o.seq, o.why.split(":")[0]) for o in report.orphans] == [
-        (5, "wrong_role"),
-        (6, "wrong_role"),
-        (7, "wrong_role"),
-    ]
+    assert [(o.seq, o.why.split(":")[0]) for o in report.orphans] == [(seq, "wrong_role") for seq in forged_seqs]
     assert "which role 'preempt' does not make" in report.orphans[0].why

@@ -143,7 +143,9 @@ def test_a_batch_of_decisions_its_role_does_not_make_exits_4(
         pod_set_assignments=[],
         at_ms=1,
     )
-    head, rest = build_batch(deciders.PREEMPTOR, outputs=[forged], basis_seq=87, head_seq=0, now_ms=1)
+    head, rest = build_batch(
+        deciders.PREEMPTOR, outputs=[forged], basis_seq=87, head_seq=0, now_ms=1, schema_version=16
+    )
     for seq, out in ((88, head), (89, rest[0])):
         messages.append(
             LogMessage(seq=seq, subject=out.subject, data=out.data, headers={**out.headers, "Nats-Msg-Id": out.msg_id})
@@ -154,6 +156,31 @@ def test_a_batch_of_decisions_its_role_does_not_make_exits_4(
     assert "orphan: #88 DecisionRecord on kq.dec.p0.head.preemptor: wrong_role: batch preempt:p0:87" in out
     assert "orphan: #89 QuotaReserved on kq.dec.p0.wl.default.intruder: wrong_role" in out
     assert "which role 'preempt' does not make" in out
+    assert main(["replay", "--store", str(store), "--jobs", "2", "--checkpoints", str(tmp_path / "cp")]) != 0
+
+
+def test_a_record_carrying_decisions_its_role_does_not_make_exits_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same forgery in event schema 17: the preemptor's record carries the QuotaReserved itself; replay
+    reports the record an orphan naming the decision, also in --jobs mode."""
+    messages = golden()
+    forged = types.QuotaReserved(
+        workload=types.WorkloadRef(namespace="default", name="intruder"),
+        cluster_queue="cluster-queue",
+        pod_set_assignments=[],
+        at_ms=1,
+    )
+    head, rest = build_batch(deciders.PREEMPTOR, outputs=[forged], basis_seq=87, head_seq=0, now_ms=1)
+    assert rest == []
+    messages.append(
+        LogMessage(seq=88, subject=head.subject, data=head.data, headers={**head.headers, "Nats-Msg-Id": head.msg_id})
+    )
+    store = make_store(tmp_path, messages)
+    assert main(["replay", "--store", str(store)]) == 4
+    out = capsys.readouterr().out
+    assert "orphan: #88 DecisionRecord on kq.dec.p0.head.preemptor: wrong_role" in out
+    assert "decision 1 is a QuotaReserved, which role 'preempt' does not make" in out
     assert main(["replay", "--store", str(store), "--jobs", "2", "--checkpoints", str(tmp_path / "cp")]) != 0
 
 

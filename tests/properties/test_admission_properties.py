@@ -54,6 +54,7 @@ from kueue_es.replay import check_log
 from kueue_es.scenarios import core_engine
 from kueue_es.scenarios.loading import parse_scenario
 from kueue_es.scheduling import preemption as targets
+from tests.scenario_states import with_releases
 
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
@@ -455,7 +456,7 @@ def test_quota_never_overused(doc: dict) -> None:
     gone: set[str] = set()
     batch_end = -1
     # a record's finished releases (admitter logic 15) right after it, as the fold takes them
-    for seq, event in ((seq, one) for seq, logged in run.log for one in types.with_carried(logged)):
+    for seq, event in ((seq, one) for seq, logged in run.log for one in with_releases(logged)):
         if isinstance(event, types.WorkloadAdmitted) and types.reserves(event, event.workload.key in held):
             event = types.reservation_of(event)  # reserved and admitted by one message (docs/events.md)
         match event:
@@ -570,7 +571,7 @@ def _fold(log: list[tuple[int, types.Event]], *, passes: int = 1, each: int = 1)
     for _ in range(passes):
         for seq, event in log:
             for _ in range(each):
-                for one in types.with_carried(event):
+                for one in with_releases(event):  # its carried decisions are the log's next entries
                     apply(state, one, seq=seq)
     return state
 

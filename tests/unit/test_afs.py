@@ -18,7 +18,7 @@ from kueue_es.services import kueue_metrics
 from kueue_es.services.admitter import core as admitter
 from kueue_es.services.dispatcher import status as dispatcher_status
 from kueue_es.services.preemptor import core as preemptor
-from tests.scenario_states import before_first_record
+from tests.scenario_states import before_first_record, with_releases
 
 
 @pytest.mark.parametrize(
@@ -340,7 +340,7 @@ def test_admitter_48_orders_a_recreated_local_queue_as_new_and_47_by_its_history
     )
     at = ClusterState()
     for seq, event in run.log[:index]:
-        for folded in types.with_carried(event):  # a record's finished releases too
+        for folded in with_releases(event):  # a record's finished releases too (its decisions follow it in the log)
             apply(at, folded, seq=seq)
     record = run.log[index][1]
     assert isinstance(record, types.DecisionRecord)
