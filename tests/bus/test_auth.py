@@ -256,11 +256,13 @@ async def test_a_decider_publishes_only_on_its_own_head(secured: server.NatsServ
 
 
 @pytest.mark.usefixtures("log_stream")
+@pytest.mark.parametrize("schema_version", [16, 17])
 async def test_what_admin_publishes_on_a_head_is_still_checked_by_the_fold(
-    secured: server.NatsServer, auth: server.LocalAuth
+    secured: server.NatsServer, auth: server.LocalAuth, schema_version: int
 ) -> None:
     """admin may publish anything, also a batch of role ``preempt`` on the preemptor's head carrying a
-    QuotaReserved: the subjects let it through, the fold does not (the preemptor makes no reservations)."""
+    QuotaReserved: the subjects let it through, the fold does not (the preemptor makes no reservations);
+    as an output message after the record (schema 16) or a decision the record carries (17)."""
     from kueue_es import deciders
     from kueue_es.events import types
     from kueue_es.projections.cluster import ClusterState
@@ -271,18 +273,21 @@ async def test_what_admin_publishes_on_a_head_is_still_checked_by_the_fold(
     try:
         ref = types.WorkloadRef(namespace="ns", name="a", uid="u")
         forged = types.QuotaReserved(workload=ref, cluster_queue="cq", pod_set_assignments=[], at_ms=1)
-        head, rest = build_batch(deciders.PREEMPTOR, outputs=[forged], basis_seq=0, head_seq=0, now_ms=1)
-        assert await admin.commit_batch(head=head, expected_head_seq=0, rest=rest, head_filter="kq.dec.p0.head.*") == 2
+        head, rest = build_batch(
+            deciders.PREEMPTOR, outputs=[forged], basis_seq=0, head_seq=0, now_ms=1, schema_version=schema_version
+        )
+        last = 1 + len(rest)
+        assert (
+            await admin.commit_batch(head=head, expected_head_seq=0, rest=rest, head_filter="kq.dec.p0.head.*") == last
+        )
         state, orphans = ClusterState(), []
         async for message in reader.read(subjects=("kq.>",)):
             fold_message(state, message, on_orphan=orphans.append)
             if message.pending == 0:
                 break
-        assert [(o.subject, o.reason) for o in orphans] == [
-            ("kq.dec.p0.head.preemptor", "wrong_role"),
-            ("kq.dec.p0.wl.ns.a", "wrong_role"),
-        ]
-        assert not state.heads and state.last_seq == 2
+        expected = [("kq.dec.p0.head.preemptor", "wrong_role"), ("kq.dec.p0.wl.ns.a", "wrong_role")]
+        assert [(o.subject, o.reason) for o in orphans] == expected[:last]
+        assert not state.heads and state.last_seq == last
     finally:
         await admin.close()
         await reader.close()
