@@ -72,12 +72,21 @@ async def readyz(session: aiohttp.ClientSession, port: int) -> dict:
 
 
 async def decided(bus: nats_bus.NatsBus, name: str, partition: str) -> str:
-    """The type of the last decision about workload ``default/name`` in ``partition``, once there is one."""
-    subject = subjects.workload_decision_subject(types.WorkloadRef(namespace="default", name=name), partition)
+    """The type of the last decision about workload ``default/name`` in ``partition``, once there is one: the
+    last that one of the partition's DecisionRecords carries (event schema 17: decisions ride in their record)."""
+    key, heads = f"default/{name}", f"kq.dec.{partition}.head.*"
     while True:
-        seq = await bus.last_subject_seq(subject)
-        if seq:
-            return (await bus.get(seq)).headers.get("Kq-Type", "")
+        last = await bus.last_subject_seq(heads)
+        found = ""
+        if last:
+            async for message in bus.read(subjects=[heads], start_seq=1):
+                record = codec.decode(message.data)
+                if isinstance(record, types.DecisionRecord):
+                    found = next((codec.type_name(d) for d in reversed(record.carried) if d.workload.key == key), found)
+                if message.seq >= last:
+                    break
+        if found:
+            return found
         await asyncio.sleep(0.05)
 
 
@@ -168,9 +177,15 @@ async def fold_all(bus: nats_bus.NatsBus, quota: dict[str, tuple[str, int]]) -> 
     records: list[tuple[int, types.DecisionRecord]] = []
     decided_in: dict[str, list[tuple[int, str, str]]] = {}
 
+    partition = [""]  # the partition of the record whose decisions are being folded
+
     def check(seq: int, event: types.Event, before: ClusterState) -> None:
         if isinstance(event, types.DecisionRecord):
             records.append((seq, event))
+            partition[0] = event.partition
+        elif isinstance(event, types.DECISION_TYPES) and (ref := getattr(event, "workload", None)) is not None:
+            # a decision its record carries (schema 17), or an output after it: at its sequence, in its partition
+            decided_in.setdefault(ref.key, []).append((seq, partition[0], codec.type_name(event)))
         if isinstance(event, types.QuotaReserved):
             held = before.workloads.get(event.workload.key)
             if held is not None and held.reservation is not None:
@@ -179,10 +194,6 @@ async def fold_all(bus: nats_bus.NatsBus, quota: dict[str, tuple[str, int]]) -> 
     last = await bus.last_seq()
     async for message in bus.read(subjects=[">"], start_seq=1):
         runtime.fold_decoded(state, message, codec.decode(message.data), before_apply=check)
-        partition = message.subject.split(".")[2] if message.subject.startswith("kq.dec.") else ""
-        key = runtime.workload_key_of(message.subject)
-        if partition and key:
-            decided_in.setdefault(key, []).append((message.seq, partition, message.headers.get("Kq-Type", "")))
         trees: dict[str, int] = {}
         nominal: dict[str, int] = {}
         for cq, (tree, cpu) in quota.items():
