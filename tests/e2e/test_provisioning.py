@@ -106,11 +106,13 @@ def state(wl: dict[str, Any] | None, check: str = "sample-prov") -> str | None:
 
 
 async def facts(bus: Any, cls: type[types.Event]) -> list[Any]:
+    """The events of type ``cls`` on the log, in order: a message's own event, the facts of a FactBatch and the
+    decisions a DecisionRecord carries (schema 17: a decider's decisions are in its record, no message each)."""
     found = []
     for seq in range(1, await bus.last_seq() + 1):
-        event = codec.decode((await bus.get(seq)).data)
-        if isinstance(event, cls):
-            found.append(event)
+        for event in types.with_carried(codec.decode((await bus.get(seq)).data)):
+            if isinstance(event, cls):
+                found.append(event)
     return found
 
 
