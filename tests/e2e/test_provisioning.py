@@ -170,9 +170,16 @@ async def test_pending_then_ready_and_the_job_starts_with_the_pod_set_updates(tm
         assert pr["metadata"]["ownerReferences"][0]["kind"] == "Workload"
         [ps] = pr["spec"]["podSets"]
         assert ps["count"] == 3
-        template = await kube.get_object(
-            api, resources.POD_TEMPLATES, namespace="default", name=ps["podTemplateRef"]["name"]
-        )
+
+        async def pod_template() -> dict[str, Any] | None:
+            # created right after its request (it names the request as its owner, as Kueue's does)
+            with contextlib.suppress(Exception):
+                return await kube.get_object(
+                    api, resources.POD_TEMPLATES, namespace="default", name=ps["podTemplateRef"]["name"]
+                )
+            return None
+
+        template = await until(pod_template, what="the request's PodTemplate", logs=logs)
         assert template["metadata"]["name"] == f"ppt-{pr['metadata']['name']}-main"
         [c] = template["template"]["spec"]["containers"]  # the Job's container, image and all
         assert (c["name"], c["image"]) == ("dummy-job", "registry.k8s.io/e2e-test-images/agnhost:2.53")
