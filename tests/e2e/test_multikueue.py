@@ -61,7 +61,8 @@ async def _log(cluster: Cluster) -> list[tuple[str, types.Event]]:
         if last == 0:
             return out
         async for message in bus.read(subjects=("kq.>",), start_seq=1):
-            out.append((message.subject, codec.decode(message.data)))
+            # a DecisionRecord's carried decisions (schema 17) under its own subject, kq.dec.<p>.head.*
+            out.extend((message.subject, event) for event in types.with_carried(codec.decode(message.data)))
             if message.seq >= last:
                 break
         return out
