@@ -23,7 +23,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from kueue_es.events import subjects, types
+from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus import permissions
 from kueue_es.events.bus.server import LocalAuth, NatsServer, free_ports
@@ -50,12 +50,26 @@ async def metrics(session: aiohttp.ClientSession, port: int) -> dict:
 
 
 async def decided(bus: nats_bus.NatsBus, name: str) -> str:
-    """The type of the last decision about workload ``default/name``, once there is one."""
-    subject = f"kq.dec.{PARTITION}.wl.default.{name}"
+    """The type of the last decision about workload ``default/name``, once there is one.
+
+    Since schema 17 a decision is carried in its cycle's DecisionRecord (on ``kq.dec.<p>.head.*``,
+    ``types.with_carried``); before, it was a message of its own on ``kq.dec.<p>.wl.<ns>.<name>``:
+    every message of the partition's decisions is read, so either layout is found."""
+    last = ""
+    next_seq = 1
     while True:
-        seq = await bus.last_subject_seq(subject)
-        if seq:
-            return (await bus.get(seq)).headers.get("Kq-Type", "")
+        end = await bus.last_seq()
+        for seq in range(next_seq, end + 1):
+            message = await bus.get(seq)
+            if not message.subject.startswith(f"kq.dec.{PARTITION}."):
+                continue
+            for event in types.with_carried(codec.decode(message.data)):
+                ref = getattr(event, "workload", None)
+                if isinstance(ref, types.WorkloadRef) and (ref.namespace, ref.name) == ("default", name):
+                    last = type(event).__name__
+        next_seq = end + 1
+        if last:
+            return last
         await asyncio.sleep(0.02)
 
 
