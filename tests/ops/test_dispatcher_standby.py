@@ -47,11 +47,12 @@ async def kueue_es(*args: str) -> str:
 
 async def first(bus: nats_bus.NatsBus, kind: type, *, after: int, timeout: float = 60) -> tuple[float, types.Event]:
     """The first event of ``kind`` after sequence ``after`` (an entry of a DispatchBatchApplied as its
-    DispatchApplied), and time.monotonic() when it was read."""
+    DispatchApplied, a decision carried in a DecisionRecord as that decision: schema 17), and
+    time.monotonic() when it was read."""
     async with asyncio.timeout(timeout):
         async for message in bus.read(start_seq=after + 1):
             event = codec.decode(message.data)
-            for one in types.dispatch_results(event) or (event,):
+            for one in types.dispatch_results(event) or types.with_carried(event):
                 if isinstance(one, kind):
                     return time.monotonic(), one
     raise AssertionError("unreachable")
@@ -145,12 +146,17 @@ async def test_the_standby_dispatcher_starts_the_next_job_after_a_kill(tmp_path:
             finally:
                 await api.close()
             assert len(jobs) == 2 and all(job["spec"].get("suspend") is False for job in jobs)
-            # the killed holder's results and the standby's: each decision answered once on the log
+            # the killed holder's results and the standby's: each decision answered once on the log (a decision
+            # carried in a DecisionRecord, schema 17, is its record's sequence and its place in the record)
             answered = []
             for seq in range(1, await bus.last_seq() + 1):
                 message = await bus.get(seq)
                 if message.subject.startswith("kq.disp."):
-                    answered += [r.decision_seq for r in types.dispatch_results(codec.decode(message.data))]
+                    event = codec.decode(message.data)
+                    if isinstance(event, types.DispatchBatchApplied):
+                        answered += [(e.decision_seq, e.decision_index) for e in event.entries]
+                    else:
+                        answered += [(r.decision_seq, 0) for r in types.dispatch_results(event)]
             assert len(answered) >= 2 and len(answered) == len(set(answered)), answered
         finally:
             for process in processes:
