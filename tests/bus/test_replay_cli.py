@@ -131,11 +131,9 @@ def test_an_orphan_decision_exits_4(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "orphan: #88 QuotaReserved on kq.dec.p0.wl.default.intruder" in capsys.readouterr().out
 
 
-def test_a_batch_of_decisions_its_role_does_not_make_exits_4(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A well-formed batch on the preemptor's head (as an admin could publish it) carrying a QuotaReserved:
-    the services fold none of it, and replay reports it as orphans, also in --jobs mode."""
+def _forged_preemptor_batch(schema_version: int) -> list[LogMessage]:
+    """The golden log, then a well-formed batch on the preemptor's head (as an admin could publish it) carrying a
+    QuotaReserved, in ``schema_version``'s layout: record and output message (16) or one record carrying it (17)."""
     messages = golden()
     forged = types.QuotaReserved(
         workload=types.WorkloadRef(namespace="default", name="intruder"),
@@ -144,12 +142,22 @@ def test_a_batch_of_decisions_its_role_does_not_make_exits_4(
         at_ms=1,
     )
     head, rest = build_batch(
-        deciders.PREEMPTOR, outputs=[forged], basis_seq=87, head_seq=0, now_ms=1, schema_version=16
+        deciders.PREEMPTOR, outputs=[forged], basis_seq=87, head_seq=0, now_ms=1, schema_version=schema_version
     )
-    for seq, out in ((88, head), (89, rest[0])):
+    for seq, out in enumerate((head, *rest), start=88):
         messages.append(
             LogMessage(seq=seq, subject=out.subject, data=out.data, headers={**out.headers, "Nats-Msg-Id": out.msg_id})
         )
+    return messages
+
+
+def test_a_batch_of_decisions_its_role_does_not_make_exits_4(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A well-formed batch on the preemptor's head (as an admin could publish it) carrying a QuotaReserved:
+    the services fold none of it, and replay reports it as orphans, also in --jobs mode."""
+    messages = _forged_preemptor_batch(16)
+    assert len(messages) == 89
     store = make_store(tmp_path, messages)
     assert main(["replay", "--store", str(store)]) == 4
     out = capsys.readouterr().out
@@ -164,18 +172,8 @@ def test_a_record_carrying_decisions_its_role_does_not_make_exits_4(
 ) -> None:
     """The same forgery in event schema 17: the preemptor's record carries the QuotaReserved itself; replay
     reports the record an orphan naming the decision, also in --jobs mode."""
-    messages = golden()
-    forged = types.QuotaReserved(
-        workload=types.WorkloadRef(namespace="default", name="intruder"),
-        cluster_queue="cluster-queue",
-        pod_set_assignments=[],
-        at_ms=1,
-    )
-    head, rest = build_batch(deciders.PREEMPTOR, outputs=[forged], basis_seq=87, head_seq=0, now_ms=1)
-    assert rest == []
-    messages.append(
-        LogMessage(seq=88, subject=head.subject, data=head.data, headers={**head.headers, "Nats-Msg-Id": head.msg_id})
-    )
+    messages = _forged_preemptor_batch(17)
+    assert len(messages) == 88  # no output message
     store = make_store(tmp_path, messages)
     assert main(["replay", "--store", str(store)]) == 4
     out = capsys.readouterr().out
