@@ -12,6 +12,7 @@ the kueue-es version recorded in it (``pip install kueue-es==<version>`` and rep
 
 from __future__ import annotations
 
+from kueue_es.scheduling import lifecycle
 from kueue_es.services.admitter import core as admitter_core
 from kueue_es.services.multikueue import core as multikueue_core
 from kueue_es.services.preemptor import core as preemptor_core
@@ -23,6 +24,7 @@ ADMITTER = Decider(
     logic_version=admitter_core.LOGIC_VERSION,
     decide=admitter_core.decide,
     yields_to=admitter_core.answered_by_others,
+    wakes_at=lifecycle.next_wakeup_ms,
 )
 PREEMPTOR = Decider(role=preemptor_core.ROLE, logic_version=preemptor_core.LOGIC_VERSION, decide=preemptor_core.decide)
 PLACER = Decider(role=placer_core.ROLE, logic_version=placer_core.LOGIC_VERSION, decide=placer_core.decide)

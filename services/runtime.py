@@ -100,6 +100,13 @@ class Decider:
     preemptor answers), by key: the loop holds its cycles for up to :data:`YIELD_SECONDS` after one
     opens, so the two do not commit on the same basis (a conflict, issue 15). Timing only: what is
     decided on a given state is the same."""
+    wakes_at: Callable[[ClusterState], int | None] | None = None
+    """When the role next has something to decide with no new message (ms since the epoch), or None: the
+    admitter's next backoff end, PodsReady or maximum-execution-time deadline
+    (:func:`kueue_es.scheduling.lifecycle.next_wakeup_ms`). The loop runs a cycle then rather than at its
+    next ``wakeup``, as Kueue's workload controller requeues its reconcile for the time left
+    (workload_controller.go, ``RequeueAfter``): a 10 ms waitForPodsReady timeout fires after 10 ms, not up
+    to a second later, when the pods may have become ready meanwhile. Timing only, as ``yields_to``."""
 
 
 OrphanHook = Callable[[batches.Orphan], None]
@@ -116,6 +123,14 @@ class Gate(Protocol):
 
 STANDBY_POLL = 0.1
 """Seconds a standby waits for a message before asking its gate again (a takeover is seen this soon)."""
+
+TIMER_GAP_MS = 10
+"""Milliseconds at least between a cycle and the next one a decider's timer brings (:meth:`DeciderLoop._note_wake`),
+as Kueue's scheduler waits at most 10 ms between its cycles (SLOW_DOWN_MAX)."""
+
+TIMER_SLACK = 0.001
+"""Seconds a loop waits past a decider's timer (:attr:`Decider.wakes_at`), so that the clock the cycle reads
+(whole ms) has reached it."""
 UNOWNED_AFTER = 10.0
 """Seconds a partition outside a static ``--partitions`` list must show no decider at work (see
 :meth:`DeciderLoop.unowned_partitions`) before the loop reports it: any decider owning it commits within
@@ -551,7 +566,8 @@ class DeciderLoop:
 
     Each cycle decides every owned partition that something touched since its last cycle (a
     message about one of its workloads, a decision of it; a fact about a ClusterQueue, Cohort,
-    flavor, ... touches all; every ``wakeup`` s all, for timers), or that owes a fence, and commits
+    flavor, ... touches all; every ``wakeup`` s all, and when the decider's next timer is due:
+    :attr:`Decider.wakes_at`), or that owes a fence, and commits
     each partition's batch on its own heads (``kq.dec.<p>.head.*``) concurrently; a conflict in one
     re-decides only that one, after folding on.
 
@@ -621,6 +637,7 @@ class DeciderLoop:
         self._unowned_at = -1e9  # monotonic() of the last look for them
         self._slow_step = 0  # cycles in a row that committed only pending outcomes (Kueue's SlowDown)
         self._slow_until = 0.0  # the event loop's time before which the next cycle waits
+        self._wake_at_ms: int | None = None  # the decider's next timer after the last cycle (Decider.wakes_at)
 
     # -- the fold, shared with the roles co-hosted with this one (LogFold) ------------------------
 
@@ -949,6 +966,8 @@ class DeciderLoop:
             else:
                 stats = self.partition_stats(p)
                 stats.blocked_since, stats.commit_failing = None, False  # nothing to commit: not blocked
+        if due:
+            self._note_wake(now_ms)
         if not commits:
             return
         try:
@@ -958,6 +977,22 @@ class DeciderLoop:
                 if task.done() and not task.cancelled() and task.exception() is None:
                     self.partition_stats(p).waiting_for = task.result()
         self._paced(decided)
+
+    def _note_wake(self, now_ms: int) -> None:
+        """Keep the decider's next timer (:attr:`Decider.wakes_at`) after a cycle at ``now_ms``. One at or
+        before ``now_ms`` is left to the ``wakeup`` sweep: it was due in this cycle, and its decision, not
+        folded yet, ends it (or it is one a cycle does not act on), so waking for it would spin."""
+        wakes_at = self.decider.wakes_at
+        at = wakes_at(self.state) if wakes_at is not None else None
+        # no closer than TIMER_GAP_MS after this cycle: the timers of a burst of admissions (stale ones too,
+        # of workloads that became ready: lifecycle.next_wakeup_ms may be early) come in a few sweeps
+        self._wake_at_ms = max(at, now_ms + TIMER_GAP_MS) if at is not None and at > now_ms else None
+
+    def _wake_in(self) -> float | None:
+        """Seconds until the decider's next timer (:meth:`_note_wake`), at least 0; None without one."""
+        if self._wake_at_ms is None:
+            return None
+        return max(0.0, (self._wake_at_ms - self.clock()) / 1000)
 
     async def _commit(self, partition: str, outputs: list[types.Output], answers: str, now_ms: int) -> int:
         """Commit ``partition``'s batch; returns the sequence to wait for before deciding it again."""
@@ -1107,13 +1142,17 @@ class LogFold:
             holding = [h for h in held if h > 0]
             if holding:
                 timeout = min(timeout, *holding)
+            timers = [left for role in roles if (left := role._wake_in()) is not None]
+            if timers:
+                timeout = min(timeout, min(timers) + TIMER_SLACK)
             # a role slowing down after pending-only cycles (DeciderLoop._paced) cycles once its wait ends
             pacing = min((left for role in roles if (left := role._slowed_for()) > 0), default=timeout)
             came = await self.drain(timeout=min(timeout, pacing))
             swept = not came and pacing >= timeout  # the end of a slow-down alone sweeps nothing
             for role in roles:
-                if swept or role.monotonic() - role._swept_at >= role.wakeup:
+                if swept or role.monotonic() - role._swept_at >= role.wakeup or role._wake_in() == 0.0:
                     role._all_dirty = True  # timers (backoff, requeue) and partitions a lease just gave us
+                    role._wake_at_ms = None  # the cycle this sweep brings notes the next one
             if not self.caught_up:
                 continue
             open_roles = [i for i, role in enumerate(roles) if role._open_any()]

@@ -1,0 +1,75 @@
+"""A decider's timers fire when they are due, not at the loop's next idle ``wakeup``.
+
+Kueue's workload controller requeues its reconcile for the time left before a workload's waitForPodsReady
+timeout (workload_controller.go, ``RequeueAfter``), so a 10 ms timeout evicts after about 10 ms. Our admitter
+decided timeouts only in its cycles, and with nothing new on the log the next cycle came with the 1 s
+``wakeup``: by then the emulated pods were ready, and a workload Kueue's e2e expects evicted twice and
+deactivated ran on (tests/e2e/test_kueue_e2e_sequential_configs.py, ObjectRetentionPolicies, on CI). The
+loop now also wakes at the decider's next timer (``Decider.wakes_at``: the admitter's
+lifecycle.next_wakeup_ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kueue_es import deciders
+from kueue_es.events import models, subjects, types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.services import runtime
+from kueue_es.services.runtime import Decider, DeciderLoop, cancel_and_wait
+from kueue_es.services.watcher.convert import kueue_fact
+from tests.builders import cluster_queue, flavor, local_queue, workload
+from tests.integration.harness import events_of
+
+pytestmark = pytest.mark.timeout(60)
+
+IDLE_WAKEUP = 30.0  # seconds: far longer than any wait below, so only the timer can explain a cycle
+
+
+async def test_a_pods_ready_timeout_evicts_when_due_not_at_the_next_wakeup() -> None:
+    """waitForPodsReady timeout 200 ms: the admitted workload (its pods never ready) is evicted
+    PodsReadyTimeout before the 30 s idle wakeup, and not before its timeout."""
+    bus = MemoryBus()
+    config = models.Configuration(wait_for_pods_ready=models.WaitForPodsReadyConfig(timeout="200ms"))
+    for fact in (
+        types.ConfigurationObserved(configuration=config),
+        kueue_fact(flavor("f")),
+        kueue_fact(cluster_queue("cq", flavors={"f": {"cpu": 4}})),
+        kueue_fact(local_queue("lq", "cq")),
+        kueue_fact(workload("w", cpu="1")),
+    ):
+        await bus.publish(subjects.fact_message(fact))
+    loop = DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=IDLE_WAKEUP)
+    task = asyncio.create_task(loop.run())
+    try:
+        async with asyncio.timeout(IDLE_WAKEUP / 2):
+            while (wl := loop.state.workloads.get("default/w")) is None or wl.eviction is None:
+                await asyncio.sleep(0.01)
+    finally:
+        await cancel_and_wait([task])
+    admitted = [d.at_ms for d in await events_of(bus, types.WorkloadAdmitted)]
+    evicted = await events_of(bus, types.EvictionRequested)
+    assert len(admitted) == 1 and len(evicted) == 1, (admitted, evicted)
+    assert evicted[0].reason == "PodsReadyTimeout"
+    assert evicted[0].at_ms >= admitted[0] + 200  # not before it is due
+
+
+def test_a_timer_already_due_is_left_to_the_wakeup() -> None:
+    """A timer at or before the cycle's clock is one the cycle just acted on (its decision not folded yet) or
+    cannot act on: waking for it again would spin, so only a later one is kept."""
+    at = [5_000]
+    decider = Decider(role="admit", logic_version=1, decide=lambda state, now_ms: [], wakes_at=lambda state: at[0])
+    loop = DeciderLoop(bus=MemoryBus(), decider=decider, clock=lambda: 5_000)
+    loop._note_wake(5_000)
+    assert loop._wake_in() is None
+    at[0] = 5_250
+    loop._note_wake(5_000)
+    assert loop._wake_in() == 0.25
+    at[0] = 5_001  # a burst of timers comes in sweeps TIMER_GAP_MS apart
+    loop._note_wake(5_000)
+    assert loop._wake_in() == runtime.TIMER_GAP_MS / 1000
+    assert isinstance(loop.state, ClusterState)
