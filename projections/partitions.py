@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import inspect
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from kueue_es.events import subjects
@@ -102,14 +103,17 @@ class TreeView:
     partition's ClusterQueues (what a cycle walks, e.g. the requeue triggers per ClusterQueue);
     every other attribute and method is the tree's own, so usage, what-ifs and cohorts are shared."""
 
-    __slots__ = ("tree", "cluster_queues")
-
     def __init__(self, tree: quota.QuotaTree, members: list[str]) -> None:
         self.tree = tree
         self.cluster_queues = {n: node for n in members if (node := tree.cluster_queues.get(n)) is not None}
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.tree, name)
+        value = getattr(self.tree, name)
+        if inspect.ismethod(value):
+            # kept: a search calls usage, available, add_usage... millions of times a run, and this fallback
+            # costs a failed lookup each time; a bound method of the tree stays the same, its data may not
+            self.__dict__[name] = value
+        return value
 
 
 class _Part:

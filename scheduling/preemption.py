@@ -130,24 +130,42 @@ class CandidatePool:
     released: Collection[str] = ()
     lq_usage_in_every_cq: bool = True
     afs_pending: bool = False
-    _by_cq: dict[str, list[Candidate]] = field(default_factory=dict)
+    _by_cq: dict[str, list[Candidate]] = field(default_factory=dict)  # less ``released``, until forget()
+    _every: dict[str, list[Candidate]] = field(default_factory=dict)  # ``released`` included
+    _by_key: dict[str, Candidate] = field(default_factory=dict)  # those of _every
 
     def forget(self) -> None:
-        """Drop the candidates built so far (``released`` changed): they are built again on use."""
+        """``released`` changed: the candidates are filtered again on use (each is built once per pool: what
+        it reads of the state does not change while the pool is in use)."""
         self._by_cq.clear()
 
     def of(self, cluster_queue: str) -> list[Candidate]:
         """Candidates holding quota in ``cluster_queue`` (finished or deleted ones excluded)."""
         found = self._by_cq.get(cluster_queue)
         if found is None:
+            every = self._holding(cluster_queue)
+            released = self.released
+            found = [c for c in every if c.key not in released] if released else every
+            self._by_cq[cluster_queue] = found
+        return found
+
+    def candidate(self, key: str, cluster_queue: str) -> Candidate | None:
+        """The candidate ``key`` of ``cluster_queue``, None when it is none (or is ``released``)."""
+        self._holding(cluster_queue)
+        found = self._by_key.get(key)
+        if found is None or found.cluster_queue != cluster_queue or key in self.released:
+            return None
+        return found
+
+    def _holding(self, cluster_queue: str) -> list[Candidate]:
+        """Every workload holding quota in ``cluster_queue`` that may be a candidate, ``released`` or not."""
+        found = self._every.get(cluster_queue)
+        if found is None:
             found = []
             fair_admission = afs.active(self.state.cluster_queues.get(cluster_queue), self.state.configuration)
-            released = self.released
             for key in self.state.reserved.get(cluster_queue, {}):
                 wl = self.state.workloads[key]
                 if wl.reservation is None or wl.gone or not wl.workload.spec.active:
-                    continue
-                if released and key in released:
                     continue
                 if wl.preempted_count >= PREEMPTION_BUDGET and wl.eviction is None:
                     continue  # evicted often enough: it keeps its quota now
@@ -156,22 +174,22 @@ class CandidatePool:
                     for psa in wl.reservation.pod_set_assignments
                     for resource, flavor in psa.flavors.items()
                 )
-                found.append(
-                    Candidate(
-                        key=key,
-                        workload=wl,
-                        cluster_queue=cluster_queue,
-                        usage=quota.reservation_usage(wl.held or wl.reservation),  # after dynamic reclaim
-                        flavored=flavored,
-                        priority=effective_priority(wl.workload, self.state),  # boosted (gate PriorityBoost)
-                        queue_ts_ms=wl.workload.metadata.creation_timestamp_ms,
-                        reserved_at_ms=wl.reservation.at_ms,
-                        evicted=wl.eviction is not None,
-                        uid=wl.workload.metadata.uid,
-                        lq_usage=self._lq_usage(wl) if fair_admission else 0.0,
-                    )
+                candidate = Candidate(
+                    key=key,
+                    workload=wl,
+                    cluster_queue=cluster_queue,
+                    usage=quota.reservation_usage(wl.held or wl.reservation),  # after dynamic reclaim
+                    flavored=flavored,
+                    priority=effective_priority(wl.workload, self.state),  # boosted (gate PriorityBoost)
+                    queue_ts_ms=wl.workload.metadata.creation_timestamp_ms,
+                    reserved_at_ms=wl.reservation.at_ms,
+                    evicted=wl.eviction is not None,
+                    uid=wl.workload.metadata.uid,
+                    lq_usage=self._lq_usage(wl) if fair_admission else 0.0,
                 )
-            self._by_cq[cluster_queue] = found
+                found.append(candidate)
+                self._by_key[key] = candidate
+            self._every[cluster_queue] = found
         return found
 
     def _lq_usage(self, wl: WorkloadState) -> float:

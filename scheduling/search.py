@@ -141,10 +141,9 @@ class Search:
             wl = self.state.workloads.get(key)
             if wl is None or wl.reservation is None:
                 continue
-            for candidate in self.pool.of(wl.reservation.cluster_queue):
-                if candidate.key == key:
-                    out.append(candidate)
-                    break
+            candidate = self.pool.candidate(key, wl.reservation.cluster_queue)
+            if candidate is not None:
+                out.append(candidate)
         return out
 
     def preemptor(

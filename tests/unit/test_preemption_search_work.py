@@ -141,3 +141,37 @@ def test_the_assignment_of_a_single_resource_workload_searches_once(monkeypatch)
     _, targets, _ = _search_for_in(_state())
     assert [t.key for t in targets] == ["default/c1-low"]
     assert calls == ["default/in"]  # the oracle's search, whose answer the targets are
+
+
+def test_taking_workloads_out_filters_the_candidates_and_builds_none_again() -> None:
+    """``Search.without`` (the cycle's recomputation of an entry whose targets overlap earlier victims) used to
+    drop the pool and build every candidate again, inside and after, once per such entry: a burst of
+    preemptions in a large cohort spent most of a cycle there. Each candidate is built once per pool now;
+    inside, the workloads taken out are no candidates, and after, the pool is as before."""
+    state = _state()
+    search = Search(state, quota.build(state), now_ms=0)
+    before = {cq: list(search.pool.of(cq)) for cq in ("c1", "c2")}
+    assert [c.key for c in before["c1"]] == ["default/c1-low", "default/c1-mid"]
+    with search.without(["default/c1-low", "default/c2-mid"]):
+        assert [c.key for c in search.pool.of("c1")] == ["default/c1-mid"]
+        assert [c.key for c in search.pool.of("c2")] == ["default/c2-low"]
+        assert search.pool.of("c1")[0] is before["c1"][1]  # the same object: not built again
+        assert search.pool.candidate("default/c1-low", "c1") is None  # taken out
+        assert search.pool.candidate("default/c1-mid", "c2") is None  # not of that ClusterQueue
+    after = {cq: search.pool.of(cq) for cq in ("c1", "c2")}
+    assert all(a is b for cq in before for a, b in zip(before[cq], after[cq], strict=True))
+    assert search.pool.candidate("default/c1-low", "c1") is before["c1"][0]
+
+
+def test_a_partition_tree_view_keeps_the_trees_methods_and_reads_its_data_afresh() -> None:
+    """The partition's view of the quota tree looks its attributes up on the tree; the bound methods are kept
+    (a search calls them millions of times), anything else is read from the tree each time."""
+    from kueue_es.projections.partitions import TreeView
+
+    state = _state()
+    tree = quota.build(state)
+    view = TreeView(tree, ["c1"])
+    assert list(view.cluster_queues) == ["c1"]
+    assert view.usage == tree.usage and view.__dict__["usage"] == tree.usage
+    assert view.usage("c1", ("default", "cpu")) == tree.usage("c1", ("default", "cpu")) == 8000
+    assert view.cohorts is tree.cohorts and "cohorts" not in view.__dict__
