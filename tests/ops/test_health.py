@@ -205,3 +205,29 @@ async def test_a_service_that_holds_the_log_to_its_end_without_reading_is_caught
     assert not health.caught_up
     bus.folded_through(3)
     assert health.caught_up
+
+
+def test_the_carried_decisions_of_a_record_are_counted_by_their_tags() -> None:
+    """``published_total`` counts each decision a DecisionRecord carries under its own type; only the tags are
+    read (the whole record is not decoded again). Any other message, a record of an older schema and one that
+    does not decode carry none."""
+    from kueue_es.events.bus.base import OutgoingMessage
+    from kueue_es.services.health import carried_decisions
+    from kueue_es.services.runtime import build_batch
+
+    ref = types.WorkloadRef(namespace="default", name="w", uid="u")
+    outputs = [
+        types.WorkloadAdmitted(workload=ref, cluster_queue="cq", at_ms=1),
+        types.EvictionRequested(workload=ref, cluster_queue="cq", reason="Preempted", message="m", at_ms=1),
+        types.WorkloadAdmitted(workload=ref, cluster_queue="cq", at_ms=2),
+    ]
+    head, rest = build_batch(deciders.ADMITTER, outputs=outputs, basis_seq=3, head_seq=0, now_ms=1)
+    assert not rest
+    assert carried_decisions(head) == ["WorkloadAdmitted", "EvictionRequested", "WorkloadAdmitted"]
+    old, old_rest = build_batch(
+        deciders.ADMITTER, outputs=outputs, basis_seq=3, head_seq=0, now_ms=1, schema_version=16
+    )
+    assert carried_decisions(old) == [] and len(old_rest) == 3  # each a message of its own, counted as such
+    broken = OutgoingMessage(subject=head.subject, data=b'{"decisions": 7', msg_id="x", headers=head.headers)
+    assert carried_decisions(broken) == []
+    assert carried_decisions(rest[0] if rest else old_rest[0]) == []
