@@ -24,7 +24,7 @@ ADMITTER = Decider(
     logic_version=admitter_core.LOGIC_VERSION,
     decide=admitter_core.decide,
     yields_to=admitter_core.answered_by_others,
-    wakes_at=lifecycle.next_wakeup_ms,
+    wakes_at=lifecycle.next_timer_ms,
 )
 PREEMPTOR = Decider(role=preemptor_core.ROLE, logic_version=preemptor_core.LOGIC_VERSION, decide=preemptor_core.decide)
 PLACER = Decider(role=placer_core.ROLE, logic_version=placer_core.LOGIC_VERSION, decide=placer_core.decide)

@@ -33,7 +33,7 @@ import heapq
 from collections.abc import Callable, Iterable
 
 from kueue_es.events import models, types
-from kueue_es.projections import afs
+from kueue_es.projections import afs, partitions
 from kueue_es.projections.cluster import ClusterState, WorkloadState, pods_ready_enabled
 from kueue_es.scheduling.tas import cycle as topology
 
@@ -342,6 +342,35 @@ def _duration_ms(text: str) -> int | None:
     """A Go duration in ms; None for ``0s`` (turned off)."""
     seconds = afs.go_duration_seconds(text)
     return int(seconds * 1000) if seconds > 0 else None
+
+
+def next_timer_ms(state: ClusterState, *, partition: str, after_ms: int) -> int | None:
+    """When the lifecycle of ``partition`` next has something to decide with no new fact, later than
+    ``after_ms`` (ms), or None: the end of its next backoff, or its next PodsReady, recovery or
+    maximum-execution-time deadline. A decider's loop wakes then (``runtime.Decider.wakes_at``), as
+    Kueue's workload controller requeues its reconcile for the time left (workload_controller.go).
+
+    ``partition``: what a cycle of it decides over: that partition's share of the fold
+    (``state.partitions.parts``), or the whole state for the legacy ``p0``. Entries no longer current
+    at the front of its deadline heaps are dropped (the cycle would drop them when due, deciding
+    nothing: :func:`_timed_due`); a current one due by ``after_ms`` hides the heap's later ones, as its
+    decision, once folded, brings another cycle, which asks again. Mutates those heaps only so."""
+    part = state.partitions.parts.get(partition) if partition != partitions.LEGACY else None
+    heaps, backoffs = (part.timer_heaps, part.backoffs) if part is not None else (state.timer_heaps, state.backoffs)
+    found: int | None = None
+    for kind, (heap, offset) in enumerate(zip(heaps, _offsets(state.configuration), strict=True)):
+        if offset is None:
+            continue
+        while heap and not _current(state, heap[0], kind):
+            heapq.heappop(heap)
+        if heap and (due := heap[0][0] + offset) > after_ms and (found is None or due < found):
+            found = due
+    workloads = state.workloads
+    for key in backoffs:
+        wl = workloads.get(key)
+        if wl is not None and (due := wl.requeue_at_ms) > after_ms and (found is None or due < found):
+            found = due
+    return found
 
 
 def backoff_wakeup_ms(state: ClusterState) -> int | None:

@@ -100,10 +100,11 @@ class Decider:
     preemptor answers), by key: the loop holds its cycles for up to :data:`YIELD_SECONDS` after one
     opens, so the two do not commit on the same basis (a conflict, issue 15). Timing only: what is
     decided on a given state is the same."""
-    wakes_at: Callable[[ClusterState], int | None] | None = None
-    """When the role next has something to decide with no new message (ms since the epoch), or None: the
-    admitter's next backoff end, PodsReady or maximum-execution-time deadline
-    (:func:`kueue_es.scheduling.lifecycle.next_wakeup_ms`). The loop runs a cycle then rather than at its
+    wakes_at: Callable[..., int | None] | None = None
+    """``wakes_at(state, partition=P, after_ms=T)``: when the role next has something to decide in partition
+    ``P`` with no new message, later than ``T`` (ms since the epoch), or None: the admitter's next backoff
+    end, PodsReady or maximum-execution-time deadline (:func:`kueue_es.scheduling.lifecycle.next_timer_ms`).
+    The loop runs a cycle then rather than at its
     next ``wakeup``, as Kueue's workload controller requeues its reconcile for the time left
     (workload_controller.go, ``RequeueAfter``): a 10 ms waitForPodsReady timeout fires after 10 ms, not up
     to a second later, when the pods may have become ready meanwhile. Timing only, as ``yields_to``."""
@@ -979,11 +980,14 @@ class DeciderLoop:
         self._paced(decided)
 
     def _note_wake(self, now_ms: int) -> None:
-        """Keep the decider's next timer (:attr:`Decider.wakes_at`) after a cycle at ``now_ms``. One at or
-        before ``now_ms`` is left to the ``wakeup`` sweep: it was due in this cycle, and its decision, not
-        folded yet, ends it (or it is one a cycle does not act on), so waking for it would spin."""
+        """Keep the decider's next timer in the partitions it owns (:attr:`Decider.wakes_at`) after a cycle at
+        ``now_ms``. Only a later one: one due by then was this cycle's to decide, and its decision, once
+        folded, brings the next cycle (waking for it again would spin)."""
         wakes_at = self.decider.wakes_at
-        at = wakes_at(self.state) if wakes_at is not None else None
+        at = None
+        if wakes_at is not None:
+            found = (wakes_at(self.state, partition=p, after_ms=now_ms) for p in self.owned())
+            at = min((due for due in found if due is not None), default=None)
         # no closer than TIMER_GAP_MS after this cycle: the timers of a burst of admissions (stale ones too,
         # of workloads that became ready: lifecycle.next_wakeup_ms may be early) come in a few sweeps
         self._wake_at_ms = max(at, now_ms + TIMER_GAP_MS) if at is not None and at > now_ms else None

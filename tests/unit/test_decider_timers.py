@@ -12,13 +12,14 @@ lifecycle.next_wakeup_ms).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
 from kueue_es import deciders
 from kueue_es.events import models, subjects, types
 from kueue_es.events.bus.memory import MemoryBus
-from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.cluster import ClusterState, WorkloadState
 from kueue_es.services import runtime
 from kueue_es.services.runtime import Decider, DeciderLoop, cancel_and_wait
 from kueue_es.services.watcher.convert import kueue_fact
@@ -30,25 +31,34 @@ pytestmark = pytest.mark.timeout(60)
 IDLE_WAKEUP = 30.0  # seconds: far longer than any wait below, so only the timer can explain a cycle
 
 
-async def test_a_pods_ready_timeout_evicts_when_due_not_at_the_next_wakeup() -> None:
-    """waitForPodsReady timeout 200 ms: the admitted workload (its pods never ready) is evicted
-    PodsReadyTimeout before the 30 s idle wakeup, and not before its timeout."""
-    bus = MemoryBus()
+async def start(bus: MemoryBus, *names: str) -> DeciderLoop:
+    """waitForPodsReady timeout 200 ms, one ClusterQueue, workloads ``names``; the admitter running."""
     config = models.Configuration(wait_for_pods_ready=models.WaitForPodsReadyConfig(timeout="200ms"))
     for fact in (
         types.ConfigurationObserved(configuration=config),
         kueue_fact(flavor("f")),
         kueue_fact(cluster_queue("cq", flavors={"f": {"cpu": 4}})),
         kueue_fact(local_queue("lq", "cq")),
-        kueue_fact(workload("w", cpu="1")),
+        *(kueue_fact(workload(name, cpu="1")) for name in names),
     ):
         await bus.publish(subjects.fact_message(fact))
-    loop = DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=IDLE_WAKEUP)
+    return DeciderLoop(bus=bus, decider=deciders.ADMITTER, wakeup=IDLE_WAKEUP)
+
+
+async def until(loop: DeciderLoop, key: str, what: str, holds: Callable[[WorkloadState], bool]) -> None:
+    async with asyncio.timeout(IDLE_WAKEUP / 2):
+        while (wl := loop.state.workloads.get(key)) is None or not holds(wl):
+            await asyncio.sleep(0.01)
+
+
+async def test_a_pods_ready_timeout_evicts_when_due_not_at_the_next_wakeup() -> None:
+    """The admitted workload (its pods never ready) is evicted PodsReadyTimeout before the 30 s idle wakeup,
+    and not before its timeout."""
+    bus = MemoryBus()
+    loop = await start(bus, "w")
     task = asyncio.create_task(loop.run())
     try:
-        async with asyncio.timeout(IDLE_WAKEUP / 2):
-            while (wl := loop.state.workloads.get("default/w")) is None or wl.eviction is None:
-                await asyncio.sleep(0.01)
+        await until(loop, "default/w", "evicted", lambda wl: wl.eviction is not None)
     finally:
         await cancel_and_wait([task])
     admitted = [d.at_ms for d in await events_of(bus, types.WorkloadAdmitted)]
@@ -58,18 +68,44 @@ async def test_a_pods_ready_timeout_evicts_when_due_not_at_the_next_wakeup() -> 
     assert evicted[0].at_ms >= admitted[0] + 200  # not before it is due
 
 
-def test_a_timer_already_due_is_left_to_the_wakeup() -> None:
-    """A timer at or before the cycle's clock is one the cycle just acted on (its decision not folded yet) or
-    cannot act on: waking for it again would spin, so only a later one is kept."""
+async def test_a_deadline_that_no_longer_counts_hides_no_later_one() -> None:
+    """``a`` is admitted and its pods become ready: its deadline no longer counts, yet stays in the deadline
+    heaps. ``b``, admitted after that deadline has passed, is still evicted when its own timeout is due: the
+    loop looked past the front of the whole fold's heaps, which no partitioned cycle pops (the first version
+    read them, saw a deadline in the past and woke only with the idle wakeup)."""
+    bus = MemoryBus()
+    loop = await start(bus, "a")
+    task = asyncio.create_task(loop.run())
+    try:
+        await until(loop, "default/a", "admitted", lambda wl: wl.admitted)
+        ref = loop.state.workloads["default/a"].ref
+        await bus.publish(subjects.fact_message(types.WorkloadPodsReady(workload=ref, ready=True, reason="Started")))
+        await until(loop, "default/a", "ready", lambda wl: wl.pods_ready is not None and wl.pods_ready.ready)
+        await asyncio.sleep(0.4)  # a's deadline passes
+        await bus.publish(subjects.fact_message(kueue_fact(workload("b", cpu="1"))))
+        await until(loop, "default/b", "evicted", lambda wl: wl.eviction is not None)
+    finally:
+        await cancel_and_wait([task])
+    evicted = await events_of(bus, types.EvictionRequested)
+    assert [e.workload.name for e in evicted] == ["b"], evicted
+
+
+def test_a_timer_already_due_is_left_to_the_next_cycle() -> None:
+    """A timer at or before the cycle's clock is one the cycle just acted on (its decision not folded yet):
+    waking for it again would spin, so only a later one is kept, and a burst comes in sweeps TIMER_GAP_MS
+    apart."""
     at = [5_000]
-    decider = Decider(role="admit", logic_version=1, decide=lambda state, now_ms: [], wakes_at=lambda state: at[0])
-    loop = DeciderLoop(bus=MemoryBus(), decider=decider, clock=lambda: 5_000)
+
+    def wakes_at(state: ClusterState, *, partition: str, after_ms: int) -> int | None:
+        return at[0] if at[0] > after_ms else None
+
+    decider = Decider(role="admit", logic_version=1, decide=lambda state, now_ms: [], wakes_at=wakes_at)
+    loop = DeciderLoop(bus=MemoryBus(), decider=decider, partitions=["p0"], clock=lambda: 5_000)
     loop._note_wake(5_000)
     assert loop._wake_in() is None
     at[0] = 5_250
     loop._note_wake(5_000)
     assert loop._wake_in() == 0.25
-    at[0] = 5_001  # a burst of timers comes in sweeps TIMER_GAP_MS apart
+    at[0] = 5_001
     loop._note_wake(5_000)
     assert loop._wake_in() == runtime.TIMER_GAP_MS / 1000
-    assert isinstance(loop.state, ClusterState)
