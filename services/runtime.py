@@ -639,6 +639,7 @@ class DeciderLoop:
         self._slow_step = 0  # cycles in a row that committed only pending outcomes (Kueue's SlowDown)
         self._slow_until = 0.0  # the event loop's time before which the next cycle waits
         self._wake_at_ms: int | None = None  # the decider's next timer after the last cycle (Decider.wakes_at)
+        self._timers: dict[str, int] = {}  # each partition's next timer as of its last cycle (_note_wake)
 
     # -- the fold, shared with the roles co-hosted with this one (LogFold) ------------------------
 
@@ -968,7 +969,7 @@ class DeciderLoop:
                 stats = self.partition_stats(p)
                 stats.blocked_since, stats.commit_failing = None, False  # nothing to commit: not blocked
         if due:
-            self._note_wake(now_ms)
+            self._note_wake(now_ms, due)
         if not commits:
             return
         try:
@@ -979,18 +980,25 @@ class DeciderLoop:
                     self.partition_stats(p).waiting_for = task.result()
         self._paced(decided)
 
-    def _note_wake(self, now_ms: int) -> None:
-        """Keep the decider's next timer in the partitions it owns (:attr:`Decider.wakes_at`) after a cycle at
-        ``now_ms``. Only a later one: one due by then was this cycle's to decide, and its decision, once
-        folded, brings the next cycle (waking for it again would spin)."""
+    def _note_wake(self, now_ms: int, decided: Collection[str]) -> None:
+        """Keep the decider's next timer (:attr:`Decider.wakes_at`) after a cycle at ``now_ms`` that decided the
+        partitions ``decided``: theirs are asked again (a partition's timers change only with a message about
+        it, which has it decided, or with a sweep, which decides all), the others' kept. Only a later one
+        counts: one due by then was this cycle's to decide, and its decision, once folded, brings the next
+        cycle (waking for it again would spin)."""
         wakes_at = self.decider.wakes_at
-        at = None
-        if wakes_at is not None:
-            found = (wakes_at(self.state, partition=p, after_ms=now_ms) for p in self.owned())
-            at = min((due for due in found if due is not None), default=None)
-        # no closer than TIMER_GAP_MS after this cycle: the timers of a burst of admissions (stale ones too,
-        # of workloads that became ready: lifecycle.next_wakeup_ms may be early) come in a few sweeps
-        self._wake_at_ms = max(at, now_ms + TIMER_GAP_MS) if at is not None and at > now_ms else None
+        if wakes_at is None:
+            return
+        timers = self._timers
+        for p in decided:
+            at = wakes_at(self.state, partition=p, after_ms=now_ms)
+            if at is None:
+                timers.pop(p, None)
+            else:
+                timers[p] = at
+        at = min((due for due in timers.values() if due > now_ms), default=None)
+        # no closer than TIMER_GAP_MS after this cycle: the timers of a burst of admissions come in a few sweeps
+        self._wake_at_ms = None if at is None else max(at, now_ms + TIMER_GAP_MS)
 
     def _wake_in(self) -> float | None:
         """Seconds until the decider's next timer (:meth:`_note_wake`), at least 0; None without one."""

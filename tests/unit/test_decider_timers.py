@@ -101,11 +101,35 @@ def test_a_timer_already_due_is_left_to_the_next_cycle() -> None:
 
     decider = Decider(role="admit", logic_version=1, decide=lambda state, now_ms: [], wakes_at=wakes_at)
     loop = DeciderLoop(bus=MemoryBus(), decider=decider, partitions=["p0"], clock=lambda: 5_000)
-    loop._note_wake(5_000)
+    loop._note_wake(5_000, ["p0"])
     assert loop._wake_in() is None
     at[0] = 5_250
-    loop._note_wake(5_000)
+    loop._note_wake(5_000, ["p0"])
     assert loop._wake_in() == 0.25
     at[0] = 5_001
-    loop._note_wake(5_000)
+    loop._note_wake(5_000, ["p0"])
     assert loop._wake_in() == runtime.TIMER_GAP_MS / 1000
+
+
+def test_only_the_partitions_a_cycle_decided_are_asked_again() -> None:
+    """With many partitions (a hundred cohort trees in bench/ten-times.yaml) asking each after every cycle
+    would cost every cycle; a partition's timers change only when a message about it has it decided (or a
+    sweep decides all), so the others' last answers are kept."""
+    asked: list[str] = []
+    timers = {"a": 7_000, "b": 6_000}
+
+    def wakes_at(state: ClusterState, *, partition: str, after_ms: int) -> int | None:
+        asked.append(partition)
+        due = timers.get(partition)
+        return due if due is not None and due > after_ms else None
+
+    decider = Decider(role="admit", logic_version=1, decide=lambda state, now_ms: [], wakes_at=wakes_at)
+    loop = DeciderLoop(bus=MemoryBus(), decider=decider, partitions=["a", "b"], clock=lambda: 5_000)
+    loop._note_wake(5_000, ["a", "b"])
+    assert loop._wake_in() == 1.0  # b's
+    del timers["b"]
+    loop._note_wake(5_100, ["b"])  # b decided (its timer went), a not
+    assert asked == ["a", "b", "b"]
+    assert loop._wake_in() == 2.0  # a's, kept from its last cycle
+    loop._note_wake(7_000, ["b"])
+    assert loop._wake_in() is None  # a's is due by then: its own cycle asks again
