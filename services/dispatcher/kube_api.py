@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from kubernetes_asyncio import client as k8s_client
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from kueue_es.services.dispatcher.write_budget import (
     DEFAULT_SHARES,
@@ -32,6 +31,9 @@ from kueue_es.services.dispatcher.write_budget import (
 )
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio import client as k8s_client
 
 RawObject = dict[str, Any]
 """An object as JSON, as the server returned it (read it through :mod:`.objects`)."""
@@ -164,7 +166,11 @@ class KubeClient:
 
 def kube_api(api: KubeApi | k8s_client.ApiClient) -> KubeApi:
     """``api`` as a :class:`KubeApi`: a kubernetes-asyncio client is wrapped in :class:`KubeClient`."""
-    return KubeClient(api) if isinstance(api, k8s_client.ApiClient) else api
+    # a kubernetes-asyncio client exists only once the library is loaded: no need to import it to ask
+    library = sys.modules.get("kubernetes_asyncio.client")
+    if library is not None and isinstance(api, library.ApiClient):
+        return KubeClient(api)
+    return cast("KubeApi", api)
 
 
 # -- the write rate limit ---------------------------------------------------------------------

@@ -44,10 +44,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
-from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.events import codec, job_owners, subjects, types
 from kueue_es.events.bus import nats as nats_bus
@@ -91,6 +90,9 @@ from kueue_es.services.runtime import (
     run_until_stopped,
     wall_clock_ms,
 )
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio import client as k8s_client
 
 log = structlog.get_logger(__name__)
 

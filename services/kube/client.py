@@ -25,16 +25,17 @@ import pathlib
 import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import aiohttp
 import structlog
 import tenacity
 import yaml
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
 
 from kueue_es.services.kube import errors, resources
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio import client as k8s_client
 
 __all__ = [
     "RESOURCES",
@@ -95,6 +96,11 @@ async def make_api_client(
     """
     if server is not None and kubeconfig is not None:
         raise ValueError("pass either server= or kubeconfig=, not both")
+    # imported here: kubernetes_asyncio's client loads every API and model class (about 0.3 s), which a
+    # process that never reaches an API server (the bench's dispatcher, over its simulated API) need not pay
+    from kubernetes_asyncio import client as k8s_client
+    from kubernetes_asyncio import config as k8s_config
+
     if server is not None:
         api = k8s_client.ApiClient(k8s_client.Configuration(host=str(server).rstrip("/")))
     else:
@@ -143,6 +149,8 @@ async def _call(
     content_type: str = "application/json",
 ) -> dict[str, Any]:
     """One JSON request; returns the decoded body, raises errors.ApiError/ConnectionFailedError."""
+    from kubernetes_asyncio.client import ApiException  # loaded by now (api is its client): see make_api_client
+
     try:
         result = await api.call_api(
             path,
@@ -154,7 +162,7 @@ async def _call(
             auth_settings=["BearerToken"],
             _return_http_data_only=True,
         )
-    except k8s_client.ApiException as exc:
+    except ApiException as exc:
         raise _api_error(status=exc.status or 0, text=exc.body, fallback_reason=exc.reason) from exc
     except _NETWORK_ERRORS as exc:
         raise errors.ConnectionFailedError(f"{method} {path} failed: {exc!r}") from exc
