@@ -125,10 +125,6 @@ class Gate(Protocol):
 STANDBY_POLL = 0.1
 """Seconds a standby waits for a message before asking its gate again (a takeover is seen this soon)."""
 
-TIMER_GAP_MS = 10
-"""Milliseconds at least between a cycle and the next one a decider's timer brings (:meth:`DeciderLoop._note_wake`),
-as Kueue's scheduler waits at most 10 ms between its cycles (SLOW_DOWN_MAX)."""
-
 TIMER_SLACK = 0.001
 """Seconds a loop waits past a decider's timer (:attr:`Decider.wakes_at`), so that the clock the cycle reads
 (whole ms) has reached it."""
@@ -150,6 +146,11 @@ nothing (pkg/util/wait/backoff.go, ``SlowDown`` from pkg/scheduler/scheduler.go)
 cycles once per commit round trip while releases and arrivals keep touching a cohort where nothing
 fits, and records a number that changes every time: in the baseline bench at 50 writes/s three
 commits in four carried nothing else."""
+
+TIMER_GAP_MS = round(SLOW_DOWN_MAX * 1000)
+"""Milliseconds at least between a cycle and the next one a decider's timer brings (:meth:`DeciderLoop._note_wake`):
+the longest a slowed-down decider waits between cycles (:data:`SLOW_DOWN_MAX`)."""
+
 FOLD_SLICE = 256
 """Messages a decider folds from its inbox before it lets the event loop's other tasks run (its lease
 renewals, ``/readyz``): about 6 ms of fold on an idle core. Without it a backlog was folded in one go,
