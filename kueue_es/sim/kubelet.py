@@ -80,7 +80,8 @@ finds, so a Job never runs much longer than declared.
 Plain pods (a Kueue single pod or pod group) run too: a pod that has started --
 ungated and given phase Running by :mod:`kueue_es.sim.controllers`, which stand in
 for the scheduler -- runs for the same duration (its own annotation, else the
-default) counted from its ``startTime``, then gets what a kubelet writes when its
+default) counted from its ``startTime`` (to the second, so from the end of that second,
+or from when this kubelet sees it run if that is sooner), then gets what a kubelet writes when its
 containers exit 0: phase ``Succeeded``, each container ``terminated`` (exit code 0,
 reason ``Completed``), ``Ready`` and ``ContainersReady`` False with reason
 ``PodCompleted``, and no ``message``.  Only pods nothing else runs finish here:
@@ -440,7 +441,7 @@ class SimulatedKubelet:
         namespace, name = metadata.get("namespace"), metadata["name"]
         log = self._log.bind(pod=name, pod_namespace=namespace)
         duration = _duration_of(pod, default=self._default_duration, log=log)
-        started_at = _parse_time(pod.get("status", {}).get("startTime")) or self._clock()
+        started_at = _pod_started_at(pod.get("status", {}).get("startTime"), now=self._clock())
         log.info("sim_pod_running", duration_seconds=duration)
         await self._sleep(max(0.0, duration - (self._clock() - started_at).total_seconds()))
         try:
@@ -869,6 +870,20 @@ def _duration_of(job: dict[str, Any], *, default: float, log: Any) -> float:
 
 def _parse_time(text: str | None) -> datetime.datetime | None:
     return datetime.datetime.fromisoformat(text) if text else None
+
+
+def _pod_started_at(start_time: str | None, *, now: datetime.datetime) -> datetime.datetime:
+    """When a pod with ``status.startTime`` ``start_time`` (RFC 3339) is taken to have started, seen ``now``.
+
+    A startTime of whole seconds (what the API writes) only says the pod started within that second: counted
+    from the second's end, but never later than ``now``, a pod just started runs its whole duration instead of
+    up to a second less, and one a restarted kubelet finds runs at most a second longer than declared."""
+    started = _parse_time(start_time)
+    if started is None:
+        return now
+    if started.microsecond == 0:
+        started += datetime.timedelta(seconds=1)
+    return min(started, now)
 
 
 def _conditions_of(job: dict[str, Any]) -> list[dict[str, Any]]:

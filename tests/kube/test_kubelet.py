@@ -4,6 +4,7 @@ and finishes started plain pods as a kubelet does."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -401,6 +402,25 @@ async def test_a_started_plain_pod_succeeds_as_a_kubelet_reports_it(api: k8s_cli
         "Ready": ("False", "PodCompleted"),
     }
     assert "message" not in status
+
+
+@pytest.mark.parametrize(
+    ("start_time", "now", "want"),
+    [
+        # just started, within the second its startTime names: the whole duration from now (it ran up to a
+        # second less before: a 1 s pod of the demo finished at once, before a client could see it admitted)
+        ("2026-12-06T01:07:41Z", "2026-12-06T01:07:41.960000+00:00", "2026-12-06T01:07:41.960000+00:00"),
+        # found running by a restarted kubelet: from the end of its second, at most a second longer than declared
+        ("2026-12-06T01:07:41Z", "2026-12-06T01:07:50+00:00", "2026-12-06T01:07:42+00:00"),
+        # a startTime finer than seconds is taken as it is
+        ("2026-12-06T01:07:41.250000Z", "2026-12-06T01:07:50+00:00", "2026-12-06T01:07:41.250000+00:00"),
+        (None, "2026-12-06T01:07:50+00:00", "2026-12-06T01:07:50+00:00"),
+    ],
+)
+def test_a_pods_run_is_counted_from_its_start_not_before(start_time: str | None, now: str, want: str) -> None:
+    """The pod's duration counts from its start as well as a startTime of whole seconds tells it."""
+    parsed = datetime.datetime.fromisoformat(now)
+    assert kubelet._pod_started_at(start_time, now=parsed) == datetime.datetime.fromisoformat(want)
 
 
 async def test_a_plain_pod_deleted_while_running_is_not_finished(
