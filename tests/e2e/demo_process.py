@@ -101,6 +101,14 @@ def admitted(workload: dict[str, Any]) -> bool:
     return any(c.get("type") == "Admitted" and c.get("status") == "True" for c in conditions)
 
 
-async def eventually(check: Callable[[], Any], *, what: str, timeout: float = 90) -> Any:
-    """``check()`` until it gives something true (90 s at most, every half second)."""
-    return await _eventually(check, what=what, timeout=timeout, interval=0.5)
+async def eventually(
+    read: Callable[[], Any],
+    until: Callable[[Any], bool] = bool,
+    *,
+    what: str,
+    timeout: float = 90,
+    shown: Callable[[Any], Any] = lambda value: value,
+) -> Any:
+    """``read()`` until ``until`` holds for what it gives (90 s at most, every half second); a failure shows the
+    last value read as ``shown`` gives it."""
+    return await _eventually(read, until, what=what, timeout=timeout, interval=0.5, shown=shown)

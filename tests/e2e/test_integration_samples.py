@@ -177,6 +177,17 @@ async def _quiet(kubectl: Kubectl) -> bool:
     return not [w for w in (await workloads(kubectl)).values() if admitted(w) and not _finished(w)]
 
 
+def _brief(new: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """Each Workload's name and its True conditions: what a failure shows of the Workloads last read."""
+    return [
+        (
+            w["metadata"]["name"],
+            [c["type"] for c in (w.get("status") or {}).get("conditions") or [] if c.get("status") == "True"],
+        )
+        for w in new
+    ]
+
+
 def _finished(workload: dict[str, Any]) -> bool:
     conditions = (workload.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Finished" and c.get("status") == "True" for c in conditions)
@@ -193,13 +204,17 @@ async def _one_sample(kubectl: Kubectl, sample: Sample) -> None:
     objects = [line.split()[0] for line in created.splitlines() if line.endswith(" created")]
     assert objects, f"{what}: kubectl created nothing: {created!r}"
 
-    async def new_admitted() -> list[dict[str, Any]] | None:
-        new = [w for name, w in (await workloads(kubectl)).items() if name not in before and not _finished(w)]
-        if len(new) == len(sample.workloads) and all(admitted(w) for w in new):
-            return new
-        return None
+    async def new_workloads() -> list[dict[str, Any]]:
+        # a finished one counts: it keeps its admission (Admitted stays True, as in Kueue), and a sample whose pods
+        # run a second can finish between two reads
+        return [w for name, w in (await workloads(kubectl)).items() if name not in before]
 
-    new = await eventually(new_admitted, what=f"{what}: {len(sample.workloads)} admitted Workload(s)")
+    def all_admitted(new: list[dict[str, Any]]) -> bool:
+        return len(new) == len(sample.workloads) and all(admitted(w) for w in new)
+
+    new = await eventually(
+        new_workloads, all_admitted, what=f"{what}: {len(sample.workloads)} admitted Workload(s)", shown=_brief
+    )
     got = [pod_sets(w) for w in new]
     assert matches(sample.workloads, got), f"{what}: pod sets {got}, Kueue gives {sample.workloads}"
 

@@ -14,9 +14,11 @@ async def eventually(
     what: str,
     timeout: float = 60,
     interval: float = 0.2,
+    shown: Callable[[Any], Any] = lambda value: value,
 ) -> Any:
     """Call ``read`` until ``check`` holds for its value (``timeout`` seconds at most, every ``interval``) and
-    return that value; raises AssertionError naming ``what`` and the last value read."""
+    return that value; raises AssertionError naming ``what`` and the last value read (as ``shown`` gives it: a
+    long value's gist)."""
     last: Any = None
     try:
         async with asyncio.timeout(timeout):
@@ -26,4 +28,4 @@ async def eventually(
                     return last
                 await asyncio.sleep(interval)
     except TimeoutError:
-        raise AssertionError(f"{what}: never, last seen {last!r}") from None
+        raise AssertionError(f"{what}: never, last seen {shown(last)!r}") from None
