@@ -20,7 +20,7 @@ import sys
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Never, NoReturn
+from typing import Any, Final, Never, NoReturn, cast
 
 import msgspec
 
@@ -543,7 +543,13 @@ def apply(
     fold = _FOLD_BY_TYPE.get(kind)
     if fold is not None:  # the same function its case below calls
         fold(state, event, seq=seq)
-        state.last_seq = max(state.last_seq, seq)
+        if seq > state.last_seq:
+            state.last_seq = seq
+        return state
+    if kind is types.PendingOutcome:  # most of a busy cycle's outputs: as the isinstance below, without its call
+        _apply_workload_decision(state, cast(types.PendingOutcome, event), seq=seq)
+        if seq > state.last_seq:
+            state.last_seq = seq
         return state
     if kind in _IGNORED_EXACT:  # a dispatch result per admission: IGNORED, as its case below
         state.last_seq = max(state.last_seq, seq)
@@ -1532,83 +1538,85 @@ def _apply_workload_decision(
     current = state.workloads.get(key)
     if current is None:
         return
-    match event:
-        case types.WorkloadInadmissible() | types.PendingOutcome():  # a PendingOutcome: as the one it stands for
-            current.pending_message = event.message
-            current.pending_reason = event.reason
-            current.bookmark = event.bookmark
-            current.parked_seq = seq if event.parked else 0
-            if event.parked:
-                if seq == state.carried_seq:
-                    state.carried_parked = True  # parked by a decision its record carries (see trigger)
-                state.preemptors.pop(key, None)  # parked: no longer the sticky head (§3.9)
-                state.deferred.pop(key, None)
-            elif event.reason == WAITING_FOR_PREEMPTED and current.reservation is None and not current.gone:
-                lq = state.local_queues.get((key.partition("/")[0], current.workload.spec.queue_name))
-                if lq is not None:
-                    state.deferred[key] = lq.spec.cluster_queue
-            if (
-                current.reservation is None
-                and not current.gone
-                and current.active
-                and not current.backoff
-                and key not in state.activation_due
-            ):
-                # Still waiting, so every index but its place in the queue is as it was.
-                _place(state, current, queued=True)
-                return
-        case types.QuotaReserved():
-            if current.reservation is None:
-                _reserve(state, current, event, key=key, seq=seq)
-                _afs_reserved(state, current)
-        case types.WorkloadAdmitted():
-            if types.reserves(event, current.reservation is not None):
-                # reserved and admitted by one message (issue 18): its reservation first, as the pair did
-                _reserve(state, current, types.reservation_of(event), key=key, seq=seq)
-            if current.reservation is not None and not current.admitted:
-                kueue_metrics.on_admitted(state, current, event)
-                _afs_admitted(state, current, at_ms=event.at_ms)
-                current.admitted_at_ms = event.at_ms
-                _bump_generation(state, current.reservation.cluster_queue, seq)
-            current.admitted = current.reservation is not None
-        case types.QuotaReleased():
-            if current.reservation is not None:
-                kueue_metrics.on_released(state, current, event)
-                if not current.workload.spec.active:
-                    _afs_drop_pending(state, current)  # inactive without quota: it will not settle
-                if event.reason == slices.REPLACED_REASON and current.finished is None:
-                    _slice_replaced(state, current, event, seq=seq)
-                _afs_released(state, current, at_ms=event.at_ms)
-                _add_usage(state, current.held or current.reservation, sign=-1)
-                if current.topology is not None:
-                    _release_topology(state, current)
-                cq = current.reservation.cluster_queue
-                state.trigger(f"cq:{cq}", seq, released=True)
-                _bump_generation(state, cq, seq)
-                held = state.reserved.get(cq, {})
-                held.pop(key, None)
-                if not held:
-                    state.reserved.pop(cq, None)
-                if current.admitted and current.admitted_at_ms:
-                    current.accumulated_ms += max(0, event.at_ms - current.admitted_at_ms)
-                if current.eviction is not None and current.requeue_at_ms > event.at_ms:
-                    current.backoff = not current.deactivated  # Requeued=False until requeueAt (§3.7)
-                current.on_hold = event.reason == ON_HOLD_REASON
-                current.reservation = current.held = None
-                current.admitted = False
-                current.admitted_at_ms = 0
-                current.pods_ready = None
-                current.pending_message = current.pending_reason = ""
-                current.eviction = None
-                current.stopped_seq = 0
-                if current.finished is None:
-                    multikueue.forget_reservation(state.multikueue, key)
-            if current.deleted_seq:
-                del state.workloads[key]
-                kueue_metrics.on_forgotten(state, key)
-                multikueue.forget_workload(state.multikueue, key)
-                if current.observed_seq > current.deleted_seq:
-                    _recreate(state, current)
+    # By exact type, the most frequent first (a class pattern would call the Struct metaclass's __instancecheck__
+    # for each case tried): a record's pending outcomes are most of a busy cycle's decisions. A PendingOutcome
+    # folds as the WorkloadInadmissible it stands for.
+    if type(event) is types.PendingOutcome or type(event) is types.WorkloadInadmissible:
+        current.pending_message = event.message
+        current.pending_reason = event.reason
+        current.bookmark = event.bookmark
+        current.parked_seq = seq if event.parked else 0
+        if event.parked:
+            if seq == state.carried_seq:
+                state.carried_parked = True  # parked by a decision its record carries (see trigger)
+            state.preemptors.pop(key, None)  # parked: no longer the sticky head (§3.9)
+            state.deferred.pop(key, None)
+        elif event.reason == WAITING_FOR_PREEMPTED and current.reservation is None and not current.gone:
+            lq = state.local_queues.get((key.partition("/")[0], current.workload.spec.queue_name))
+            if lq is not None:
+                state.deferred[key] = lq.spec.cluster_queue
+        if (
+            current.reservation is None
+            and not current.gone
+            and current.active
+            and not current.backoff
+            and key not in state.activation_due
+        ):
+            # Still waiting, so every index but its place in the queue is as it was.
+            _place(state, current, queued=True)
+            return
+    elif type(event) is types.QuotaReserved:
+        if current.reservation is None:
+            _reserve(state, current, event, key=key, seq=seq)
+            _afs_reserved(state, current)
+    elif type(event) is types.WorkloadAdmitted:
+        if types.reserves(event, current.reservation is not None):
+            # reserved and admitted by one message (issue 18): its reservation first, as the pair did
+            _reserve(state, current, types.reservation_of(event), key=key, seq=seq)
+        if current.reservation is not None and not current.admitted:
+            kueue_metrics.on_admitted(state, current, event)
+            _afs_admitted(state, current, at_ms=event.at_ms)
+            current.admitted_at_ms = event.at_ms
+            _bump_generation(state, current.reservation.cluster_queue, seq)
+        current.admitted = current.reservation is not None
+    elif type(event) is types.QuotaReleased:
+        if current.reservation is not None:
+            kueue_metrics.on_released(state, current, event)
+            if not current.workload.spec.active:
+                _afs_drop_pending(state, current)  # inactive without quota: it will not settle
+            if event.reason == slices.REPLACED_REASON and current.finished is None:
+                _slice_replaced(state, current, event, seq=seq)
+            _afs_released(state, current, at_ms=event.at_ms)
+            _add_usage(state, current.held or current.reservation, sign=-1)
+            if current.topology is not None:
+                _release_topology(state, current)
+            cq = current.reservation.cluster_queue
+            state.trigger(f"cq:{cq}", seq, released=True)
+            _bump_generation(state, cq, seq)
+            held = state.reserved.get(cq, {})
+            held.pop(key, None)
+            if not held:
+                state.reserved.pop(cq, None)
+            if current.admitted and current.admitted_at_ms:
+                current.accumulated_ms += max(0, event.at_ms - current.admitted_at_ms)
+            if current.eviction is not None and current.requeue_at_ms > event.at_ms:
+                current.backoff = not current.deactivated  # Requeued=False until requeueAt (§3.7)
+            current.on_hold = event.reason == ON_HOLD_REASON
+            current.reservation = current.held = None
+            current.admitted = False
+            current.admitted_at_ms = 0
+            current.pods_ready = None
+            current.pending_message = current.pending_reason = ""
+            current.eviction = None
+            current.stopped_seq = 0
+            if current.finished is None:
+                multikueue.forget_reservation(state.multikueue, key)
+        if current.deleted_seq:
+            del state.workloads[key]
+            kueue_metrics.on_forgotten(state, key)
+            multikueue.forget_workload(state.multikueue, key)
+            if current.observed_seq > current.deleted_seq:
+                _recreate(state, current)
     _reindex(state, key, gone=current)
 
 

@@ -397,7 +397,12 @@ def run(
     for cq_name, head in plan.heads.items():
         if touched and head.key in touched:
             continue  # deactivated or requeued just now: decided again next cycle
-        old = slices.replaced_slice(state, head, cq_name, annotation_alone=replacement_annotation) if elastic else None
+        old = (
+            # a slice names the one it replaces by an annotation: a workload with none replaces nothing
+            slices.replaced_slice(state, head, cq_name, annotation_alone=replacement_annotation)
+            if elastic and head.workload.metadata.annotations
+            else None
+        )
         cq = cluster_queues[cq_name]
         if head.checks and lifecycle.failed_checks(head, cq):
             # SEMANTICS §4.3 step 2: not nominated while a check is in Retry or Rejected.
