@@ -545,7 +545,7 @@ class FailStart:
 
 TOPOLOGY_GATE = ungater.TOPOLOGY_GATE
 """The scheduling gate that holds a TAS pod until the ungater gives it its domain (SEMANTICS-ADVANCED A.12)."""
-WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+WORKLOAD_ANNOTATION = ungater.WORKLOAD_ANNOTATION
 """The pod annotation naming a started pod's Workload (Kueue WorkloadAnnotation)."""
 LOCAL_QUEUE_LABEL = "kueue.x-k8s.io/local-queue-name"
 CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name"

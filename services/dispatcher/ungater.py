@@ -188,6 +188,22 @@ def _name(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata") or {}).get("name") or "")
 
 
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"  # the Workload a started pod belongs to (reconciler.go)
+
+
+def chain_name(pod: Mapping[str, Any]) -> str | None:
+    """The name the ungaters find ``pod`` by: its ``kueue.x-k8s.io/workload-slice-name`` annotation when
+    it has one (an elastic job's pods: the chain's first slice), else its ``kueue.x-k8s.io/workload``
+    annotation, None with neither (Kueue's IndexPodWorkloadSliceName, indexer.go). The Workload annotation
+    alone names the slice that started the job, which is not the chain's first when that slice was replaced
+    before its start was written."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    if slices.SLICE_NAME_ANNOTATION in annotations:
+        return str(annotations[slices.SLICE_NAME_ANNOTATION])
+    found = annotations.get(WORKLOAD_ANNOTATION)
+    return None if found is None else str(found)
+
+
 def is_elastic_gated(pod: Mapping[str, Any]) -> bool:
     """Whether the elastic-job gate still holds ``pod`` (SEMANTICS-ADVANCED D.4)."""
     gates = (pod.get("spec") or {}).get("schedulingGates") or []

@@ -519,13 +519,14 @@ class Ungating:
         return out
 
     def _pods_of(self, namespace: str, workload: str, pod_set: str) -> list[objects.Pod]:
-        """The live pods of ``pod_set`` of workload ``namespace/workload``, by name."""
+        """The live pods of ``pod_set`` of workload ``namespace/workload`` (an elastic job's: of the chain
+        ``workload`` names first, :func:`ungater.chain_name`), by name."""
         return sorted(
             (
                 pod
                 for (ns, _), pod in self.pods.items()
                 if ns == namespace
-                and (objects.meta(pod).get("annotations") or {}).get(core.WORKLOAD_ANNOTATION) == workload
+                and ungater.chain_name(pod) == workload
                 and (objects.meta(pod).get("labels") or {}).get(core.PODSET_LABEL) == pod_set
                 and not pod_integration.is_terminated(pod)
             ),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kueue_es.events import models, tas
+from kueue_es.events import models, slices, tas
 from kueue_es.services.dispatcher import ungater
 
 HOST = tas.HOSTNAME_LABEL
@@ -165,3 +165,37 @@ def test_start_gates_tas_templates_of_jobsets_and_keeps_the_topology_gate_only_o
     assert pods.patch(both, pod_set="main")["spec"]["schedulingGates"] == [{"name": core.TOPOLOGY_GATE}]
     plain = core.StartPods(workload=ref, namespace="default", pod_name="p", pod_sets=[core.PodSetInfo(name="main")])
     assert plain.patch(both, pod_set="main")["spec"]["schedulingGates"] is None
+
+
+@pytest.mark.parametrize(
+    ("annotations", "want"),
+    [
+        # an elastic job started by its first slice: both annotations name it
+        ({ungater.WORKLOAD_ANNOTATION: "job-a-1", slices.SLICE_NAME_ANNOTATION: "job-a-1"}, "job-a-1"),
+        # started by its second slice, the first replaced before its start was written: the pods name the
+        # second slice as their Workload, and the chain by its first (CI: a TAS elastic Job never ungated)
+        ({ungater.WORKLOAD_ANNOTATION: "job-a-2", slices.SLICE_NAME_ANNOTATION: "job-a-1"}, "job-a-1"),
+        ({ungater.WORKLOAD_ANNOTATION: "job-b"}, "job-b"),  # not elastic
+        ({}, None),
+    ],
+)
+def test_the_ungaters_find_a_pod_by_its_chain_first(annotations: dict[str, str], want: str | None) -> None:
+    """Kueue's IndexPodWorkloadSliceName: the slice-name annotation when there is one, else the Workload's."""
+    assert ungater.chain_name(pod("p", annotations=annotations)) == want
+
+
+def test_the_pods_of_a_chain_started_by_its_second_slice_are_found_by_its_first() -> None:
+    """The dispatcher's ungating looks a workload's pods up by the chain name, so an elastic job whose first
+    slice never started (replaced at once) still has its pods ungated and released."""
+    from kueue_es.services.dispatcher import core
+    from kueue_es.services.dispatcher.ungating import Ungating
+
+    ungating = Ungating(api=None, limiter=None, view=None)  # type: ignore[arg-type]
+    started = {ungater.WORKLOAD_ANNOTATION: "job-a-2", slices.SLICE_NAME_ANNOTATION: "job-a-1"}
+    for name, marks in (("a-x", started), ("a-y", started), ("b-x", {ungater.WORKLOAD_ANNOTATION: "job-b"})):
+        body = pod(name, labels={core.PODSET_LABEL: "main"}, annotations=marks)
+        body["metadata"]["namespace"] = "ns"
+        ungating.pods[("ns", name)] = body  # type: ignore[assignment]
+    assert [p["metadata"]["name"] for p in ungating._pods_of("ns", "job-a-1", "main")] == ["a-x", "a-y"]
+    assert ungating._pods_of("ns", "job-a-2", "main") == []
+    assert [p["metadata"]["name"] for p in ungating._pods_of("ns", "job-b", "main")] == ["b-x"]
