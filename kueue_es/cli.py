@@ -480,6 +480,23 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
     )
     fold.add_argument("--runs", type=int, default=3, help="runs, each from an empty state (default 3)")
     fold.set_defaults(run=_run_bench_fold)
+    rules = bench_sub.add_parser(
+        "rules",
+        help="Kueue's rules in virtual time: the wall the admitter and preemptor cores give on a configuration"
+        " when every hop between the services takes a set time (no bus, no processes)",
+    )
+    rules.add_argument(
+        "--config", type=Path, required=True, metavar="GENERATOR", help="a Kueue scheduler-performance generator.yaml"
+    )
+    rules.add_argument(
+        "--hop-ms",
+        action="append",
+        default=None,
+        metavar="MS[,MS,MS,MS]",
+        help="one run per use: every hop this many ms, or admitter,preemptor,dispatch,report ms"
+        " (default: 0, 1, 5, 10 and 20)",
+    )
+    rules.set_defaults(run=_run_bench_rules)
 
     events = sub.add_parser("events", help="the event vocabulary")
     events_sub = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
@@ -868,6 +885,54 @@ def _run_bench_core(args: argparse.Namespace) -> int:
         f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
         f"{os.cpu_count()} CPUs"
     )
+    return 0
+
+
+def _run_bench_rules(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from kueue_es.perfbench import generator, ideal, rules
+
+    try:
+        hops = [rules.parse_hops(text) for text in (args.hop_ms or ["0", "1", "5", "10", "20"])]
+        generated = generator.generate(generator.load_config(args.config))
+    except (generator.ConfigError, ValueError) as err:
+        print(f"kueue-es bench rules: {err}", file=sys.stderr)
+        return 2
+    planned = generated.planned()
+    bound = ideal.ideal_bound(generated, planned)
+    classes = sorted({wl.class_name for wl in planned})
+    table = Table(title=f"kueue-es bench rules {args.config}: Kueue's rules (our cores) in virtual time")
+    table.add_column("hops ms: admitter / preemptor / dispatch / report")
+    table.add_column("wall s", justify="right")
+    table.add_column("/ ideal", justify="right")
+    table.add_column("evictions " + " / ".join(classes), justify="right")
+    table.add_column("avg time to admission s " + " / ".join(classes), justify="right")
+    table.add_column("nominations (answers evicting nothing new)", justify="right")
+    for hop in hops:
+        try:
+            result = rules.simulate(generated, hop, planned)
+        except rules.LivelockError as err:
+            print(f"kueue-es bench rules: {err}", file=sys.stderr)
+            return 1
+        table.add_row(
+            f"{hop.admitter_ms} / {hop.preemptor_ms} / {hop.dispatch_ms} / {hop.report_ms}",
+            f"{result.wall_ms / 1000:.1f}",
+            f"{result.wall_ms / max(bound.makespan_ms, 1):.2f}x",
+            " / ".join(f"{result.evictions[name]:,}" for name in classes),
+            " / ".join(f"{result.average_time_to_admission_ms.get(name, 0) / 1000:.1f}" for name in classes),
+            f"{result.nominations:,} ({result.answers_evicting_nothing_new:,})",
+        )
+    table.add_row(
+        "ideal bound (greedy, no preemption)",
+        f"{bound.makespan_ms / 1000:.1f}",
+        "1.00x",
+        " / ".join("0" for _ in classes),
+        " / ".join(f"{bound.classes[name].average_time_to_admission_ms / 1000:.1f}" for name in classes),
+        "0",
+    )
+    Console(soft_wrap=True, width=max(Console().width, 130)).print(table)
     return 0
 
 

@@ -1,0 +1,89 @@
+"""``kueue-es bench rules``: Kueue's rules (the deciders' cores) in virtual time, checked by hand."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kueue_es.perfbench import generator, ideal, rules
+from tests.bench.configs import TINY
+
+# One ClusterQueue of 2 CPU that preempts lower priorities: smalls (1 CPU, 1 s, priority 1) at 100
+# and 200 ms, a big (2 CPU, 0.5 s, priority 9) at 250 ms.
+PREEMPTING = TINY.replace("borrowingLimit: 0", "borrowingLimit: 0\n      withinClusterQueue: LowerPriority").replace(
+    "count: 3", "count: 2"
+)
+
+
+def simulate(text: str, hops: rules.Hops) -> rules.RulesResult:
+    return rules.simulate(generator.generate(generator.parse_config(yaml.safe_load(text))), hops)
+
+
+def test_without_hops_and_without_preemption_the_rules_give_the_ideal_and_kueues_slow_down() -> None:
+    """TINY preempts nothing (withinClusterQueue Never): as in the greedy ideal, the third small goes
+    past the big that does not fit when small 0 ends at 1100, but 1 ms later: the cycle at 1100 finds
+    the big head not fitting, and the next one comes after Kueue's slow-down (1 ms, runtime.SLOW_DOWN_FIRST);
+    small 2 runs 1101-2101, then the big to 2601."""
+    result = simulate(TINY, rules.Hops.every(0))
+    bound = ideal.ideal_bound(generator.generate(generator.parse_config(yaml.safe_load(TINY))))
+    assert bound.makespan_ms == 2_600
+    assert result.wall_ms == 2_601
+    assert result.average_time_to_admission_ms == {"big": 2_101 - 250, "small": (1_101 - 300) // 3}
+    assert sum(result.evictions.values()) == 0
+    assert result.admitted == 4
+
+
+def test_every_hop_delays_what_follows_it() -> None:
+    """In TINY small 0, small 2 and the big run one after another: each start waits for the admitter's
+    commit and the dispatch, each end for the report, so hops of 10 ms put the end at least 3 x 30 ms later."""
+    zero = simulate(TINY, rules.Hops.every(0))
+    hops = simulate(TINY, rules.Hops.every(10))
+    assert hops.wall_ms >= zero.wall_ms + 90
+    assert hops.admitted == 4 and sum(hops.evictions.values()) == 0
+
+
+def test_a_preemption_evicts_and_readmits() -> None:
+    """Zero hops: the big nominates at 250, the preemptor evicts both smalls, they stop, the big runs
+    250-750, the smalls are admitted again at 750 and run their whole second again."""
+    result = simulate(PREEMPTING, rules.Hops.every(0))
+    assert result.evictions == {"small": 2}
+    assert result.average_time_to_admission_ms == {"big": 0, "small": ((750 - 100) + (750 - 200)) // 2}
+    assert result.wall_ms == 1_750
+    assert (result.nominations, result.answers_evicting_nothing_new) == (1, 0)
+
+
+@pytest.mark.parametrize("admitter, preemptor, dispatch", [(10, 10, 10), (1, 2, 3), (5, 0, 20)])
+def test_a_preemptor_waits_for_three_hops(admitter: int, preemptor: int, dispatch: int) -> None:
+    """The big's nomination is on the log an admitter hop after its arrival, the evictions a preemptor hop
+    later, the smalls stopped a dispatch hop after that, when the admitter's next cycle admits the big."""
+    hops = rules.Hops(admitter_ms=admitter, preemptor_ms=preemptor, dispatch_ms=dispatch, report_ms=7)
+    result = simulate(PREEMPTING, hops)
+    assert result.average_time_to_admission_ms["big"] == admitter + preemptor + dispatch
+    assert result.evictions == {"small": 2}
+
+
+def test_hops_parse_and_refuse() -> None:
+    assert rules.parse_hops("7") == rules.Hops.every(7)
+    assert rules.parse_hops("1,2,3,4") == rules.Hops(admitter_ms=1, preemptor_ms=2, dispatch_ms=3, report_ms=4)
+    for bad in ("x", "1,2", "-1", "1,2,3,-4"):
+        with pytest.raises(ValueError, match="--hop-ms"):
+            rules.parse_hops(bad)
+    with pytest.raises(ValueError, match="negative"):
+        simulate(TINY, rules.Hops(admitter_ms=-1, preemptor_ms=0, dispatch_ms=0, report_ms=0))
+
+
+def test_the_command_prints_a_row_per_hop_setting(tmp_path: Path) -> None:
+    config = tmp_path / "generator.yaml"
+    config.write_text(PREEMPTING)
+    cli = [sys.executable, "-m", "kueue_es.cli", "bench", "rules", "--config", str(config)]
+    done = subprocess.run([*cli, "--hop-ms", "0", "--hop-ms", "0,0,0,10"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "0 / 0 / 0 / 0" in done.stdout and "0 / 0 / 0 / 10" in done.stdout
+    assert "1.7" in done.stdout  # the zero-hop wall, 1,750 ms
+    bad = subprocess.run([*cli, "--hop-ms", "fast"], capture_output=True, text=True, check=False)
+    assert bad.returncode == 2
+    assert "--hop-ms 'fast'" in bad.stderr
