@@ -96,25 +96,33 @@ def parse_hops(text: str) -> Hops:
 
 
 class LivelockError(RuntimeError):
-    """The deciders kept deciding at one virtual instant: with zero admitter and preemptor hops, an
-    admitter that nominates targets the preemptor answers with others (docs/benchmarks.md, "Kueue's
-    rules in virtual time") goes round without time passing; a hop of 1 ms or more lets the stops land."""
+    """The deciders kept deciding at one virtual instant: only possible with zero admitter and preemptor
+    hops, when their answers to each other go round without time passing (preemptor logic 21 answered some
+    nominations with victims already being evicted, and the admitter nominated them again: docs/benchmarks.md,
+    "Kueue's rules in virtual time"); a hop of 1 ms or more lets the stops land."""
 
 
-def simulate(generated: Generated, hops: Hops, planned: list[PlannedWorkload] | None = None) -> RulesResult:
+def simulate(
+    generated: Generated,
+    hops: Hops,
+    planned: list[PlannedWorkload] | None = None,
+    *,
+    preemptor: Decider = deciders.PREEMPTOR,
+) -> RulesResult:
     """Run ``generated``'s workloads through the deciders' cores on a virtual clock with ``hops``.
 
-    ``planned``: ``generated.planned()`` if the caller has it. Raises LivelockError (see its
-    docstring) and ValueError for negative hops."""
+    ``planned``: ``generated.planned()`` if the caller has it. ``preemptor``: the preemptor to run
+    (an earlier logic version of ``deciders.EARLIER`` shows how it decided). Raises LivelockError (see
+    its docstring) and ValueError for negative hops."""
     if min(hops.admitter_ms, hops.preemptor_ms, hops.dispatch_ms, hops.report_ms) < 0:
         raise ValueError(f"hops must not be negative: {hops}")
-    return _Run(generated, hops, generated.planned() if planned is None else planned).run()
+    return _Run(generated, hops, generated.planned() if planned is None else planned, preemptor=preemptor).run()
 
 
 class _Run:
     """The state of one virtual run (see :func:`simulate`)."""
 
-    def __init__(self, generated: Generated, hops: Hops, planned: list[PlannedWorkload]) -> None:
+    def __init__(self, generated: Generated, hops: Hops, planned: list[PlannedWorkload], *, preemptor: Decider) -> None:
         self.hops = hops
         self.planned = planned
         self.state = ClusterState()
@@ -131,7 +139,7 @@ class _Run:
         self.last_release_ms = START_MS
         roles: list[tuple[Decider, int]] = [
             (deciders.ADMITTER, hops.admitter_ms),
-            (deciders.PREEMPTOR, hops.preemptor_ms),
+            (preemptor, hops.preemptor_ms),
             (deciders.PLACER, hops.preemptor_ms),
         ]
         self.roles = roles

@@ -28,8 +28,15 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 21
-"""21: the gate ElasticJobsViaWorkloadSlices is on unless the Configuration sets it false (beta, on by default
+LOGIC_VERSION = 22
+"""22: a nomination whose search now finds only victims already being evicted, while the admitter nominated
+some not evicted yet, all still holding quota, is answered with the nominated ones (:func:`_nominated_instead`):
+the admitter decided it in its cycle's context, after entries that claim those evicted victims for themselves
+(Kueue's cycle: their targets in ``preemptedWorkloads``, this entry searched again without them,
+scheduler.go ``updateAssignmentIfNeeded``), which a nomination answered alone does not see. 21 and earlier
+answered with the evicted victims, evicted nothing new, and the admitter nominated it again next cycle, round
+after round until those victims stopped (11-19 answers a baseline run, 0-2 with 22; docs/benchmarks.md "Kueue's
+rules in virtual time"). 21: the gate ElasticJobsViaWorkloadSlices is on unless the Configuration sets it false (beta, on by default
 since Kueue v0.18), so a replacement slice's nomination asks only its delta with no gate set too; 20 and earlier
 took it as off unless set (:func:`kueue_es.scheduling.slices.with_gate_off_unless_set`). 20: with admission fair sharing, a LocalQueue deleted and created again orders the candidates as a new one,
 without its earlier history and dropped penalty records (Kueue PR #12891, as the admitter's since its logic 48;
@@ -78,8 +85,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
-"""Logic versions :func:`decide_as` still re-runs: 20 and earlier took the gate ElasticJobsViaWorkloadSlices as
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
+"""Logic versions :func:`decide_as` still re-runs: 21 and earlier answered a nomination with victims all being
+evicted already when the admitter nominated others (22 takes the nominated ones); 20 and earlier took the gate ElasticJobsViaWorkloadSlices as
 off when the Configuration did not set it (21 as on, Kueue v0.18+'s default); 19 and earlier kept the admission-fair-sharing history of a
 LocalQueue deleted and created again (20 leaves it out); 18 and earlier booked the quota of a nomination that fits now
 and of the waiting DeferredFit workloads but not their TAS domains (19 books both); 17 and earlier applied resource transformations in whole
@@ -129,6 +137,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         fitting_topology=True,
         afs_fresh=True,
         elastic_default_on=True,
+        nominated_when_search_evicts_nothing=True,
     )
 
 
@@ -141,7 +150,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 20 and earlier, the gate
+        """:func:`decide` as logic ``version`` decided: with 21 and earlier, a nomination answered with victims
+        all being evicted already when the admitter nominated others; with 20 and earlier, the gate
         ElasticJobsViaWorkloadSlices off unless the Configuration sets it; with 19 and earlier, a LocalQueue deleted and created
         again keeping its admission-fair-sharing history; with 18 and earlier, the TAS domains of a nomination
         that fits now and of the waiting DeferredFit workloads not booked; with 17 and earlier, resource transformations
@@ -178,6 +188,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             fitting_topology=version >= 19,
             afs_fresh=version >= 20,
             elastic_default_on=version >= 21,
+            nominated_when_search_evicts_nothing=version >= 22,
         )
 
     return decide_earlier
@@ -205,6 +216,7 @@ def _decide(
     fitting_topology: bool,
     afs_fresh: bool,
     elastic_default_on: bool,
+    nominated_when_search_evicts_nothing: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -254,6 +266,7 @@ def _decide(
             topology_booked=tas_targets,
             replacement_annotation=replacement_annotation,
             fitting_topology=fitting_topology,
+            nominated_when_search_evicts_nothing=nominated_when_search_evicts_nothing,
         )
         if batch.recompute_overlapping and deferred_claims:
             batch.waiting = _waiting(state)
@@ -290,6 +303,8 @@ class _Batch:
     topology_booked: bool = False
     replacement_annotation: bool = False
     fitting_topology: bool = False
+    nominated_when_search_evicts_nothing: bool = False
+    """Preemptor logic 22: see :func:`_nominated_instead`."""
     evicting: set[str] = field(default_factory=set)
     booked: list[tuple[str, dict[quota.FR, int]]] = field(default_factory=list)
     waiting: list[nominations.Waiting] = field(default_factory=list)
@@ -401,6 +416,10 @@ def _answer_usage(
         removed = frozenset(evicting) | {t.workload.key for t in chosen}
     else:
         removed = frozenset(t.workload.key for t in chosen)
+    if batch.nominated_when_search_evicts_nothing and topology_fits is None:
+        nominated = _nominated_instead(state, search, nomination, chosen, claimed=frozenset(batch.evicting))
+        if nominated is not None:
+            chosen, removed = nominated, removed | {t.workload.key for t in nominated}
     batch.booked.append((cq.metadata.name, usage))
     _book_topology(state, search, wl, nomination, removed=removed, batch=batch)
     evictions: list[types.Decision] = []
@@ -423,6 +442,37 @@ def _answer_usage(
             )
         )
     return [_with(issued, targets=chosen), *evictions]
+
+
+def _nominated_instead(
+    state: ClusterState,
+    search: Search,
+    nomination: types.PreemptionRequired,
+    chosen: list[types.PreemptionTarget],
+    *,
+    claimed: frozenset[str],
+) -> list[types.PreemptionTarget] | None:
+    """Preemptor logic 22: the nomination's targets, when the search's ``chosen`` are all being evicted
+    already (answering with them evicts nothing) while the nomination names some not evicted yet, every one
+    of them still a candidate holding quota (not released, the same UID) and none taken by an earlier answer
+    of the batch (``claimed``). None otherwise.
+
+    The admitter chose them in its cycle's context: entries before this one took the evicted victims for
+    themselves and booked their quota, and Kueue's cycle searches a later entry again with those victims gone
+    and that quota taken (scheduler.go ``updateAssignmentIfNeeded``, ``fits``), which a nomination answered
+    alone cannot see, so its fit is the admitter's to check, not re-checked here. The workload does not fit
+    without preemption (checked before), and the search finds it still needs victims: only which ones is
+    the cycle's question."""
+    if not nomination.targets or any(state.workloads[t.workload.key].eviction is None for t in chosen):
+        return None
+    fresh = False
+    for target in nomination.targets:
+        key = target.workload.key
+        candidate = search.pool.candidate(key, target.cluster_queue)
+        if candidate is None or candidate.uid != target.workload.uid or key in claimed:
+            return None
+        fresh = fresh or candidate.workload.eviction is None
+    return list(nomination.targets) if fresh else None
 
 
 def _book_topology(

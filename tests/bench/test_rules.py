@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kueue_es import deciders
 from kueue_es.perfbench import generator, ideal, rules
-from tests.bench.configs import TINY
+from kueue_es.services.preemptor import core as preemptor_core
+from tests.bench.configs import BASELINE, TINY
 
 # One ClusterQueue of 2 CPU that preempts lower priorities: smalls (1 CPU, 1 s, priority 1) at 100
 # and 200 ms, a big (2 CPU, 0.5 s, priority 9) at 250 ms.
@@ -87,3 +89,17 @@ def test_the_command_prints_a_row_per_hop_setting(tmp_path: Path) -> None:
     bad = subprocess.run([*cli, "--hop-ms", "fast"], capture_output=True, text=True, check=False)
     assert bad.returncode == 2
     assert "--hop-ms 'fast'" in bad.stderr
+
+
+def test_preemptor_logic_21_looped_with_the_admitter_at_zero_hops_and_22_does_not() -> None:
+    """Kueue's baseline, hops 0 / 0 / 5 / 5: preemptor logic 21 answered a nomination with victims already
+    being evicted, the admitter nominated it again, and with no hop no time passed (docs/benchmarks.md, "Kueue's
+    rules in virtual time"); the installed logic answers with the nominated victims and the run ends."""
+    generated = generator.generate(generator.parse_config(yaml.safe_load(BASELINE)))
+    hops = rules.Hops(admitter_ms=0, preemptor_ms=0, dispatch_ms=5, report_ms=5)
+    # only the first 6.3 s of the streams: logic 21's loop starts at 6.17 s
+    planned = [wl for wl in generated.planned() if wl.offset_ms <= 6_300]
+    with pytest.raises(rules.LivelockError, match="without time passing"):
+        rules.simulate(generated, hops, planned, preemptor=deciders.EARLIER[(preemptor_core.ROLE, 21)])
+    result = rules.simulate(generated, hops, planned)
+    assert result.admitted == len(planned)
