@@ -29,7 +29,7 @@ from kueue_es import deciders
 from kueue_es.events import codec, models, subjects, types
 from kueue_es.events.bus.base import Bus, LogMessage, OutgoingMessage, PublishAck
 from kueue_es.projections import batches
-from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.projections.cluster import ClusterState, apply, apply_outputs
 from kueue_es.services.runtime import MAX_BATCH, build_batch, fold_message
 
 BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -126,14 +126,7 @@ def _run_to_completion(state: ClusterState, *, seq: int) -> tuple[float, float, 
         cycles += 1
         now += 1_000
         started = time.perf_counter()
-        pending = types.PendingOutcome
-        for event in out:
-            if type(event) is not pending:
-                seq += 1
-                apply(state, event, seq=seq)
-        for event in out:  # the record's pending outcomes, after the outputs (projections.batches),
-            if type(event) is pending:  # each folded as the WorkloadInadmissible it stands for
-                apply(state, event, seq=seq)
+        seq = apply_outputs(state, out, seq=seq)
         fold_s += time.perf_counter() - started
         decisions += len(out)
         placements += sum(isinstance(e, types.TopologyAssigned) for e in out)

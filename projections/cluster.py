@@ -18,7 +18,7 @@ import heapq
 import re
 import sys
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Never, NoReturn, cast
 
@@ -520,6 +520,32 @@ IGNORED: Final[tuple[type[types.Event], ...]] = (
     types.ChildJobObserved,
 )
 _IGNORED_EXACT: Final[frozenset[type[types.Event]]] = frozenset(IGNORED)
+
+
+def apply_outputs(
+    state: ClusterState,
+    outputs: Iterable[types.Event | types.PendingOutcome | types.FinishedRelease],
+    *,
+    seq: int,
+) -> int:
+    """Fold one decider cycle's ``outputs`` (``Decider.decide``'s list, in its order) into ``state`` in
+    the order every reader folds the DecisionRecord they make (:mod:`kueue_es.projections.batches`):
+    the releases and decisions first, each at its own sequence from ``seq + 1``, then the pending
+    outcomes at the last of those, so a release among the outputs (a requeue trigger) comes before the
+    workloads the cycle parked. Returns the last sequence used (``seq`` itself when there were only
+    pending outcomes). For callers that run the cores without a log (``kueue-es bench core``,
+    ``kueue-es bench rules``); raises what :func:`apply` raises."""
+    pending = types.PendingOutcome
+    parked: list[types.PendingOutcome] = []
+    for event in outputs:
+        if type(event) is pending:
+            parked.append(event)
+        else:
+            seq += 1
+            apply(state, event, seq=seq)
+    for event in parked:
+        apply(state, event, seq=seq)
+    return seq
 
 
 def apply(

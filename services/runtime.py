@@ -147,6 +147,17 @@ cycles once per commit round trip while releases and arrivals keep touching a co
 fits, and records a number that changes every time: in the baseline bench at 50 writes/s three
 commits in four carried nothing else."""
 
+
+def slow_down_seconds(step: int) -> float:
+    """Seconds to wait before the next cycle after ``step`` + 1 cycles in a row that committed only
+    pending outcomes (``step`` counts from 0): :data:`SLOW_DOWN_FIRST` doubling up to
+    :data:`SLOW_DOWN_MAX` (Kueue pkg/util/wait/backoff.go). ``kueue-es bench rules`` paces its
+    virtual deciders with it too. Raises ValueError for a negative ``step``."""
+    if step < 0:
+        raise ValueError(f"slow-down step {step}: must be 0 or more")
+    return min(SLOW_DOWN_MAX, SLOW_DOWN_FIRST * (1 << min(step, 8)))
+
+
 TIMER_GAP_MS = round(SLOW_DOWN_MAX * 1000)
 """Milliseconds at least between a cycle and the next one a decider's timer brings (:meth:`DeciderLoop._note_wake`):
 the longest a slowed-down decider waits between cycles (:data:`SLOW_DOWN_MAX`)."""
@@ -843,7 +854,7 @@ class DeciderLoop:
         if decided or self.stepped:
             self._slow_step, self._slow_until = 0, 0.0
             return
-        delay = min(SLOW_DOWN_MAX, SLOW_DOWN_FIRST * (1 << min(self._slow_step, 8)))
+        delay = slow_down_seconds(self._slow_step)
         self._slow_step += 1
         self._slow_until = asyncio.get_running_loop().time() + delay
 

@@ -36,13 +36,11 @@ from kueue_es import deciders
 from kueue_es.events import types
 from kueue_es.perfbench.generator import Generated, PlannedWorkload, object_facts, workload_fact
 from kueue_es.projections import partitions
-from kueue_es.projections.cluster import ClusterState, apply
-from kueue_es.services.runtime import SLOW_DOWN_FIRST, SLOW_DOWN_MAX, YIELD_SECONDS, Decider
+from kueue_es.projections.cluster import ClusterState, apply, apply_outputs
+from kueue_es.services.runtime import YIELD_SECONDS, Decider, slow_down_seconds
 
 START_MS = 1_000_000_000_000
 """The virtual clock's start (ms since the epoch): the streams start here."""
-SLOW_DOWN_FIRST_MS = round(SLOW_DOWN_FIRST * 1000)
-SLOW_DOWN_MAX_MS = round(SLOW_DOWN_MAX * 1000)
 MAX_STEPS_AT_ONE_INSTANT = 10_000
 """Decider cycles at one virtual instant before the run is called a livelock (zero hops only)."""
 
@@ -207,13 +205,7 @@ class _Run:
     def _commit(self, now: int, outputs: list[types.Output]) -> None:
         """A cycle's decisions on the log: folded as every reader folds a record (its outputs, then its
         pending outcomes), and acted on by the dispatcher after ``dispatch_ms``."""
-        pending = types.PendingOutcome
-        for event in outputs:
-            if type(event) is not pending:
-                self._fold(event)
-        for event in outputs:
-            if type(event) is pending:
-                apply(self.state, event, seq=self.seq)
+        self.seq = apply_outputs(self.state, outputs, seq=self.seq)
         evicted_now = {e.workload.key for e in outputs if isinstance(e, types.EvictionRequested)}
         for event in outputs:
             if isinstance(event, types.PreemptionRequired):
@@ -247,9 +239,9 @@ class _Run:
             decided = sum(type(e) is not types.PendingOutcome for e in outputs)
             self.result.decisions += decided
             # a record of pending outcomes only is committed too, and the next cycle slows down after it
-            # as the runner's does (Kueue's backoff after a cycle that admits nothing: runtime.SLOW_DOWN_FIRST)
+            # as the runner's does (Kueue's backoff after a cycle that admits nothing: runtime.slow_down_seconds)
             step = self.slow_steps[decider.role] = 0 if decided else self.slow_steps[decider.role] + 1
-            slow_ms = 0 if not step else min(SLOW_DOWN_MAX_MS, SLOW_DOWN_FIRST_MS << min(step - 1, 8))
+            slow_ms = round(slow_down_seconds(step - 1) * 1000) if step else 0
             self.busy_until[decider.role] = now + hop + slow_ms
             self._at(now + hop, "commit", outputs)
             if slow_ms:
