@@ -1616,6 +1616,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             and _has_default_priority_class(self._store),
             elastic_jobs=self.elastic,
             owners=owners,
+            topology_aware_scheduling=self.feature_gates.get("TopologyAwareScheduling", True),
         )
 
     def _owners(

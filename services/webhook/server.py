@@ -410,6 +410,9 @@ def app(
             elastic_jobs=elastic_jobs,
             multikueue_queue=uses_multikueue,
             owners=owners,
+            # off, pods get no kueue.x-k8s.io/topology gate and TAS annotations go unchecked, as the watcher
+            # builds their pod sets without a topology request (Kueue's job webhooks read the gate too)
+            topology_aware_scheduling=gates.get("TopologyAwareScheduling", True),
         )
         if (
             verb == "validate"

@@ -18,6 +18,7 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.events import models
+from kueue_es.events.manager_config import FEATURE_GATE_DEPENDENCIES
 from kueue_es.jobframework import webhooks
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.services.webhook import server
@@ -272,6 +273,32 @@ async def test_a_queued_pod_is_taken_but_not_in_kube_system(queued_only: k8s_cli
     assert await create_pod(queued_only, pod("pod-with-queue-name", queue="user-queue"))
     assert not await create_pod(queued_only, pod("pod-with-queue-name", "kube-system", queue="user-queue"))
     assert not await create_pod(queued_only, pod("pod-without-queue-name"))
+
+
+TAS_OFF = {  # TopologyAwareScheduling off, with the gates on by default that depend on it (manager_config)
+    "TopologyAwareScheduling": False,
+    **{gate: False for gate, needs in FEATURE_GATE_DEPENDENCIES.items() if "TopologyAwareScheduling" in needs},
+}
+
+
+def scheduling_gates(obj: dict[str, Any]) -> list[str]:
+    return [gate["name"] for gate in obj["spec"].get("schedulingGates") or []]
+
+
+async def test_a_queued_pod_gets_the_topology_gate_only_with_tas_on() -> None:
+    """pod_webhook.go Default adds ``kueue.x-k8s.io/topology`` only with the gate TopologyAwareScheduling on: off,
+    the watcher builds the pod's pod set without a topology request, so no placer would ever lift that gate
+    and the pod would never be scheduled. The emulated API server and ``kueue-es service webhook`` both."""
+    async for api in serve(feature_gates=TAS_OFF):
+        created = await client.create_object(api, resources.PODS, namespace=MANAGED, body=pod("p", queue="q"))
+        assert scheduling_gates(created) == [GATE]
+    async for api in serve():
+        created = await client.create_object(api, resources.PODS, namespace=MANAGED, body=pod("p", queue="q"))
+        assert scheduling_gates(created) == [GATE, "kueue.x-k8s.io/topology"]
+    for gates, want in ((TAS_OFF, [GATE]), ({}, [GATE, "kueue.x-k8s.io/topology"])):
+        obj = pod("p", queue="q")
+        response = await answer(server.app(feature_gates=gates), "mutate", obj, None, operation="CREATE")
+        assert scheduling_gates(jsonpatch.apply_patch(obj, json.loads(base64.b64decode(response["patch"])))) == want
 
 
 async def test_every_pod_is_taken_under_manage_jobs_without_queue_name() -> None:
