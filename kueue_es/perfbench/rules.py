@@ -75,8 +75,10 @@ class RulesResult:
     cycles: int = 0
     nominations: int = 0
     answers_evicting_nothing_new: int = 0
-    """Answers with targets that were all being evicted already: the admitter nominated targets the
-    preemptor's search does not take (docs/benchmarks.md, "Kueue's rules in virtual time")."""
+    """Answers with targets that were all being evicted already, so they evict nothing new: a workload
+    waiting for evictions in flight (Kueue's "Pending the preemption of N workload(s)"), or before
+    preemptor logic 22 the preemptor's search not taking the admitter's nominated targets (docs/benchmarks.md,
+    "Kueue's rules in virtual time")."""
 
 
 def parse_hops(text: str) -> Hops:
