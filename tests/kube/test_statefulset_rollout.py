@@ -107,7 +107,14 @@ async def test_set_image_rolls_down_to_the_partition_then_rollout_completes(
         def complete(s: dict[str, Any], ps: list[dict[str, Any]]) -> bool:
             status = s.get("status", {})
             update = status.get("updateRevision")
-            return running(ps) and revisions(ps) == [update] * 3 and status.get("currentRevision") == update
+            # a status written while the last pod was being made again counts two live pods, both updated, and
+            # names the update revision current already: wait for the one written after it came back
+            return (
+                running(ps)
+                and revisions(ps) == [update] * 3
+                and status.get("currentRevision") == update
+                and status.get("replicas") == 3
+            )
 
         sts, pods = await until(api, complete)
         assert sts["status"]["updateRevision"] == second and sts["status"]["currentReplicas"] == 3
