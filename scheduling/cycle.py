@@ -79,6 +79,7 @@ def run(
     tas_recompute: bool = True,
     preemption_gates: bool = True,
     needs_tas_flavors: bool = True,
+    reads_tas_gate: bool = True,
     afs_pending: bool = True,
     admission_gated_by: bool = True,
     keep_spent_bookmark: bool = True,
@@ -126,6 +127,11 @@ def run(
     ``needs_tas_flavors`` (admitter logic 29; False: 28 and earlier, for replay): a pod set asking for
     TAS in a ClusterQueue without TAS flavors stays pending (Kueue's ErrNoTASCacheInformation,
     :meth:`~kueue_es.scheduling.tas.cycle.CycleTopology.wanted`); False admits it without a placement.
+
+    ``reads_tas_gate`` (admitter logic 50; False: 49 and earlier, for replay): with the gate
+    TopologyAwareScheduling off, no flavor is a TAS flavor and no topology request is checked or placed
+    (:class:`~kueue_es.scheduling.tas.cycle.CycleTopology`); False treated a flavor naming a topology as a
+    TAS flavor whatever the gate said.
 
     A workload whose ``spec.active`` was set false by hand while its job runs is evicted first
     (``Deactivated``, "The workload is deactivated"), and keeps its quota until its job stops
@@ -316,6 +322,7 @@ def run(
         balanced_slice_size=balanced_slice_size,
         preferred_affinity=preferred_affinity,
         needs_tas_flavors=needs_tas_flavors,
+        reads_tas_gate=reads_tas_gate,
     )
     if state.checks_due or state.timed or state.backoffs:
         failed_passes: list[types.Decision] = []

@@ -297,6 +297,7 @@ class Picker:
         "may_preempt_borrowing",
         "tas_levels",
         "tas_only",
+        "topology_aware",
         "preempting",
         "memo",
         "kueue_reasons",
@@ -311,6 +312,7 @@ class Picker:
         *,
         fair_sharing: bool,
         topologies: dict[str, models.Topology] | None = None,
+        topology_aware: bool = True,
         kueue_reasons: bool = True,
         fit_clears_reasons: bool = True,
     ) -> None:
@@ -342,11 +344,14 @@ class Picker:
                     self.frs.setdefault(fq.name, {})[resource] = tree.fr(fq.name, resource)
         # TAS flavors of the ClusterQueue -> their topology's levels (None: Topology unknown), and
         # whether every flavor is a TAS flavor (a TAS-only ClusterQueue, A.1).
+        # With the gate TopologyAwareScheduling off (``topology_aware`` False) no flavor is a TAS flavor and no
+        # pod set's topology request is checked against one (Kueue's cache.go handleTASFlavor, flavorassigner.go).
+        self.topology_aware = topology_aware
         self.tas_levels: dict[str, tuple[str, ...] | None] = {}
         listed = [fq.name for group in cq.spec.resource_groups for fq in group.flavors]
         for name in listed:
             obj = flavors.get(name)
-            if obj is not None and obj.spec.topology_name:
+            if topology_aware and obj is not None and obj.spec.topology_name:
                 topology = (topologies or {}).get(obj.spec.topology_name)
                 self.tas_levels[name] = tuple(topology.level_keys) if topology is not None else None
         self.tas_only = bool(listed) and all(name in self.tas_levels for name in listed)
@@ -673,13 +678,13 @@ class Picker:
                 )
                 continue
             mismatch = "" if open_to_all else _eligibility_problem(ps, flavor, go_taint=self.kueue_reasons)
-            if not mismatch and (self.tas_levels or ps.topology_request is not None):
+            if not mismatch and self.topology_aware and (self.tas_levels or ps.topology_request is not None):
                 mismatch = self._tas_problem(ps, flavor_name, flavor, group)
             for other in others:  # a pod set group: the flavor must suit every member (§5.2)
                 if mismatch:
                     break
                 mismatch = "" if open_to_all else _eligibility_problem(other, flavor, go_taint=self.kueue_reasons)
-                if not mismatch and (self.tas_levels or other.topology_request is not None):
+                if not mismatch and self.topology_aware and (self.tas_levels or other.topology_request is not None):
                     mismatch = self._tas_problem(other, flavor_name, flavor, group)
             if mismatch:
                 problems.append(mismatch)

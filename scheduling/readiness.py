@@ -102,7 +102,9 @@ def cluster_queue_active(cq: models.ClusterQueue, *, state: ClusterState) -> Act
         reasons.append(reason)
         messages.append(message)
     topologies = state.topology.topologies
-    for name in sorted(dict.fromkeys(flavor_names)):
+    # with the gate TopologyAwareScheduling off no flavor is a TAS flavor (Kueue's cache.go handleTASFlavor)
+    tas_flavor_names = flavor_names if state.configuration.feature_gates.get("TopologyAwareScheduling", True) else []
+    for name in sorted(dict.fromkeys(tas_flavor_names)):
         flavor = state.flavors.get(name)
         topology = flavor.spec.topology_name if flavor is not None else ""
         if topology and topology not in topologies:

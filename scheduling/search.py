@@ -85,10 +85,10 @@ class Search:
         # A flavor picker per ClusterQueue, kept across cycles until an object changes (every
         # change of a ClusterQueue, flavor or the Configuration is a trigger) or a new quota tree.
         kept = state.caches.get("admitter.pickers")
-        key = (state.objects_version, tree, self.fair, kueue_reasons, fit_clears_reasons)
-        if not isinstance(kept, tuple) or kept[:5] != key:
+        key = (state.objects_version, tree, self.fair, kueue_reasons, fit_clears_reasons, self.tas.enabled)
+        if not isinstance(kept, tuple) or kept[:6] != key:
             kept = state.caches["admitter.pickers"] = (*key, {})
-        self._pickers: dict[str, flavors.Picker] = kept[5]
+        self._pickers: dict[str, flavors.Picker] = kept[6]
         self.kueue_reasons = kueue_reasons
         self.fit_clears_reasons = fit_clears_reasons
 
@@ -246,6 +246,7 @@ class Search:
                 self.state.flavors,
                 fair_sharing=self.fair,
                 topologies=self.state.topology.topologies,
+                topology_aware=self.tas.enabled,
                 kueue_reasons=self.kueue_reasons,
                 fit_clears_reasons=self.fit_clears_reasons,
             )

@@ -104,7 +104,15 @@ class CycleTopology:
 
     ``needs_tas_flavors`` (default on; off: admitter logic 28 and earlier, preemptor logic 12 and
     earlier, for replay): a pod set asking for TAS in a ClusterQueue with no TAS flavor is refused
-    (:meth:`wanted`); off, it is admitted without a topology assignment."""
+    (:meth:`wanted`); off, it is admitted without a topology assignment.
+
+    ``reads_tas_gate`` (default on; off: admitter logic 49 and earlier, preemptor logic 22 and earlier,
+    for replay): with the Configuration's gate TopologyAwareScheduling off, nothing is TAS (``enabled``
+    False): Kueue's cache then takes no flavor as a TAS flavor (cache.go ``handleTASFlavor``) and its
+    flavor assigner neither checks nor places topology requests (flavorassigner.go, every TAS step
+    behind the gate), so a pod set is assigned flavors and admitted on quota alone, a topology request
+    or a flavor's ``topologyName`` notwithstanding, and preemption searches by quota alone (Kueue PR
+    #8167). Off, the gate was not read."""
 
     def __init__(
         self,
@@ -115,13 +123,19 @@ class CycleTopology:
         balanced_slice_size: bool = True,
         preferred_affinity: bool = True,
         needs_tas_flavors: bool = True,
+        reads_tas_gate: bool = True,
     ) -> None:
         self.state = state
         self.needs_tas_flavors = needs_tas_flavors
+        self.enabled = not reads_tas_gate or state.configuration.feature_gates.get("TopologyAwareScheduling", True)
         # A.14: replacement slices placed around the slice they replace (admitter logic 14 on)
         self.elastic = elastic_slices and slices.tas_gate_enabled(state.configuration.feature_gates)
         self.released = tuple(k for k in released if (wl := state.workloads.get(k)) is not None and wl.tas_usage)
-        self.active = bool(state.topology.topologies) and any(f.spec.topology_name for f in state.flavors.values())
+        self.active = (
+            self.enabled
+            and bool(state.topology.topologies)
+            and any(f.spec.topology_name for f in state.flavors.values())
+        )
         self.added: Usage = {}
         # Names the contents of :meth:`usage`: a serial per instance and a version bumped by
         # every :meth:`add` (the placer reuses phase-1 capacities while they stay equal).
@@ -155,7 +169,9 @@ class CycleTopology:
         preferred topology request is refused with Kueue's message (only unconstrained, explicit
         or implied, is supported), and each pod set of a slice replacing ``replaced`` carries that
         slice's assignment of it as ``previous``. A ClusterQueue without TAS flavors: see
-        :meth:`without_tas_flavors`."""
+        :meth:`without_tas_flavors`. With the gate TopologyAwareScheduling off (not ``enabled``): none."""
+        if not self.enabled:
+            return []
         if not picker.tas_levels:
             return self.without_tas_flavors(wl, assignment) or []
         specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
@@ -211,7 +227,7 @@ class CycleTopology:
         A pod set requesting a resource is refused a non-TAS flavor by the flavor check already; a
         grouped leader requesting nothing, whose group took non-TAS flavors, gets here
         (flavorassigner_test.go 'leader in group where peer resolves to non-TAS flavor is rejected')."""
-        if not self.needs_tas_flavors:
+        if not self.needs_tas_flavors or not self.enabled:
             return ""
         pod_sets = wl.workload.spec.pod_sets
         for ps in pod_sets:  # the common case first: no pod set asks, so the assignment is not unflattened

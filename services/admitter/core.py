@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues, slices
 
-LOGIC_VERSION = 49
+LOGIC_VERSION = 50
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -68,8 +68,12 @@ EARLIER_LOGIC_VERSIONS = (
     46,
     47,
     48,
+    49,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 48 and earlier took the
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 49 and earlier took a
+flavor naming a topology as a TAS flavor with the gate TopologyAwareScheduling off (50 reads the gate: off, no
+flavor is a TAS flavor and topology requests are neither checked nor placed, as Kueue's cache and flavor
+assigner, :class:`kueue_es.scheduling.tas.cycle.CycleTopology` ``enabled``). 48 and earlier took the
 gate ElasticJobsViaWorkloadSlices as off when the Configuration did not set it (49 as on, Kueue's default since
 v0.18, beta: a replacement slice of a Configuration without featureGates asks only its delta and pins the
 flavors its slice holds; :func:`kueue_es.scheduling.slices.with_gate_off_unless_set`). 47 and earlier kept the
@@ -221,6 +225,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         tas_recompute=True,
         preemption_gates=True,
         needs_tas_flavors=True,
+        reads_tas_gate=True,
         priority_triggers=True,
         quota_check_gate=True,
         afs_pending=True,
@@ -267,6 +272,7 @@ def _decide(
     tas_recompute: bool,
     preemption_gates: bool,
     needs_tas_flavors: bool,
+    reads_tas_gate: bool,
     priority_triggers: bool,
     quota_check_gate: bool,
     afs_pending: bool,
@@ -333,6 +339,7 @@ def _decide(
             tas_recompute=tas_recompute,
             preemption_gates=preemption_gates,
             needs_tas_flavors=needs_tas_flavors,
+            reads_tas_gate=reads_tas_gate,
             priority_triggers=priority_triggers,
             afs_pending=afs_pending,
             admission_gated_by=admission_gated_by,
@@ -364,6 +371,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 49 took a flavor naming a topology as a TAS flavor with the gate TopologyAwareScheduling off.
     Versions 9 to 48 took the gate ElasticJobsViaWorkloadSlices as off when the Configuration did not set it.
     Versions 9 to 47 kept the admission-fair-sharing history of a LocalQueue deleted and created again.
     Versions 9 to 46 took a victim that was both a target and an earlier victim of the cycle out twice in the
@@ -473,6 +481,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             tas_recompute=tas_recompute,
             preemption_gates=preemption_gates,
             needs_tas_flavors=version >= 29,
+            reads_tas_gate=version >= 50,
             priority_triggers=priority_triggers,
             quota_check_gate=quota_check_gate,
             afs_pending=afs_pending,

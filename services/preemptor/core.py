@@ -28,8 +28,11 @@ from kueue_es.scheduling import preemption as targets
 from kueue_es.scheduling.search import Search
 from kueue_es.scheduling.tas import cycle as tas_cycle
 
-LOGIC_VERSION = 22
-"""22: a nomination whose search now finds only victims already being evicted, while the admitter nominated
+LOGIC_VERSION = 23
+"""23: with the gate TopologyAwareScheduling off, no flavor is a TAS flavor: a nomination is checked and its
+targets searched on quota alone, a flavor's ``topologyName`` notwithstanding, as Kueue's preemptor with the gate
+off since PR #8167 (:class:`~kueue_es.scheduling.tas.cycle.CycleTopology` ``enabled``; admitter logic 50 assigns
+flavors the same way). 22: a nomination whose search now finds only victims already being evicted, while the admitter nominated
 some not evicted yet, all still holding quota, is answered with the nominated ones (:func:`_nominated_instead`):
 the admitter decided it in its cycle's context, after entries that claim those evicted victims for themselves
 (Kueue's cycle: their targets in ``preemptedWorkloads``, this entry searched again without them,
@@ -85,8 +88,9 @@ stopped workloads hold none), a workload that fits now evicts nobody, and the ta
 the ones Kueue's search finds on the state evicted on (4 kept the nominated ones while they made
 the workload fit, counting the quota of finished workloads not yet released; issue 18)."""
 ROLE = "preempt"
-EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21)
-"""Logic versions :func:`decide_as` still re-runs: 21 and earlier answered a nomination with victims all being
+EARLIER_LOGIC_VERSIONS = (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22)
+"""Logic versions :func:`decide_as` still re-runs: 22 and earlier took a flavor naming a topology as a TAS flavor
+with the gate TopologyAwareScheduling off (23 reads the gate); 21 and earlier answered a nomination with victims all being
 evicted already when the admitter nominated others (22 takes the nominated ones); 20 and earlier took the gate ElasticJobsViaWorkloadSlices as
 off when the Configuration did not set it (21 as on, Kueue v0.18+'s default); 19 and earlier kept the admission-fair-sharing history of a
 LocalQueue deleted and created again (20 leaves it out); 18 and earlier booked the quota of a nomination that fits now
@@ -138,6 +142,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         afs_fresh=True,
         elastic_default_on=True,
         nominated_when_search_evicts_nothing=True,
+        reads_tas_gate=True,
     )
 
 
@@ -150,7 +155,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
         )
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Decision]:
-        """:func:`decide` as logic ``version`` decided: with 21 and earlier, a nomination answered with victims
+        """:func:`decide` as logic ``version`` decided: with 22 and earlier, a flavor naming a topology taken as a
+        TAS flavor whatever the gate TopologyAwareScheduling said; with 21 and earlier, a nomination answered with victims
         all being evicted already when the admitter nominated others; with 20 and earlier, the gate
         ElasticJobsViaWorkloadSlices off unless the Configuration sets it; with 19 and earlier, a LocalQueue deleted and created
         again keeping its admission-fair-sharing history; with 18 and earlier, the TAS domains of a nomination
@@ -189,6 +195,7 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             afs_fresh=version >= 20,
             elastic_default_on=version >= 21,
             nominated_when_search_evicts_nothing=version >= 22,
+            reads_tas_gate=version >= 23,
         )
 
     return decide_earlier
@@ -217,6 +224,7 @@ def _decide(
     afs_fresh: bool,
     elastic_default_on: bool,
     nominated_when_search_evicts_nothing: bool,
+    reads_tas_gate: bool,
 ) -> list[types.Decision]:
     if not state.nominations:
         return []
@@ -246,6 +254,7 @@ def _decide(
             released=() if released_hold_topology else released,
             preferred_affinity=preferred_affinity,
             needs_tas_flavors=needs_tas_flavors,
+            reads_tas_gate=reads_tas_gate,
         )
         search = Search(
             state,

@@ -123,6 +123,18 @@ def test_a_tas_flavor_without_its_topology_is_topology_not_found() -> None:
     )
 
 
+def test_with_the_tas_gate_off_a_flavor_naming_a_missing_topology_is_no_tas_flavor() -> None:
+    """Kueue's cache takes no flavor as a TAS flavor with the gate TopologyAwareScheduling off (cache.go
+    handleTASFlavor), so its ClusterQueue is active: the deciders admit on quota alone then (docs/tas.md)."""
+    tas = flavor("default-flavor")
+    tas["spec"]["topologyName"] = "default"
+    gate_off = types.ConfigurationObserved(
+        configuration=models.Configuration(feature_gates={"TopologyAwareScheduling": False})
+    )
+    view = fold(gate_off, tas, cluster_queue("cluster-queue"))
+    assert cq_active(view) == readiness.Active(True, "Ready", "Can admit new workloads")
+
+
 def test_local_queue_stopped_or_without_its_cluster_queue() -> None:
     stopped = local_queue("stopped", "cluster-queue")
     stopped["spec"]["stopPolicy"] = "HoldAndDrain"
