@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -38,7 +37,7 @@ from kueue_es.events.manifests import load_documents
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, replay_url, summary
 from kueue_es.services.kube import client as kube
-from kueue_es.services.runtime import cancel_and_wait, configure_logging
+from kueue_es.services.runtime import cancel_and_wait, cancel_on_stop_signals, configure_logging
 from kueue_es.services.watcher.kinds import LIMIT_RANGES, RUNTIME_CLASSES
 from kueue_es.sim.autoscaler import FakeAutoscaler
 from kueue_es.sim.controllers import SimulatedControllers
@@ -82,13 +81,6 @@ _STYLES = {
     "requeued": "yellow",
     "deactivated": "bold red",
 }
-
-
-def stop_on_sigterm() -> None:
-    """Make SIGTERM stop the current task like Ctrl-C does, so every ``finally`` stops the services."""
-    task = asyncio.current_task()
-    if task is not None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
 
 
 def demo_manifests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -212,7 +204,7 @@ async def run_demo(
     Jobs run a high-priority Job arrives and evicts some of them (they run again later).
     """
     console = Console(soft_wrap=True)
-    stop_on_sigterm()
+    cancel_on_stop_signals()
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-demo-"))
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     log_file = (run_dir / "logs" / "demo.log").open("a")

@@ -34,7 +34,7 @@ import yaml
 from rich.console import Console
 
 from kueue_es import deciders
-from kueue_es.demo import TimelinePrinter, demo_manifests, stop_on_sigterm
+from kueue_es.demo import TimelinePrinter, demo_manifests
 from kueue_es.events import codec, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
@@ -42,7 +42,7 @@ from kueue_es.events.bus.server import LocalAuth, NatsServer
 from kueue_es.events.manifests import load_documents
 from kueue_es.replay import replay_bus, summary
 from kueue_es.services.kube import client as kube
-from kueue_es.services.runtime import cancel_and_wait, configure_logging
+from kueue_es.services.runtime import cancel_and_wait, cancel_on_stop_signals, configure_logging
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import CREDS_DIR, MULTIKUEUE_EDGE, SERVICES, Supervisor
@@ -385,7 +385,7 @@ async def run_multikueue_demo(
     """Run the MultiKueue demo; 0 when every Job finished on the manager, one was re-dispatched after
     its worker was lost, and the manager's replay matched."""
     console = Console(soft_wrap=True)
-    stop_on_sigterm()
+    cancel_on_stop_signals()
     run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-mk-demo-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     log_file = (run_dir / "demo.log").open("a")

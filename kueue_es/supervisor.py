@@ -781,13 +781,6 @@ async def missing_crds(api: Any) -> list[str]:
     return [kind.name for kind in crds.KINDS if kind.plural not in served]
 
 
-def _stop_on_sigterm() -> None:
-    """Make SIGTERM stop the current task like Ctrl-C does, so every ``finally`` stops the services."""
-    task = asyncio.current_task()
-    if task is not None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-
-
 async def _check_cluster(args: argparse.Namespace, kube_args: list[str]) -> str | None:
     """Ask the cluster ``up`` will run against whether it serves the CRDs; returns an error, or None."""
     from kueue_es.services.kube import client as kube
@@ -902,14 +895,14 @@ async def run_up(args: argparse.Namespace) -> int:
     from kueue_es import user_roles
     from kueue_es.events.bus import nats as nats_bus
     from kueue_es.services.kube import client as kube
-    from kueue_es.services.runtime import cancel_and_wait, configure_logging
+    from kueue_es.services.runtime import cancel_and_wait, cancel_on_stop_signals, configure_logging
     from kueue_es.sim.autoscaler import FakeAutoscaler
     from kueue_es.sim.controllers import SimulatedControllers
     from kueue_es.sim.emulator import serve_emulator
     from kueue_es.sim.kubelet import SimulatedKubelet
 
     console = Console(soft_wrap=True, stderr=True)
-    _stop_on_sigterm()
+    cancel_on_stop_signals()
     run_dir: Path = args.dir.resolve()
     kube_args: list[str] = []
     if args.emulator:

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import faulthandler
 import logging
+import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Sequence
 from dataclasses import dataclass
@@ -1300,6 +1303,47 @@ class LogFold:
 def _waits(wl: WorkloadState) -> bool:
     """A workload waiting for a decision of its partition: no quota, not finished, not deleted."""
     return wl.reservation is None and wl.finished is None and not wl.deleted_seq
+
+
+STOP_DEADLINE_SECONDS = 60.0
+"""Seconds a command stopping on SIGTERM or Ctrl-C (:func:`cancel_on_stop_signals`) has to end: the services'
+own stop (10 s of grace, then a kill), the emulated API server's and the NATS server's fit well inside."""
+
+
+def cancel_on_stop_signals(*, deadline: float = STOP_DEADLINE_SECONDS) -> None:
+    """For a command that runs as the current task of ``asyncio.run`` (``demo``, ``up``): SIGTERM and SIGINT
+    cancel that task, so every ``finally`` stops what it started, and the first of them arms a deadline:
+    ``deadline`` seconds later a process still alive prints the stack of every thread to stderr and exits
+    at once (143 after SIGTERM, 130 after SIGINT). A task that swallows its cancellation, or a teardown that
+    waits for ever, could otherwise leave a process whose services are gone alive through every further
+    signal, killable only with SIGKILL (seen once with ``demo --keep``). Outside a running task, nothing."""
+    task = asyncio.current_task()
+    if task is None:
+        return
+    loop = asyncio.get_running_loop()
+    armed: list[threading.Timer] = []
+
+    def stop(signum: int) -> None:
+        task.cancel()
+        if not armed:
+            code = 128 + signum
+            timer = threading.Timer(deadline, _exit_after_deadline, args=(deadline, code))
+            timer.daemon = True  # never what keeps an interpreter that is exiting alive
+            timer.start()
+            armed.append(timer)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop, int(sig))
+
+
+def _exit_after_deadline(deadline: float, code: int) -> None:
+    print(f"kueue-es: still stopping {deadline:g} s after the stop signal: exiting now; stacks:", file=sys.stderr)
+    with contextlib.suppress(Exception):
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 async def run_until_signalled(main: Callable[[asyncio.Event], Awaitable[object]], *, slow_stop: float = 3.0) -> None:
