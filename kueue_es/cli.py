@@ -496,6 +496,24 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         help="one run per use: every hop this many ms, or admitter,preemptor,dispatch,report ms"
         " (default: 0, 1, 5, 10 and 20)",
     )
+    rules.add_argument(
+        "--api-qps",
+        type=float,
+        default=None,
+        metavar="N",
+        help="the dispatcher's Job writes through client-go's limiter at N a second (burst 100), one at a time"
+        " in log order, as the bench's --api-qps (default: none, every write lands after the dispatch hop)",
+    )
+    rules.add_argument(
+        "--pace",
+        action="append",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --api-qps, one run per use per hop setting: the admitter holds its cycles while N admitted"
+        " workloads wait for their start's write (a rule Kueue does not have: what pacing would give);"
+        " 0 for none (default: 0)",
+    )
     rules.set_defaults(run=_run_bench_rules)
 
     events = sub.add_parser("events", help="the event vocabulary")
@@ -896,6 +914,13 @@ def _run_bench_rules(args: argparse.Namespace) -> int:
 
     try:
         hops = [rules.parse_hops(text) for text in (args.hop_ms or ["0", "1", "5", "10", "20"])]
+        if args.pace and not args.api_qps:
+            raise ValueError("--pace needs --api-qps: without a write budget no start waits for its write")
+        paces = [pace or None for pace in (args.pace or [0])]
+        budgets = [rules.WriteBudget(qps=args.api_qps, pace=pace) if args.api_qps else None for pace in paces]
+        for budget in budgets:
+            if budget is not None:
+                rules.check_budget(budget)
         generated = generator.generate(generator.load_config(args.config))
     except (generator.ConfigError, ValueError) as err:
         print(f"kueue-es bench rules: {err}", file=sys.stderr)
@@ -910,29 +935,42 @@ def _run_bench_rules(args: argparse.Namespace) -> int:
     table.add_column("evictions " + " / ".join(classes), justify="right")
     table.add_column("avg time to admission s " + " / ".join(classes), justify="right")
     table.add_column("nominations (answers evicting nothing new)", justify="right")
+    capped = args.api_qps is not None
+    if capped:
+        table.add_column(f"writes at {args.api_qps:g}/s (starts skipped)", justify="right")
     for hop in hops:
-        try:
-            result = rules.simulate(generated, hop, planned)
-        except rules.LivelockError as err:
-            print(f"kueue-es bench rules: {err}", file=sys.stderr)
-            return 1
-        table.add_row(
-            f"{hop.admitter_ms} / {hop.preemptor_ms} / {hop.dispatch_ms} / {hop.report_ms}",
-            f"{result.wall_ms / 1000:.1f}",
-            f"{result.wall_ms / max(bound.makespan_ms, 1):.2f}x",
-            " / ".join(f"{result.evictions[name]:,}" for name in classes),
-            " / ".join(f"{result.average_time_to_admission_ms.get(name, 0) / 1000:.1f}" for name in classes),
-            f"{result.nominations:,} ({result.answers_evicting_nothing_new:,})",
-        )
-    table.add_row(
-        "ideal bound (greedy, no preemption)",
+        for budget in budgets:
+            try:
+                result = rules.simulate(generated, hop, planned, writes=budget)
+            except rules.LivelockError as err:
+                print(f"kueue-es bench rules: {err}", file=sys.stderr)
+                return 1
+            setting = f"{hop.admitter_ms} / {hop.preemptor_ms} / {hop.dispatch_ms} / {hop.report_ms}"
+            if budget is not None and budget.pace is not None:
+                setting += f", paced at {budget.pace}"
+            row = [
+                setting,
+                f"{result.wall_ms / 1000:.1f}",
+                f"{result.wall_ms / max(bound.makespan_ms, 1):.2f}x",
+                " / ".join(f"{result.evictions[name]:,}" for name in classes),
+                " / ".join(f"{result.average_time_to_admission_ms.get(name, 0) / 1000:.1f}" for name in classes),
+                f"{result.nominations:,} ({result.answers_evicting_nothing_new:,})",
+            ]
+            if capped:
+                row.append(f"{result.writes:,} ({result.unwritten_starts:,})")
+            table.add_row(*row)
+    bound_row = [
+        "ideal bound (greedy, no preemption, no write budget)",
         f"{bound.makespan_ms / 1000:.1f}",
         "1.00x",
         " / ".join("0" for _ in classes),
         " / ".join(f"{bound.classes[name].average_time_to_admission_ms / 1000:.1f}" for name in classes),
         "0",
-    )
-    Console(soft_wrap=True, width=max(Console().width, 130)).print(table)
+    ]
+    if capped:
+        bound_row.append("-")
+    table.add_row(*bound_row)
+    Console(soft_wrap=True, width=max(Console().width, 175 if capped else 130)).print(table)
     return 0
 
 

@@ -4,8 +4,8 @@ between the parts of the system takes a set time (issue 18, ``kueue-es bench rul
 The ideal bound (:mod:`kueue_es.perfbench.ideal`) admits greedily and never evicts: no scheduler
 following Kueue's rules reaches it when the rules preempt. This runs the real admitter, preemptor
 and TAS placer cores (``kueue_es.deciders``, the code the services run and replay re-runs) over the
-configuration's workloads on a virtual clock, with no bus, no processes and no write budget, and
-each hop of the running system replaced by a fixed delay:
+configuration's workloads on a virtual clock, with no bus and no processes, and each hop of the
+running system replaced by a fixed delay:
 
 - ``admitter_ms`` / ``preemptor_ms`` (the TAS placer takes the preemptor's): a cycle starts on the
   state folded so far and its decisions are on the log (folded by every reader) this long after; the
@@ -13,6 +13,10 @@ each hop of the running system replaced by a fixed delay:
 - ``dispatch_ms``: a decision on the log to its job started (an admission) or stopped (an eviction),
   the dispatcher's write and the kubelet together;
 - ``report_ms``: a job's end to its ``WorkloadFinished`` on the log (the watcher's fact).
+
+With a :class:`WriteBudget` (``--api-qps``) the dispatcher's writes also wait for client-go's limiter,
+one at a time in log order, as the bench's simulated API does; ``pace`` then tries a rule Kueue does
+not have, the admitter holding its cycles while admitted workloads wait for their starts' writes.
 
 The admitter holds its cycles while a nomination is open, for at most ``runtime.YIELD_SECONDS``,
 as its runner does; it wakes for its lifecycle timers (``Decider.wakes_at``). A run's figures are
@@ -28,7 +32,8 @@ its delays are the point.
 from __future__ import annotations
 
 import heapq
-from collections import Counter, defaultdict
+import math
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +65,22 @@ class Hops:
         return cls(admitter_ms=ms, preemptor_ms=ms, dispatch_ms=ms, report_ms=ms)
 
 
+@dataclass(frozen=True, kw_only=True)
+class WriteBudget:
+    """The dispatcher's write limiter (``--api-qps``; client-go's token bucket: ``qps`` a second, ``burst``
+    at most banked) and its order: the dispatcher takes the decisions one at a time in log order, each Job
+    write waiting for its slot, so a decision waits for every write before it. A start whose eviction is on
+    the log when the dispatcher takes it up is skipped (no write); every stop takes a slot (one write each,
+    as the simulated API counts them: docs/benchmarks.md, "What the dispatcher writes").
+
+    ``pace``: the admitter holds its cycles while this many admitted workloads wait for their start's write
+    (None: never)."""
+
+    qps: float
+    burst: int = 100
+    pace: int | None = None
+
+
 @dataclass(kw_only=True)
 class RulesResult:
     """One virtual run: ``wall_ms`` from the streams' start to the last release; per workload class,
@@ -73,6 +94,10 @@ class RulesResult:
     admitted: int = 0
     decisions: int = 0
     cycles: int = 0
+    writes: int = 0
+    """Job writes (starts and stops) under a WriteBudget; 0 without one."""
+    unwritten_starts: int = 0
+    """Starts skipped under a WriteBudget: the workload's eviction was on the log before its start's turn."""
     nominations: int = 0
     answers_evicting_nothing_new: int = 0
     """Answers with targets that were all being evicted already, so they evict nothing new: a workload
@@ -102,28 +127,57 @@ class LivelockError(RuntimeError):
     "Kueue's rules in virtual time"); a hop of 1 ms or more lets the stops land."""
 
 
+def check_budget(writes: WriteBudget) -> None:
+    """Raise ValueError unless ``writes`` has qps > 0, burst >= 1 and pace None or >= 1."""
+    if writes.qps <= 0 or writes.burst < 1 or (writes.pace is not None and writes.pace < 1):
+        raise ValueError(f"a write budget needs --api-qps > 0, burst >= 1 and --pace >= 1 (or none): {writes}")
+
+
 def simulate(
     generated: Generated,
     hops: Hops,
     planned: list[PlannedWorkload] | None = None,
     *,
     preemptor: Decider = deciders.PREEMPTOR,
+    writes: WriteBudget | None = None,
 ) -> RulesResult:
     """Run ``generated``'s workloads through the deciders' cores on a virtual clock with ``hops``.
 
     ``planned``: ``generated.planned()`` if the caller has it. ``preemptor``: the preemptor to run
-    (an earlier logic version of ``deciders.EARLIER`` shows how it decided). Raises LivelockError (see
-    its docstring) and ValueError for negative hops."""
+    (an earlier logic version of ``deciders.EARLIER`` shows how it decided). ``writes``: the dispatcher's
+    write budget (None: every write lands ``dispatch_ms`` after its decision). Raises LivelockError (see
+    its docstring) and ValueError for negative hops or a budget under one write a second."""
     if min(hops.admitter_ms, hops.preemptor_ms, hops.dispatch_ms, hops.report_ms) < 0:
         raise ValueError(f"hops must not be negative: {hops}")
-    return _Run(generated, hops, generated.planned() if planned is None else planned, preemptor=preemptor).run()
+    if writes is not None:
+        check_budget(writes)
+    planned = generated.planned() if planned is None else planned
+    return _Run(generated, hops, planned, preemptor=preemptor, writes=writes).run()
 
 
 class _Run:
     """The state of one virtual run (see :func:`simulate`)."""
 
-    def __init__(self, generated: Generated, hops: Hops, planned: list[PlannedWorkload], *, preemptor: Decider) -> None:
+    def __init__(
+        self,
+        generated: Generated,
+        hops: Hops,
+        planned: list[PlannedWorkload],
+        *,
+        preemptor: Decider,
+        writes: WriteBudget | None,
+    ) -> None:
         self.hops = hops
+        self.writes = writes
+        # under a write budget: the dispatcher's queue of (seen at ms, "start" | "stop", workload ref, token,
+        # reason), when it is free to take the next, the bucket's tokens at ``bucket_ms``, and the admitted
+        # runs (token by workload) whose start has not landed, or was skipped (evicted first)
+        self.dispatch_queue: deque[tuple[int, str, Any, int, str]] = deque()
+        self.dispatcher_free_ms = START_MS
+        self.bucket = float(writes.burst) if writes else 0.0
+        self.bucket_ms = START_MS
+        self.unstarted: dict[str, int] = {}
+        self.evicted_token: dict[str, tuple[int, int]] = {}  # the run evicted, when the dispatcher sees it
         self.planned = planned
         self.state = ClusterState()
         self.seq = 0
@@ -198,10 +252,21 @@ class _Run:
                 self._at(now + self.hops.report_ms, "finished", ref)
         elif kind == "finished":
             self._fold(types.WorkloadFinished(workload=payload, at_ms=now))
+        elif kind == "dispatch":
+            self._dispatch(now)
+        elif kind == "started":
+            key, token, ref = payload
+            if self.unstarted.get(key) == token:  # its write went out: the job runs
+                del self.unstarted[key]
+                self.running[key] = token
+                self._at(now + self.runtime_ms.get(key, 0), "end", payload)
         elif kind == "stop":
             ref, reason = payload
             if self.running.pop(ref.key, None) is not None:
                 self._fold(types.WorkloadStopped(workload=ref, reason=reason, at_ms=now))
+        elif kind == "stopped":
+            ref, reason = payload
+            self._fold(types.WorkloadStopped(workload=ref, reason=reason, at_ms=now))
         # "wake": a decider free again, or a timer due: the cycles below run
 
     def _commit(self, now: int, outputs: list[types.Output]) -> None:
@@ -220,14 +285,66 @@ class _Run:
                 if key in self.created_ms:
                     self.admitted_ms[key] = event.at_ms  # the cycle's time, as the bench's figure
                 self.tokens += 1
+                if self.writes is not None:
+                    self.unstarted[key] = self.tokens
+                    self._queue(now, "start", event.workload, self.tokens, "")
+                    continue
                 self.running[key] = self.tokens
                 runtime = self.runtime_ms.get(key, 0)
                 self._at(now + self.hops.dispatch_ms + runtime, "end", (key, self.tokens, event.workload))
             elif isinstance(event, types.EvictionRequested):
                 self.result.evictions[self.class_of.get(event.workload.key, "?")] += 1
+                if self.writes is not None:
+                    key = event.workload.key
+                    token = self.running.get(key, self.unstarted.get(key, 0))
+                    self.evicted_token[key] = (token, now + self.hops.dispatch_ms)
+                    self._queue(now, "stop", event.workload, token, event.reason)
+                    continue
                 self._at(now + self.hops.dispatch_ms, "stop", (event.workload, event.reason))
             elif isinstance(event, types.QuotaReleased | types.FinishedRelease):
                 self.last_release_ms = max(self.last_release_ms, event.at_ms)
+
+    def _queue(self, now: int, kind: str, ref: Any, token: int, reason: str) -> None:
+        """A decision reaches the dispatcher's queue ``dispatch_ms`` after its commit."""
+        seen = now + self.hops.dispatch_ms
+        self.dispatch_queue.append((seen, kind, ref, token, reason))
+        self._at(max(seen, self.dispatcher_free_ms), "dispatch", None)
+
+    def _slot(self, now: int) -> int:
+        """The ms a write asked for at ``now`` goes out: client-go's token bucket (a reservation each, in
+        order, as ``rate.Limiter.Wait``)."""
+        assert self.writes is not None
+        self.bucket = min(float(self.writes.burst), self.bucket + (now - self.bucket_ms) * self.writes.qps / 1000)
+        self.bucket_ms = now
+        self.bucket -= 1
+        self.result.writes += 1
+        return now if self.bucket >= 0 else now + math.ceil(-self.bucket * 1000 / self.writes.qps)
+
+    def _dispatch(self, now: int) -> None:
+        """The dispatcher takes the decisions it has seen, one write at a time."""
+        while self.dispatch_queue and self.dispatch_queue[0][0] <= now and self.dispatcher_free_ms <= now:
+            _, kind, ref, token, reason = self.dispatch_queue.popleft()
+            key = ref.key
+            if kind == "start":
+                if self.unstarted.get(key) != token:
+                    continue
+                evicted = self.evicted_token.get(key)
+                if evicted is not None and evicted[0] == token and evicted[1] <= now:
+                    # its eviction is in the dispatcher's view already: Kueue's reconciler does not start it
+                    self.result.unwritten_starts += 1
+                    continue
+                at = self._slot(now)
+                self._at(at, "started", (key, token, ref))
+            else:
+                at = self._slot(now)
+                if self.running.get(key) == token or self.unstarted.get(key) == token:
+                    self.running.pop(key, None)
+                    self.unstarted.pop(key, None)
+                    self._at(at, "stopped", (ref, reason))
+            self.dispatcher_free_ms = at
+            if at > now:
+                self._at(at, "dispatch", None)
+                return
 
     def _cycles(self, now: int) -> None:
         for decider, hop in self.roles:
@@ -250,7 +367,15 @@ class _Run:
                 self._at(now + hop + slow_ms, "wake", None)
 
     def _held(self, decider: Decider, now: int) -> bool:
-        """The runner's hold while another role's request is open (``Decider.yields_to``)."""
+        """The runner's hold while another role's request is open (``Decider.yields_to``), and the
+        admitter's while ``WriteBudget.pace`` admitted workloads wait for their start's write."""
+        if (
+            decider is deciders.ADMITTER
+            and self.writes is not None
+            and self.writes.pace is not None
+            and len(self.unstarted) >= self.writes.pace
+        ):
+            return True  # a start landing wakes it ("dispatch")
         if decider.yields_to is None:
             return False
         keys = decider.yields_to(self.state)
