@@ -73,26 +73,12 @@ def test_a_preemptor_waits_for_three_hops(admitter: int, preemptor: int, dispatc
 
 # One ClusterQueue of 3 CPU that preempts lower priorities: smalls (1 CPU, 1 s, priority 1) at 100, 200 and
 # 300 ms, a big (3 CPU, 0.5 s, priority 9) at 350 ms.
-THREE_AND_BIG = """
-cohorts:
-  - className: co
-    count: 1
-    queuesSets:
-    - className: q
-      count: 1
-      nominalQuota: 3
-      borrowingLimit: 0
-      withinClusterQueue: LowerPriority
-      workloadsSets:
-      - count: 3
-        creationIntervalMs: 100
-        workloads:
-        - {className: small, runtimeMs: 1000, priority: 1, request: 1}
-      - count: 1
-        creationIntervalMs: 350
-        workloads:
-        - {className: big, runtimeMs: 500, priority: 9, request: 3}
-"""
+THREE_AND_BIG = (
+    TINY.replace("nominalQuota: 2", "nominalQuota: 3")
+    .replace("borrowingLimit: 0", "borrowingLimit: 0\n      withinClusterQueue: LowerPriority")
+    .replace("creationIntervalMs: 250", "creationIntervalMs: 350")
+    .replace("priority: 9, request: 2", "priority: 9, request: 3")
+)
 
 
 def test_a_write_budget_queues_every_start_and_stop_behind_the_writes_before_it() -> None:
