@@ -270,6 +270,7 @@ async def run_demo(
             asyncio.create_task(SimulatedControllers(api).run()),
             asyncio.create_task(FakeAutoscaler(api).run()),
         ]
+        replaying = False
         try:
             for doc in setup:
                 await kube.apply_manifest(api, doc)
@@ -309,6 +310,7 @@ async def run_demo(
                 except CrashLoopError as err:
                     console.print(f"error: {err}", style="bold red", highlight=False)
                     console.print("\n".join(f"  {line}" for line in err.tail), highlight=False, markup=False)
+            replaying = True
         finally:
             current.forget()
             codes = await supervisor.stop()
@@ -316,6 +318,8 @@ async def run_demo(
                 await cancel_and_wait([supervising])
             await cancel_and_wait(background)  # not one cancel: see cancel_and_wait
             await api.close()
+            if not replaying:  # stopped (SIGTERM, Ctrl-C) or failed: close before nats-server stops
+                await close_bus(bus)
         crashed = {name: code for name, code in codes.items() if code not in (0, None)}
         for event in restarts:  # exited and restarted while kept: still a crash to report
             crashed.setdefault(event.service, -1 if event.code is None else event.code)
@@ -336,6 +340,17 @@ async def run_demo(
     _print_report(console, report)
     log_file.close()
     return 0 if done and report.ok and not crashed else 1
+
+
+async def close_bus(bus: Bus, *, timeout: float = 5.0) -> None:
+    """Close ``bus`` on the way out of a stopped or failed run, within ``timeout`` s, whatever it raises.
+
+    Closed while its nats-server still runs: left open, nats-py would try to reconnect to the stopped server
+    for ever, and a reader waiting for that reconnect kept one stopped ``demo --keep`` alive (till
+    :func:`~kueue_es.services.runtime.cancel_on_stop_signals`' deadline)."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(timeout):
+            await bus.close()
 
 
 async def wait_ready(url: str, *, timeout: float) -> bool:

@@ -34,7 +34,7 @@ import yaml
 from rich.console import Console
 
 from kueue_es import deciders
-from kueue_es.demo import TimelinePrinter, demo_manifests
+from kueue_es.demo import TimelinePrinter, close_bus, demo_manifests
 from kueue_es.events import codec, types
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus.base import Bus
@@ -408,6 +408,9 @@ async def run_multikueue_demo(
         )
         assert manager.auth is not None
         bus = await nats_bus.connect(manager.nats_url, credentials=manager.auth.credentials("reader"))
+        # closed before the servers stop (the stack unwinds last in, first out), however the run ends: left
+        # open, the client would try to reconnect to a stopped server for ever (kueue_es.demo.close_bus)
+        stack.push_async_callback(close_bus, bus)
         printer = MultiKueueTimeline(bus=bus, console=console)
         follower = asyncio.create_task(printer.follow())
         try:
@@ -434,7 +437,6 @@ async def run_multikueue_demo(
         assert manager.supervisor is not None
         await manager.supervisor.stop()
         report = await replay_bus(bus, deciders.BY_ROLE)
-        await bus.close()
     for line, style in summary(report):
         console.print(line, style=style or None, markup=False, highlight=False)
     log_file.close()

@@ -1,4 +1,4 @@
-"""``kueue-es demo --keep`` restarts a process that dies, as ``kueue-es up`` does.
+"""``kueue-es demo --keep`` restarts a process that dies, as ``kueue-es up`` does, and stops cleanly on SIGTERM.
 
 The kept demo is a running system users and fault runs poke at: before, a ``kill -9`` of its
 dispatcher left it dead, and Jobs applied afterwards were admitted but never started.
@@ -113,3 +113,8 @@ def test_a_killed_dispatcher_is_restarted_and_the_next_job_starts(tmp_path: Path
             demo.kill()
             demo.wait()
     assert "dispatcher killed by SIGKILL; restarting it" in out.read_text()  # the user is told
+    # the stop: the demo's own connection closed before its nats-server stopped (left open, it tried to reconnect
+    # to the stopped server, and once kept the process alive through SIGTERM), well inside the stop deadline
+    assert demo.returncode == 130, out.read_text()
+    assert "still stopping" not in out.read_text()
+    assert "nats connection error" not in (run_dir / "logs" / "demo.log").read_text()
