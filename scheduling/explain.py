@@ -658,14 +658,14 @@ def _need_sentences(r: ResourceNeed, *, cq: str, cohort: str, policies: Needs) -
     head = f"{r.resource}: asks {fmt(r.asks)}; {fmt(r.nominal)} nominal, {fmt(r.used)} in use, {fmt(r.available)} available"
     if r.fits:
         return [f"{head}: fits {where} now"]
-    lines = [f"{head}: {fmt(r.short)} {r.resource} more free {where}"]
-    if r.never:
+    if r.never:  # no amount freed makes it fit: the shortfall of now would mislead (a new user's finding)
         limit = "no borrowingLimit" if r.borrowing_limit is None else f"borrowingLimit {fmt(r.borrowing_limit)}"
         source = f"with what cohort {cohort} could lend ({limit})" if cohort else "(no cohort to borrow from)"
-        lines.append(
-            f"  never fits {where}: asks {fmt(r.asks)}, at most {fmt(r.potential)} could ever be held there {source}"
-        )
-        return lines
+        return [
+            f"{head}: never fits {where}",
+            f"  asks {fmt(r.asks)}, at most {fmt(r.potential)} could ever be held there {source}",
+        ]
+    lines = [f"{head}: {fmt(r.short)} {r.resource} more free {where}"]
     if cohort:
         limit = "no borrowingLimit" if r.borrowing_limit is None else f"borrowingLimit {fmt(r.borrowing_limit)}"
         lines.append(f"  borrowing: cohort {cohort} can lend {fmt(r.lendable)} now ({limit})")

@@ -420,7 +420,9 @@ def test_needs_name_what_blocks_besides_quota() -> None:
     assert unbacked.message == "ClusterQueue  doesn't exist"  # Kueue's pending message, as the admitter wrote it
     first = core.needs(log.state, "default/first", now_ms=log.clock)
     [[cpu_in]] = [[flavor.resources[0] for flavor in group] for group in first.groups]
-    assert cpu_in.never and "never fits in flavor default-flavor of held-cq" in "\n".join(first.summary())
+    told = "\n".join(first.summary())
+    assert cpu_in.never and "never fits in flavor default-flavor of held-cq" in told
+    assert "more free" not in told  # no shortfall of now, which no freed quota would cover
     assert core.needs(log.state, "default/none").status == "unknown"
 
 
