@@ -620,8 +620,8 @@ def _resources(section: _Resources | None, *, gates: dict[str, bool], source: st
         seen.add(item.input)
         outputs = {}
         for resource, value in item.outputs.items():
-            try:
-                to_amount(resource, str(value))
+            try:  # a negative output is an allowance (Kueue #14032: floored at zero where it meets a request)
+                to_amount(resource, str(value), allow_negative=True)
             except QuantityError as err:
                 raise _error(source, f"{where}.outputs.{resource}", str(err)) from err
             outputs[resource] = str(value)

@@ -61,6 +61,15 @@ def test_the_settings_the_deciders_read() -> None:
     assert codec.decode(codec.encode(types.ConfigurationObserved(configuration=config))).configuration == config
 
 
+def test_a_negative_transformation_output_is_an_allowance_the_file_may_give() -> None:
+    """Kueue validates a transformation's strategy and input only (pkg/config/validation.go), and a negative
+    output takes off what the others add (#14032): the watcher refused the file, so a cluster run of
+    config/resource-transformation-allowance-spares-direct-request never started."""
+    text = V1BETA2 + "resources: {transformations: [{input: x/credit, strategy: Replace, outputs: {x/gpu: '-1'}}]}\n"
+    config = manager_config.parse(text).configuration
+    assert config.resources is not None and config.resources.transformations[0].outputs == {"x/gpu": "-1"}
+
+
 @pytest.mark.parametrize("weight", [".inf", ".nan"])
 def test_a_resource_weight_must_be_finite(weight: str) -> None:
     text = V1BETA2 + f"admissionFairSharing: {{resourceWeights: {{cpu: {weight}}}}}\n"
