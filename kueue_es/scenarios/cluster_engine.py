@@ -85,6 +85,8 @@ STOPPED_MESSAGE = "The workload's job stopped (the scenario runner plays the job
 PENDING_MESSAGE = "Set to Pending by the check's controller"
 #: Seconds the services are given to stop on SIGTERM (a loaded machine is slow to stop five of them).
 STOP_GRACE = 30.0
+#: The watcher's configuration file of a scenario that gives its Configuration only later: Kueue's defaults.
+DEFAULT_CONFIGURATION = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration"}
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _SECOND = datetime.timedelta(seconds=1)
@@ -113,6 +115,8 @@ class _ClusterRun(_BusRun):
         self.preempted: set[str] = set()
         self.written: dict[str, datetime.datetime] = {}  # workload -> the last transition time the runner wrote
         self.nats_url = ""
+        self.config_path: Path | None = None  # the watcher's --config file, rewritten by a Configuration event
+        self.emulator: Any = None
 
     # -- the system ---------------------------------------------------------------------------
 
@@ -127,6 +131,7 @@ class _ClusterRun(_BusRun):
                     feature_gates=self._feature_gates(),  # Kueue's Workload webhooks follow them, as the watcher
                 ) as emulator,
             ):
+                self.emulator = emulator
                 supervisor = Supervisor(
                     nats_url=server.url,
                     log_dir=run_dir / "logs",
@@ -157,13 +162,15 @@ class _ClusterRun(_BusRun):
         return outcome
 
     def _config_file(self, run_dir: Path) -> list[str]:
-        """The scenario's Configuration as Kueue's manager configuration file (``--config`` of the watcher)."""
+        """The scenario's Configuration as Kueue's manager configuration file (``--config`` of the watcher); a
+        scenario that applies one later starts from Kueue's defaults if it gives none before (:meth:`_reconfigure`)."""
         configs = [o.manifest for o in self.scenario.objects if o.kind == "Configuration"]
-        if not configs:
+        later = any(isinstance(e, ApplyEvent) and e.object.kind == "Configuration" for e in self.scenario.events)
+        if not configs and not later:
             return []
-        path = run_dir / "controller_manager_config.yaml"
-        path.write_text(yaml.safe_dump(configs[-1], sort_keys=False))
-        return ["--config", str(path)]
+        self.config_path = run_dir / "controller_manager_config.yaml"
+        self.config_path.write_text(yaml.safe_dump(configs[-1] if configs else DEFAULT_CONFIGURATION, sort_keys=False))
+        return ["--config", str(self.config_path)]
 
     def _feature_gates(self) -> dict[str, bool]:
         """The scenario's Configuration's ``featureGates`` (``{}`` without one), for the emulated API server's Kueue
@@ -351,6 +358,9 @@ class _ClusterRun(_BusRun):
 
     async def _apply(self, obj: ScenarioObject) -> None:
         """Create or update an object; an update that changes nothing gets no fact, so it is not waited for long."""
+        if obj.kind == "Configuration":
+            await self._reconfigure(obj)
+            return
         kind, _ = manifests.describe(obj.manifest)
         before = await self.bus.last_seq()  # type: ignore[union-attr]
         stored = await self._apply_manifest(obj)
@@ -365,6 +375,18 @@ class _ClusterRun(_BusRun):
                 what=f"the watcher's fact for {kind} {obj.name}",
                 timeout=FACT_TIMEOUT if created else UNCHANGED_TIMEOUT,
             )
+
+    async def _reconfigure(self, obj: ScenarioObject) -> None:
+        """A new Configuration mid-run (Kueue: the manager restarted with a new configuration file): the watcher's
+        ``--config`` file is rewritten, the watcher reads it again (it polls the file) and records it, and the
+        emulated API server's Kueue webhooks follow its feature gates."""
+        assert self.config_path is not None and self.bus is not None  # _config_file made one for this scenario
+        before = await self.bus.last_seq()
+        self.config_path.write_text(yaml.safe_dump(obj.manifest, sort_keys=False))
+        gates = obj.manifest.get("featureGates") or {}
+        self.emulator.feature_gates = {str(k): bool(v) for k, v in gates.items()}
+        fact = obj.fact if obj.fact is not None else types.ConfigurationObserved(configuration=models.Configuration())
+        await self._fact_after(before, _about(fact), what="the watcher's fact for the new Configuration")
 
     async def _set_check(self, event: CheckEvent) -> None:
         """An admission check controller sets the check's state in the Workload's status."""
