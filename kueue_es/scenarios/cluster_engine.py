@@ -249,10 +249,13 @@ class _ClusterRun(_BusRun):
 
     def _as_v1beta2(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """A Workload as a user of the v1beta2 API writes it: the v1beta1 ``priorityClassName`` (which
-        the scenario format allows; a v1beta2 server drops it) becomes ``priorityClassRef``, with
-        ``spec.priority`` the class's value, which Kueue's API requires beside the reference."""
+        the scenario format allows; a v1beta2 server drops it) becomes ``priorityClassRef``, and a reference to
+        a WorkloadPriorityClass without ``spec.priority`` gets the class's value, which Kueue's API requires
+        beside the reference (its job controller writes both)."""
         spec = manifest.get("spec")
-        if manifest.get("kind") != "Workload" or not isinstance(spec, dict) or "priorityClassName" not in spec:
+        if manifest.get("kind") != "Workload" or not isinstance(spec, dict):
+            return manifest
+        if "priorityClassName" not in spec and ("priorityClassRef" not in spec or spec.get("priority") is not None):
             return manifest
         spec = dict(spec)
         manifests.priority_class_name_to_ref(spec)
@@ -334,6 +337,10 @@ class _ClusterRun(_BusRun):
         elif (dra.RESOURCE_API, kind) in dra.DRA_KINDS:
             api_version = dra.RESOURCE_API
         ref = kube.ref_for(api_version, kind)
+        held = False  # a ClusterQueue some workload reserves quota in stays, terminating (engines.deletion_fact)
+        if kind == "ClusterQueue" and event.modelled:
+            state, _ = await self._fold_all()
+            held = bool(state.reserved.get(event.name))
         before = await self.bus.last_seq()  # type: ignore[union-attr]
         try:
             await kube.delete_object(
@@ -347,9 +354,11 @@ class _ClusterRun(_BusRun):
                 if isinstance(e, types.ObjectDeleted):
                     return e.kind == kind and e.name == event.name
                 # a ClusterQueue some workload holds quota in stays, terminating, under Kueue's finalizer
-                # (engines.deletion_fact): the watcher's report of it marked is the deletion's fact then
+                # (engines.deletion_fact): the watcher's report of it marked is the deletion's fact then; an idle
+                # one is marked too until the dispatcher takes the finalizer off, and only its deletion counts
                 return (
-                    isinstance(e, types.ClusterQueueObserved)
+                    held
+                    and isinstance(e, types.ClusterQueueObserved)
                     and e.cluster_queue.metadata.name == event.name
                     and e.cluster_queue.terminating
                 )
@@ -363,7 +372,12 @@ class _ClusterRun(_BusRun):
             return
         kind, _ = manifests.describe(obj.manifest)
         before = await self.bus.last_seq()  # type: ignore[union-attr]
-        stored = await self._apply_manifest(obj)
+        try:
+            stored = await self._apply_manifest(obj)
+        except kube_errors.ApiError as err:
+            if err.status == 422 and await self._exists(obj.manifest):
+                return  # an update Kueue's API validation refuses: the object stays as it was, as on a cluster
+            raise
         await self._write_status(kind, obj.manifest, stored)
         if obj.fact is None:
             return
@@ -375,6 +389,17 @@ class _ClusterRun(_BusRun):
                 what=f"the watcher's fact for {kind} {obj.name}",
                 timeout=FACT_TIMEOUT if created else UNCHANGED_TIMEOUT,
             )
+
+    async def _exists(self, manifest: Mapping[str, Any]) -> bool:
+        """Whether the API server holds the object ``manifest`` names."""
+        ref = kube.ref_for(str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")))
+        meta = manifest.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "default") if ref.namespaced else None
+        try:
+            await kube.get_object(self.api, ref, namespace=namespace, name=str(meta.get("name") or ""))
+        except kube_errors.NotFoundError:
+            return False
+        return True
 
     async def _reconfigure(self, obj: ScenarioObject) -> None:
         """A new Configuration mid-run (Kueue: the manager restarted with a new configuration file): the watcher's
