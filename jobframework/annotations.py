@@ -29,6 +29,12 @@ Msg-Id) however often it sees the stopped Job, and a second eviction of a Job th
 is still stopped (evicted again before it was restarted) still changes the Job.
 """
 
+EVICTED_WORKLOAD_ANNOTATION = "kueue-es.dev/evicted-workload"
+"""Set with :data:`EVICTED_ANNOTATION` when the eviction is not of the job's own workload but of the
+ConcurrentAdmission variant it ran for (its parent, the job's Workload, stands for the job): the variant's name, so
+the watcher reports the variant stopped. A variant's start removes it.
+"""
+
 DISPATCHER_FIELD_MANAGER = "kueue-es"
 """The field manager of the dispatcher's server-side applies (a Workload's status among them). The watcher reads
 it back in ``metadata.managedFields``: an Evicted condition owned by another manager (or by an update, not this

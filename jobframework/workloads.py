@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -132,6 +132,9 @@ class Context:
     ``label_keys_to_copy``, ``annotations_to_copy``: the job's labels and annotations a new Workload gets
     (:func:`kueue_es.events.manager_config.keys_to_copy`: ``integrations.labelKeysToCopy`` and, with the gate
     CustomMetricLabels, the Workload sources of ``metrics.customLabels``).
+    ``concurrent_parent_queues``: the LocalQueues ``(namespace, name)`` of the ClusterQueues with a
+    ``concurrentAdmissionPolicy``, while the gate ConcurrentAdmission is on: a job's Workload queued to one is a
+    parent, labelled :data:`CONCURRENT_ADMISSION_PARENT_LABEL` (:func:`new_workload`).
     """
 
     manage_jobs_without_queue_name: bool = False
@@ -151,6 +154,7 @@ class Context:
     topology_aware_scheduling: bool = True
     label_keys_to_copy: Collection[str] = frozenset()
     annotations_to_copy: Collection[str] = frozenset()
+    concurrent_parent_queues: Container[tuple[str, str]] = frozenset()
 
     def namespace_managed(self, namespace: str) -> bool:
         """Whether ``managedJobsNamespaceSelector`` selects ``namespace`` (:func:`namespace_selected`
@@ -721,6 +725,10 @@ def check_pod_sets(ref: JobRef, pod_sets: list[models.PodSet], *, field: str) ->
 # -- the workload ---------------------------------------------------------------------------------
 
 
+CONCURRENT_ADMISSION_PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
+"""Kueue's ConcurrentAdmissionParentLabelKey (the deciders' name: scheduling.concurrent_admission.PARENT_LABEL)."""
+
+
 def new_workload(
     ref: JobRef,
     *,
@@ -743,7 +751,9 @@ def new_workload(
     ``context.label_keys_to_copy`` names, plus ``kueue.x-k8s.io/job-uid`` (``job_uid_label``; pod groups have
     none); the copies are made once, when the Workload is made: a Workload already published
     (``context.previous``) keeps the ones it got (utils.go NewWorkload; job_controller_test.go "Should reconcile
-    workload and job for all jobs": "the workload label is not updated when the job label is"). ``uid`` and
+    workload and job for all jobs": "the workload label is not updated when the job label is"); and
+    :data:`CONCURRENT_ADMISSION_PARENT_LABEL` when its LocalQueue is one of ``context.concurrent_parent_queues``
+    or ``context.previous`` had it (workload_controller.go labels it once). ``uid`` and
     creation time are the job's unless given (a pod group has neither of its own). Raises ManifestError.
     """
     priority_class_ref, priority_value = priority(
@@ -756,6 +766,12 @@ def new_workload(
     provreq.update(copied)
     if job_uid_label and ref.uid:
         labels[JOB_UID_LABEL] = ref.uid
+    previous = context.previous
+    if (ref.namespace, queue) in context.concurrent_parent_queues or (
+        previous is not None and previous.metadata.labels.get(CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
+    ):
+        # Kueue's workload controller labels a Workload of an opted-in ClusterQueue once, and it stays a parent
+        labels[CONCURRENT_ADMISSION_PARENT_LABEL] = "true"
     if creation_timestamp_ms is None:
         creation_timestamp_ms = manifests.parse_time_ms(
             ref.meta.get("creationTimestamp"), kind=ref.kind, name=ref.display, field="metadata.creationTimestamp"

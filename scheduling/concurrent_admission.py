@@ -16,7 +16,10 @@ Two sides, both pure:
   admitted less preferred sibling (reason ``FlavorMigration``) instead of admitting a variant that fits;
 - the controller's part (:func:`reconcile`): what Kueue's concurrent-admission controller writes for one
   parent and its variants, as a list of :class:`Action` the dispatcher's edge applies through the
-  Kubernetes API (:mod:`kueue_es.services.dispatcher.concurrent_admission`).
+  Kubernetes API (:mod:`kueue_es.services.dispatcher.concurrent_admission`). A parent that stands for a job
+  (:func:`stands_for_job`) never holds quota on the log: the dispatcher runs its job by the admitted variant's
+  decisions (:func:`parent_key`), and the controller moves the parent's admission along as that job stops and
+  starts again.
 
 The log does not carry ``concurrentAdmissionPolicy`` (the ClusterQueue model has no such field), so the
 deciders tell a parent by Kueue's label ``kueue.x-k8s.io/concurrent-admission-parent: "true"`` (the
@@ -46,6 +49,9 @@ VARIANT_OF_ANNOTATION = "kueue-es.dev/variant-of"
 """Set by the watcher on the log's Workload of a variant (a Workload object owned by a kueue.x-k8s.io
 Workload): the parent's UID. Not written on the object (Kueue has no such annotation); a value a user set
 is dropped."""
+VARIANT_OF_NAME_ANNOTATION = "kueue-es.dev/variant-of-name"
+"""Set by the watcher beside :data:`VARIANT_OF_ANNOTATION`: the parent's name (same namespace), so the dispatcher
+finds the job of a parent that stands for one (:func:`parent_key`). Log only, as that one."""
 FLAVOR_MIGRATION = "FlavorMigration"
 """Kueue's WorkloadEvictedByFlavorMigration: the Evicted reason of a variant a more preferred one replaces."""
 MORE_FAVORABLE_MESSAGE = "A more favorable variant is already admitted"
@@ -76,6 +82,13 @@ def queued_parent(workload: models.Workload, gates: Mapping[str, bool]) -> bool:
 def parent_uid(workload: models.Workload) -> str:
     """The UID of the parent of variant ``workload`` (:data:`VARIANT_OF_ANNOTATION`), "" when it is none."""
     return workload.metadata.annotations.get(VARIANT_OF_ANNOTATION, "")
+
+
+def parent_key(workload: models.Workload) -> tuple[str, str] | None:
+    """The (namespace, name) of the parent of variant ``workload`` (:data:`VARIANT_OF_NAME_ANNOTATION`), None when
+    it is no variant or was logged before the watcher wrote the name."""
+    name = workload.metadata.annotations.get(VARIANT_OF_NAME_ANNOTATION, "") if parent_uid(workload) else ""
+    return (workload.metadata.namespace, name) if name else None
 
 
 def variant_flavor(annotations: Mapping[str, str]) -> str:
@@ -331,6 +344,8 @@ def reconcile(
     _create_and_delete(fam)
     if _sync_eviction(fam):
         return fam.actions
+    if stands_for_job(fam.parent):
+        _sync_job_parent(fam)
     _deactivate(fam)
     _activate(fam)
     _sync_admission(fam)
@@ -376,8 +391,18 @@ def _evicted(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     return cond if cond is not None and cond.get("status") == "True" else None
 
 
+def stands_for_job(parent: Mapping[str, Any]) -> bool:
+    """Whether parent Workload ``parent`` is a job's (an owner reference other than a Workload): its job runs with
+    the admitted variant's admission, started and stopped by the dispatcher from that variant's decisions, and a
+    variant's quota comes back when that job has stopped (the watcher reports the variant stopped)."""
+    refs = (parent.get("metadata") or {}).get("ownerReferences") or []
+    return any(isinstance(ref, dict) and ref.get("kind") != "Workload" for ref in refs)
+
+
 def _sync_eviction(fam: _Family) -> bool:
-    """controller.go syncVariantEvictionStatus: True when the parent is (being) evicted and nothing else is done."""
+    """controller.go syncVariantEvictionStatus: True when the parent is (being) evicted and nothing else is done. A
+    job's parent waits for the evicted variant's quota to come back (its job's stop releases it), where Kueue's
+    controller, once the job reconciler cleared the parent's reservation, clears the variant's."""
     for v in fam.variants:
         cond = _evicted(v)
         if cond is None or not has_quota(v):
@@ -388,9 +413,21 @@ def _sync_eviction(fam: _Family) -> bool:
                 _set_condition(status, "Evicted", True, "VariantEvicted", "Admitted variant was evicted", fam.now)
                 fam.actions.append(Action("status", fam.parent["metadata"]["name"], status=status))
             return True
+        if stands_for_job(fam.parent):
+            return True
         _clear_admission(fam, v, cond)
         return False
     return False
+
+
+def _sync_job_parent(fam: _Family) -> None:
+    """A job's parent evicted while it holds quota, no evicted variant holding any (:func:`_sync_eviction` waits
+    for those): its reservation cleared, as Kueue's job reconciler unsets it once the job stopped (reconciler.go
+    "handle eviction"); :func:`_sync_admission` then copies the admission of a variant admitted since, in a later
+    write (Kueue's Workload webhook keeps ``status.admission`` while QuotaReserved stays True)."""
+    evicted = _evicted(fam.parent)
+    if evicted is not None and has_quota(fam.parent):
+        _clear_admission(fam, fam.parent, evicted)
 
 
 def _clear_admission(fam: _Family, v: RawObject, cond: Mapping[str, Any]) -> None:

@@ -6,7 +6,8 @@ activates and deactivates them, opens their preemption gates one at a time and c
 variant's admission onto the parent. It creates and deletes Workload objects, so in kueue-es it lives on
 the side that writes Workloads: the dispatcher runs it beside its decision consumer (while it leads), over
 the Kubernetes API. The deciders admit the variants as ordinary Workloads (the watcher publishes them as
-standalone ones); every rule is in :mod:`kueue_es.scheduling.concurrent_admission`, this module lists,
+standalone ones; a parent that is a job's Workload is labelled from the log, and its job is started and stopped by
+the admitted variant's decisions, :func:`kueue_es.services.dispatcher.core.job_owner`); every rule is in :mod:`kueue_es.scheduling.concurrent_admission`, this module lists,
 watches and writes. A watch event on a Workload or ClusterQueue wakes one reconcile of every parent, and
 so does a tick of ``resync`` seconds (the preemption gates' timeout); a write refused with 409 is tried
 again at the next round.
@@ -114,8 +115,10 @@ class VariantController:
                     by_owner.setdefault(str(ref.get("uid", "")), []).append(wl)
         for wl in workloads:
             meta = wl["metadata"]
-            if meta.get("deletionTimestamp") or meta.get("ownerReferences"):
-                continue  # a variant, or a job's Workload: a job's parent is not handled (docs/design.md)
+            if meta.get("deletionTimestamp") or rules.is_variant(wl):
+                continue
+            if meta.get("ownerReferences") and (meta.get("labels") or {}).get(rules.PARENT_LABEL) != "true":
+                continue  # a job's Workload is labelled from the log (the watcher's conversion), never here
             queue = (meta.get("namespace", ""), (wl.get("spec") or {}).get("queueName", ""))
             cq = opted.get(cq_of.get(queue) or "")
             if cq is None:

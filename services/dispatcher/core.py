@@ -36,6 +36,7 @@ from kueue_es.events import job_owners, models, slices, tas, types
 from kueue_es.jobframework import integrations, jobs, prebuilt
 from kueue_es.jobframework.annotations import (
     EVICTED_ANNOTATION,
+    EVICTED_WORKLOAD_ANNOTATION,
     EVICTION_SEQ_ANNOTATION,
     PODSET_LABEL,
     SCHEDULING_GATE,
@@ -44,6 +45,7 @@ from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GR
 from kueue_es.jobframework.workloads import QUEUE_LABEL
 from kueue_es.projections import multikueue
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
+from kueue_es.scheduling import concurrent_admission
 from kueue_es.scheduling.queues import required_checks
 from kueue_es.scheduling.tas import replacement
 from kueue_es.services.dispatcher import lean, status, ungater
@@ -63,6 +65,8 @@ class StartJob:
     annotations: dict[str, str] = field(default_factory=dict)
     scheduling_gates: list[str] = field(default_factory=list)
     count: int = 0
+    variant: bool = False
+    """A ConcurrentAdmission variant's start of its parent's job: an earlier variant's stop mark is taken off too."""
 
     def conflict(self, template: Mapping[str, Any]) -> str | None:
         """Kueue's message when the Job's pod ``template`` (as the API server has it) sets a label, annotation
@@ -102,10 +106,7 @@ class StartJob:
         spec: dict[str, Any] = {"suspend": False, "template": template}
         if self.count:
             spec.update(jobs.started_pod_counts(job_annotations or {}, admitted=self.count))
-        return {
-            "metadata": {"annotations": {EVICTED_ANNOTATION: None, EVICTION_SEQ_ANNOTATION: None}},
-            "spec": spec,
-        }
+        return {"metadata": {"annotations": _eviction_marks(None, 0, variant=self.variant)}, "spec": spec}
 
 
 def template_conflict(
@@ -225,6 +226,8 @@ class StopJob:
     annotations: list[str] = field(default_factory=list)
     scheduling_gates: list[str] = field(default_factory=list)
     count: int = 0
+    evicted_workload: str = ""
+    """The ConcurrentAdmission variant whose eviction this is ("": the job's own workload's)."""
 
     def patch(self, *, current_pod_spec: Mapping[str, Any], job: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The JSON merge patch for the Job, given its pod template's current ``spec`` (and the whole
@@ -252,7 +255,7 @@ class StopJob:
         remaining = without_gates(gates, self.scheduling_gates)
         if remaining != gates:
             template_spec["schedulingGates"] = remaining or None
-        annotations = {EVICTED_ANNOTATION: self.reason, EVICTION_SEQ_ANNOTATION: str(self.decision_seq)}
+        annotations = _eviction_marks(self.reason, self.decision_seq, evicted_workload=self.evicted_workload)
         metadata: dict[str, Any] = {"annotations": annotations}
         if self.uid:
             metadata["uid"] = self.uid
@@ -363,10 +366,21 @@ class PodSetInfo:
         return out
 
 
-def _eviction_marks(reason: str | None, seq: int) -> dict[str, str | None]:
+def _eviction_marks(
+    reason: str | None, seq: int, *, variant: bool = False, evicted_workload: str = ""
+) -> dict[str, str | None]:
+    """The eviction marks of a stop (``reason``, the EvictionRequested's ``seq``; ``evicted_workload``: the
+    ConcurrentAdmission variant evicted, when not the job's own workload), or with ``reason`` None their removal by
+    a start (``variant``: a variant's, which also takes off an earlier variant's mark)."""
     if reason is None:
-        return {EVICTED_ANNOTATION: None, EVICTION_SEQ_ANNOTATION: None}
-    return {EVICTED_ANNOTATION: reason, EVICTION_SEQ_ANNOTATION: str(seq)}
+        marks: dict[str, str | None] = {EVICTED_ANNOTATION: None, EVICTION_SEQ_ANNOTATION: None}
+        if variant:
+            marks[EVICTED_WORKLOAD_ANNOTATION] = None
+        return marks
+    marks = {EVICTED_ANNOTATION: reason, EVICTION_SEQ_ANNOTATION: str(seq)}
+    if evicted_workload:
+        marks[EVICTED_WORKLOAD_ANNOTATION] = evicted_workload
+    return marks
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -381,6 +395,8 @@ class StartIntegration:
     name: str
     uid: str = ""
     pod_sets: list[PodSetInfo] = field(default_factory=list)
+    variant: bool = False
+    """As :attr:`StartJob.variant`."""
 
     def patch(self, current: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON merge patch for the job as it is now: the changed fields only (a list, such as a JobSet's
@@ -396,7 +412,7 @@ class StartIntegration:
             suspend=False,
             counts={info.name: info.count for info in self.pod_sets},
         )
-        return _integration_patch(current, desired, marks=_eviction_marks(None, 0), uid=self.uid)
+        return _integration_patch(current, desired, marks=_eviction_marks(None, 0, variant=self.variant), uid=self.uid)
 
 
 class TemplateConflict(Exception):
@@ -431,6 +447,8 @@ class StopIntegration:
     reason: str
     decision_seq: int
     pod_sets: list[PodSetInfo] = field(default_factory=list)
+    evicted_workload: str = ""
+    """As :attr:`StopJob.evicted_workload`."""
 
     def patch(self, current: Mapping[str, Any]) -> dict[str, Any]:
         """The merge patch for the job as it is now; applied twice it changes nothing the second time.
@@ -439,7 +457,7 @@ class StopIntegration:
         desired = integrations.changed_job(
             integration, current, templates={info.name: info.stopped for info in self.pod_sets}, suspend=True
         )
-        marks = _eviction_marks(self.reason, self.decision_seq)
+        marks = _eviction_marks(self.reason, self.decision_seq, evicted_workload=self.evicted_workload)
         return _integration_patch(current, desired, marks=marks, uid=self.uid)
 
 
@@ -1123,7 +1141,7 @@ def start_of(
     ``replacement_starts``: its job, read suspended, was never started, its earlier slice replaced first)."""
     state = view.cluster
     ref = ref or current.ref
-    owner = current.workload.owner
+    owner, variant = job_owner(view, current)
     if owner is None or not startable(owner.api_version, owner.kind):
         return None
     if slices.replacement_for(current.workload) is not None and not replacement_starts:
@@ -1144,6 +1162,7 @@ def start_of(
             name=owner.name,
             uid=owner.uid,
             pod_sets=infos,
+            variant=variant,
         )
     if owner.kind == "Pod":
         if multikueue.has_multikueue_check(current, state.admission_checks):
@@ -1176,6 +1195,36 @@ def start_of(
         annotations=info.annotations,
         scheduling_gates=info.scheduling_gates,
         count=info.count,
+        variant=variant,
+    )
+
+
+def job_owner(view: DispatchState, current: WorkloadState) -> tuple[models.OwnerReference | None, bool]:
+    """The job ``current``'s decisions start and stop, and whether it is a ConcurrentAdmission variant's: its own
+    owner, or for a variant (which has none) its parent's, when the parent stands for a job and is neither finished
+    nor deleted. Kueue's concurrent-admission controller copies the admitted variant's admission onto the parent, and
+    the job reconciler starts the parent's job with it (pkg/controller/concurrentadmission syncAdmissionStatus,
+    jobframework/reconciler.go); here the variant's own decisions start and stop that job."""
+    owner = current.workload.owner
+    if owner is not None:
+        return owner, False
+    key = concurrent_admission.parent_key(current.workload)
+    parent = view.cluster.workloads.get(f"{key[0]}/{key[1]}") if key is not None else None
+    if parent is None or parent.gone or parent.workload.owner is None:
+        return None, False
+    return parent.workload.owner, True
+
+
+def variant_holds_quota(view: DispatchState, parent: WorkloadState) -> bool:
+    """Whether ``parent`` is a ConcurrentAdmission parent (the gate on) one of whose variants holds quota: its job
+    then runs or stops by that variant's decisions (:func:`job_owner`), not by the parent's own admission, which the
+    log never has. Scans the fold's workloads: only for a parent."""
+    if not concurrent_admission.queued_parent(parent.workload, view.cluster.configuration.feature_gates):
+        return False
+    key = (parent.workload.metadata.namespace, parent.workload.metadata.name)
+    return any(
+        wl.reservation is not None and concurrent_admission.parent_key(wl.workload) == key
+        for wl in view.cluster.workloads.values()
     )
 
 
@@ -1424,9 +1473,10 @@ def stop_of(
     its start put into the templates; None when it is not a batch/v1 Job's, Pods' or a registered
     integration's job."""
     state = view.cluster
-    owner = current.workload.owner
+    owner, variant = job_owner(view, current)
     if owner is None or not startable(owner.api_version, owner.kind):
         return None
+    evicted_workload = current.workload.metadata.name if variant else ""
     namespace = current.workload.metadata.namespace
     if owner.kind == "Pod":
         group = _group_of(current)
@@ -1452,6 +1502,7 @@ def stop_of(
             reason=reason,
             decision_seq=seq,
             pod_sets=infos,
+            evicted_workload=evicted_workload,
         )
     info = infos[0] if infos else PodSetInfo(name="main")
     own_selector: dict[str, str] = {}
@@ -1473,6 +1524,7 @@ def stop_of(
         annotations=sorted(info.annotations),
         scheduling_gates=info.scheduling_gates,
         count=current.workload.spec.pod_sets[0].count if current.workload.spec.pod_sets else 0,
+        evicted_workload=evicted_workload,
     )
 
 

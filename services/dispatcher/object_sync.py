@@ -677,18 +677,20 @@ class WorkloadSync:
         it, read if not listed yet: Kueue's Workload webhook refuses new pod sets then). ``{}`` when the job is
         gone or its kind's templates are not the job's (a Pod group): the Workload's templates are then the log's. A retryable API error propagates (tried again later)."""
         cached = self._templates.get(key)
-        if cached is not None and (cached[0] is wl.workload or wl.reservation is not None):
+        # a ConcurrentAdmission parent's job runs with its variant's admission: as if the parent held it
+        held = wl.reservation is not None or core.variant_holds_quota(self.view, wl)
+        if cached is not None and (cached[0] is wl.workload or held):
             return cached[1]
         stored: Mapping[str, Any] | None = self.stored.objects.get(
             ("Workload", wl.workload.metadata.namespace, wl.workload.metadata.name)
         )
-        if stored is None and (wl.reservation is not None or wl.finished is not None):
+        if stored is None and (held or wl.finished is not None):
             # not listed yet (a restart): the object as the server has it, whose templates are kept if it holds
             # quota (the job may carry a start's changes, which Kueue's Workload webhook refuses in the pod sets
             # of a Workload holding quota, validateImmutablePodSets)
             stored = await self._workload_object(wl)
         # its job may carry a start's changes: keep the object's templates while the log or the object holds quota
-        if stored is not None and (wl.reservation is not None or workload_webhook.holds_quota(stored)):
+        if stored is not None and (held or workload_webhook.holds_quota(stored)):
             spec: Any = stored.get("spec") or {}
             kept = {ps["name"]: ps["template"] for ps in spec.get("podSets") or [] if "name" in ps and "template" in ps}
             self._templates[key] = (wl.workload, kept)

@@ -1179,7 +1179,7 @@ def workload_object(
     Owner reference to the job (controller; none once finished ``OwnerNotFound``, orphaned, but for the
     finish of a job being deleted, ``owner_deleting``: that Workload goes with its job), label
     ``kueue.x-k8s.io/job-uid`` (not for a
-    pod group, which Kueue does not label), Kueue's :data:`RESOURCE_IN_USE_FINALIZER` until the
+    pod group, which Kueue does not label) and ConcurrentAdmission's parent label when the log's has it, Kueue's :data:`RESOURCE_IN_USE_FINALIZER` until the
     workload finishes (jobframework utils.go NewWorkload, a Pod's and a pod group's too), annotations the watcher gave the workload
     (``kueue.x-k8s.io/is-group-workload``), spec from the folded workload (SEMANTICS
     §2.1; reconciler.go ConstructWorkload). Never ``spec.active``: once Kueue has set it false the field is
@@ -1195,6 +1195,8 @@ def workload_object(
     # the job's labels the watcher copied (integrations.labelKeysToCopy; the log's other kueue.x-k8s.io/ labels,
     # which watchers before it copied, are none of Kueue's)
     labels = {k: v for k, v in meta.labels.items() if not k.startswith(KUEUE_LABEL_PREFIX)}
+    if meta.labels.get(ca.PARENT_LABEL) == "true":
+        labels[ca.PARENT_LABEL] = "true"  # ConcurrentAdmission: Kueue's workload controller labels a parent
     if owner.uid and meta.annotations.get(GROUP_WORKLOAD_ANNOTATION) != "true":
         labels[JOB_UID_LABEL] = owner.uid
     elif parent is not None:

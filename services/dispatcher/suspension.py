@@ -128,8 +128,8 @@ class Suspension:
             # a pod ungated by hand runs with no admission: Kueue's Pod.Stop (NotAdmitted) deletes it
             self._stop_pods_of(wl, reason=NOT_ADMITTED_REASON, seq=self.view.cluster.last_seq)
             return
-        if not _job_of_its_own(wl):
-            return
+        if not _job_of_its_own(wl) or core.variant_holds_quota(self.view, wl):
+            return  # (a ConcurrentAdmission parent's job runs by its variants' decisions)
         if wl.admitted and wl.reservation is not None:
             if wl.eviction is not None or event.reason != "WaitForStart" or previous not in STARTED_STATES:
                 return
@@ -300,6 +300,8 @@ class Suspension:
             return
         if self.gate is not None and not self.gate():
             return
+        if core.variant_holds_quota(self.view, wl):
+            return  # a ConcurrentAdmission parent's job, started and stopped by its variant's decisions
         admitted = wl.admitted and wl.reservation is not None
         if not admitted and not _job_of_its_own(wl):
             return  # a replacement slice only ever starts a job still suspended (replacement_admitted)
@@ -313,8 +315,8 @@ class Suspension:
         # the fold ran on while the job was read: a workload finished, released or gone meanwhile is left alone
         if self.view.cluster.workloads.get(key) is not wl or wl.gone or wl.finished is not None or wl.deleted_seq:
             return
-        if admitted != (wl.admitted and wl.reservation is not None):
-            return  # admitted or released meanwhile: marked again by what changed it
+        if admitted != (wl.admitted and wl.reservation is not None) or core.variant_holds_quota(self.view, wl):
+            return  # admitted or released meanwhile (or a variant of it): marked again by what changed it
         _, suspended = found
         if admitted and suspended and seq >= self.view.reserved_seq.get(key, 0):
             # (marked before this reservation, e.g. to stop a job running with none: its admission's plan starts

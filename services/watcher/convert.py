@@ -47,25 +47,30 @@ def kueue_fact(manifest: dict[str, Any], *, now_ms: int = 0) -> types.Fact:
 
 def variant_marked(workload: models.Workload, manifest: Mapping[str, Any]) -> models.Workload:
     """``workload`` (observed as Workload object ``manifest``) with
-    :data:`~kueue_es.scheduling.concurrent_admission.VARIANT_OF_ANNOTATION` set to its parent's UID when it is a
+    :data:`~kueue_es.scheduling.concurrent_admission.VARIANT_OF_ANNOTATION` set to its parent's UID and
+    :data:`~kueue_es.scheduling.concurrent_admission.VARIANT_OF_NAME_ANNOTATION` to its parent's name when it is a
     ConcurrentAdmission variant (owned by a kueue.x-k8s.io Workload: concurrentadmission.go IsVariant), and
-    without it otherwise (a value a user set is dropped): the deciders find a variant's siblings by it."""
+    without them otherwise (values a user set are dropped): the deciders find a variant's siblings by the UID, the
+    dispatcher the job of its parent by the name."""
     parent = next(
         (
-            str(ref.get("uid") or "")
+            (str(ref.get("uid") or ""), str(ref.get("name") or ""))
             for ref in (manifest.get("metadata") or {}).get("ownerReferences") or []
             if isinstance(ref, dict) and ca.is_variant({"metadata": {"ownerReferences": [ref]}})
         ),
-        "",
+        None,
+    )
+    wanted = (
+        {ca.VARIANT_OF_ANNOTATION: parent[0], ca.VARIANT_OF_NAME_ANNOTATION: parent[1]}
+        if parent is not None and parent[0]
+        else {}
     )
     annotations = workload.metadata.annotations
-    if annotations.get(ca.VARIANT_OF_ANNOTATION, "") == parent and (
-        parent or ca.VARIANT_OF_ANNOTATION not in annotations
-    ):
+    marks = (ca.VARIANT_OF_ANNOTATION, ca.VARIANT_OF_NAME_ANNOTATION)
+    if {k: annotations[k] for k in marks if k in annotations} == wanted:
         return workload
-    marked = {k: v for k, v in annotations.items() if k != ca.VARIANT_OF_ANNOTATION}
-    if parent:
-        marked[ca.VARIANT_OF_ANNOTATION] = parent
+    marked = {k: v for k, v in annotations.items() if k not in marks}
+    marked.update(wanted)
     meta = msgspec.structs.replace(workload.metadata, annotations=marked)
     return msgspec.structs.replace(workload, metadata=meta)
 

@@ -13,6 +13,7 @@ the jobs again when one of them changes.
 from __future__ import annotations
 
 import collections
+from collections.abc import Container
 from typing import Any, cast
 
 from kueue_es.events import models, slices
@@ -76,6 +77,11 @@ class ConversionInputs:
             self.owners, *self.unqueued_owners.values()
         )
 
+    @property
+    def parent_queues(self) -> Container[Key]:
+        """The LocalQueues whose Workloads are ConcurrentAdmission parents (:meth:`ca_parent`), as a container."""
+        return _ParentQueues(self)
+
     def ca_parent(self, namespace: str, queue_name: str) -> bool:
         """Whether a Workload queued to LocalQueue ``namespace/queue_name`` is a ConcurrentAdmission parent: the gate
         is on and the queue's ClusterQueue has a ``concurrentAdmissionPolicy`` (Kueue's queue manager
@@ -84,20 +90,26 @@ class ConversionInputs:
             return False
         return self.queue_cluster_queues.get((namespace, queue_name), "") in self.concurrent_cluster_queues
 
-    def queue_object_changed(self, kind: str, key: Key, obj: objects.KubeObject | None) -> None:
+    def queue_object_changed(self, kind: str, key: Key, obj: objects.KubeObject | None) -> bool:
         """Keep what :meth:`ca_parent` reads: a LocalQueue's ClusterQueue, a ClusterQueue's policy (``obj`` None:
-        deleted)."""
+        deleted). True when, with the gate on, a ClusterQueue opted in or out, or a LocalQueue now feeds an opted-in
+        one (or no longer): the jobs queued there are converted again, so their Workloads get the parent label."""
         spec = (cast(dict[str, Any], obj).get("spec") or {}) if obj is not None else {}
         if kind == "LocalQueue":
+            before = self.ca_parent(*key)
             if obj is None:
                 self.queue_cluster_queues.pop(key, None)
             else:
                 self.queue_cluster_queues[key] = str(spec.get("clusterQueue") or "")
-        elif kind == "ClusterQueue":
+            return before != self.ca_parent(*key)
+        if kind == "ClusterQueue":
+            opted = key[1] in self.concurrent_cluster_queues
             if obj is not None and isinstance(spec.get("concurrentAdmissionPolicy"), dict):
                 self.concurrent_cluster_queues.add(key[1])
             else:
                 self.concurrent_cluster_queues.discard(key[1])
+            return self.concurrent_admission and opted != (key[1] in self.concurrent_cluster_queues)
+        return False
 
     # -- PriorityClasses, RuntimeClasses, LimitRanges ----------------------------------------------
 
@@ -211,6 +223,7 @@ class ConversionInputs:
             topology_aware_scheduling=self.topology_aware_scheduling,
             label_keys_to_copy=self.label_keys_to_copy,
             annotations_to_copy=self.annotations_to_copy,
+            concurrent_parent_queues=self.parent_queues,
         )
 
     def pod_inputs(self, namespace: str) -> tuple[dict[str, Any], list[Any]]:
@@ -251,3 +264,14 @@ def _field(obj: Any, *path: str) -> Any:
     for step in path:
         obj = obj.get(step) if isinstance(obj, dict) else None
     return obj
+
+
+class _ParentQueues(Container[Key]):
+    """``(namespace, LocalQueue) in`` it: :meth:`ConversionInputs.ca_parent` (what a job's conversion asks, read
+    when asked: no set of every LocalQueue built per job)."""
+
+    def __init__(self, inputs: ConversionInputs) -> None:
+        self.inputs = inputs
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, tuple) and len(key) == 2 and self.inputs.ca_parent(str(key[0]), str(key[1]))

@@ -94,8 +94,9 @@ class KueueTracker:
             obj = terminating_marked(obj)
         namespace, name = _key(kind, obj)
         version = str(meta.get("resourceVersion") or "")
-        if kind in ("LocalQueue", "ClusterQueue"):
-            self.inputs.queue_object_changed(kind, (namespace, name), None if change == "DELETED" else obj)
+        parents_moved = kind in ("LocalQueue", "ClusterQueue") and self.inputs.queue_object_changed(
+            kind, (namespace, name), None if change == "DELETED" else obj
+        )
         if kind == "AdmissionCheck":  # MultiKueue's checks are kueue-es's own (their entries are not reported)
             controller = (cast(dict[str, Any], obj).get("spec") or {}).get("controllerName")
             if change != "DELETED" and controller == models.MULTIKUEUE_CONTROLLER:
@@ -119,6 +120,8 @@ class KueueTracker:
             await self.publisher.publish(fact, version=version)
         if reconvert:
             await self._defaults_changed(kind, change, (namespace, name), version=version, obj=obj)
+            if parents_moved:  # ConcurrentAdmission: the jobs queued there get (or keep) the parent label
+                await self.reconvert(trigger=version)
 
     async def _defaults_changed(
         self, kind: str, change: str, key: Key, *, version: str, obj: objects.KubeObject | None = None

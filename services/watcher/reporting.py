@@ -25,7 +25,7 @@ import structlog
 from kueue_es.events import codec, manifests, models, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.jobframework import integrations, jobs, workloads
-from kueue_es.jobframework.annotations import DISPATCHER_FIELD_MANAGER
+from kueue_es.jobframework.annotations import DISPATCHER_FIELD_MANAGER, EVICTED_WORKLOAD_ANNOTATION
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import progress
 from kueue_es.services.watcher.kinds import Key
@@ -173,6 +173,8 @@ class ProgressReporter:
         stopped = jobs.stopped_fact(job, now_ms=now_ms)
         if stopped is None:
             return
+        if variant := _evicted_variant([job]):
+            workload = (stopped.workload.namespace, variant)  # a ConcurrentAdmission variant's eviction stopped it
         if workload is not None:
             known = self.publisher.workloads.get(workload)
             uid = known.metadata.uid if known is not None else stopped.workload.uid
@@ -194,6 +196,8 @@ class ProgressReporter:
         if mark is None or running:
             return
         reason, seq = mark
+        if variant := _evicted_variant(objs):
+            wl_key = (wl_key[0], variant)  # a ConcurrentAdmission variant's eviction stopped it
         version = f"evict-{seq}"
         if self.stopped.get(wl_key) == version:
             return
@@ -254,6 +258,9 @@ class ProgressReporter:
             return
         if not evicted_by_another(raw):
             return
+        labels = (raw.get("metadata") or {}).get("labels") or {}
+        if labels.get(workloads.CONCURRENT_ADMISSION_PARENT_LABEL) == "true":
+            return  # a ConcurrentAdmission parent holds quota only as its variant's copy: its variant's eviction counts
         reason = str(evicted.get("reason") or "")
         since = str(evicted.get("lastTransitionTime") or "")
         # once per condition; no ":" in a Msg-Id version (learn splits on the last one)
@@ -339,3 +346,13 @@ def evicted_by_another(obj: Mapping[str, Any]) -> bool:
 def check_view(fact: types.AdmissionCheckStateChanged) -> tuple[Any, ...]:
     """What of a check entry counts as a change: state, message, requeueAfterSeconds, podSetUpdates."""
     return (fact.state, fact.message, fact.requeue_after_seconds, tuple(fact.pod_set_updates))
+
+
+def _evicted_variant(objs: Sequence[Mapping[str, Any]]) -> str:
+    """The ConcurrentAdmission variant whose eviction the dispatcher marked on ``objs`` (a job), "" when the eviction
+    was of the job's own workload (:data:`~kueue_es.jobframework.annotations.EVICTED_WORKLOAD_ANNOTATION`)."""
+    for obj in objs:
+        annotations = (obj.get("metadata") or {}).get("annotations") or {}
+        if name := annotations.get(EVICTED_WORKLOAD_ANNOTATION):
+            return str(name)
+    return ""

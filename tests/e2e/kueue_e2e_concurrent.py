@@ -5,9 +5,8 @@ Kueue's e2e manager Configuration (tests/fixtures/kueue-e2e/: the gate Concurren
 Kueue's integration test drives Workloads with no job (MakeWorkload(...).ParentVariant()) against its manager;
 here the same Workloads go through kubectl to the services, and the test's own writes (FinishEvictionForWorkloads,
 an admission check's state, SetAdmissionCheckActive) are kubectl status patches. Each case is a step with its own
-namespace, flavors and ClusterQueue (flavor names carry the namespace: the steps run at once). Not here: the e2e
-suite's baseline/concurrent_admission_test.go, whose parents are Jobs' Workloads (docs/design.md "Concurrent
-admission": a job's parent is not handled).
+namespace, flavors and ClusterQueue (flavor names carry the namespace: the steps run at once). The e2e suite's
+baseline/concurrent_admission_test.go, whose parents are Jobs' Workloads, is kueue_e2e_concurrent_jobs.py.
 """
 
 from __future__ import annotations

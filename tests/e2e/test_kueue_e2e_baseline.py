@@ -1,7 +1,8 @@
 """Kueue's own end-to-end cases of test/e2e/singlecluster/baseline/ (job_test.go, pod_test.go, statefulset_test.go,
 deployment_test.go, e2e_v1beta1_test.go, fair_sharing_test.go, hierarchical_cohort_test.go, metrics_test.go,
-visibility_test.go and what of prometheus_test.go runs without a Prometheus), test/integration's
-controller/concurrentadmission/concurrent_admission_test.go (kueue_e2e_concurrent.py, Workloads of no job) and extended/jobset_test.go,
+visibility_test.go, concurrent_admission_test.go (kueue_e2e_concurrent_jobs.py: a Job's Workload as the parent) and what
+of prometheus_test.go runs without a Prometheus), test/integration's controller/concurrentadmission/
+concurrent_admission_test.go (kueue_e2e_concurrent.py, Workloads of no job) and extended/jobset_test.go,
 leaderworkerset_test.go, kuberay_test.go, kuberay_autoscaling_test.go, appwrapper_test.go, pytorchjob_test.go,
 jaxjob_test.go, mpijob_test.go and trainjob_test.go on one ``kueue-es demo --keep``, driven through the real kubectl as
 Kueue's tests drive a kind cluster, with the manager Configuration Kueue's e2e suite runs with
@@ -38,6 +39,7 @@ import pytest
 from tests.e2e import (
     kueue_e2e_cohort,
     kueue_e2e_concurrent,
+    kueue_e2e_concurrent_jobs,
     kueue_e2e_job,
     kueue_e2e_jobset,
     kueue_e2e_kubeflow,
@@ -96,6 +98,7 @@ async def test_kueue_baseline_e2e_cases_on_the_demo(tmp_path: Path) -> None:
         *kueue_e2e_v1beta1.STEPS,
         *kueue_e2e_cohort.STEPS,
         *kueue_e2e_concurrent.STEPS,
+        *kueue_e2e_concurrent_jobs.STEPS,
         *kueue_e2e_metrics.STEPS,
         *kueue_e2e_visibility.STEPS,
         *kueue_e2e_kueuectl.STEPS,
