@@ -2474,6 +2474,16 @@ def _drop_fields(obj: dict[str, Any], paths: frozenset[tuple[str, ...]]) -> dict
         parent: Any = obj
         for key in path[:-1]:
             parent = parent.get(key) if isinstance(parent, dict) else None
+        if path[-1].startswith("k:") and isinstance(parent, list):
+            # one item of a listType=map list (a condition): it goes, the list with it when none is left
+            gone = managed_fields.value_at(parent, path[-1:])
+            parent[:] = [item for item in parent if item is not gone]
+            if not parent:
+                holder = managed_fields.value_at(obj, path[:-2])
+                if isinstance(holder, dict):
+                    holder.pop(path[-2], None)
+                    emptied.update(path[:end] for end in range(1, len(path) - 1))
+            continue
         if not isinstance(parent, dict) or path[-1] not in parent:
             continue
         if isinstance(parent[path[-1]], dict) and parent[path[-1]]:
@@ -2490,12 +2500,24 @@ def _drop_fields(obj: dict[str, Any], paths: frozenset[tuple[str, ...]]) -> dict
 
 
 def _merge_applied(obj: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """Merge an applied configuration into an object: maps by key, anything else replaced; null removes."""
+    """Merge an applied configuration into an object: maps by key, a ``listType=map`` list (conditions,
+    :data:`managed_fields.MAP_LISTS`) item by item (an applied item replaces the one with its key, a new one is
+    appended), anything else replaced; null removes."""
     for key, value in config.items():
         if value is None:
             obj.pop(key, None)
         elif isinstance(value, dict) and isinstance(obj.get(key), dict):
             _merge_applied(obj[key], value)
+        elif managed_fields.keyed_items((key,), value) and managed_fields.keyed_items((key,), obj.get(key)):
+            merged = list(obj[key])
+            index = {managed_fields.item_key(key, item): i for i, item in enumerate(merged)}
+            for item in value:
+                at = index.get(managed_fields.item_key(key, item))
+                if at is None:
+                    merged.append(copy.deepcopy(item))
+                else:
+                    merged[at] = copy.deepcopy(item)
+            obj[key] = merged
         else:
             obj[key] = copy.deepcopy(value)
     return obj

@@ -8,8 +8,11 @@ which takes the field over. An apply also removes the fields its manager applied
 applies, when no other manager owns them.
 
 The model (pure functions over objects and ``managedFields`` lists): a field is a path of map keys; a
-list is one field, owned whole (the API server merges the items of ``listType=map`` and ``set`` lists
-one by one; here every list is atomic, so two managers applying different items of one list conflict).
+list is one field, owned whole, but for ``conditions`` lists (``listType=map`` keyed by ``type`` in every
+Kubernetes and Kueue kind): each condition is a field of its own, ``k:{"type":"Evicted"}`` in FieldsV1 as the
+API server writes it, so a controller's apply of its conditions leaves another writer's alone and removes only
+the ones it applied before (the API server also merges the items of other ``listType=map`` and ``set`` lists
+one by one; here those lists are atomic, so two managers applying different items of one conflict).
 Of ``metadata`` only labels, annotations, finalizers and ownerReferences are fields; ``apiVersion`` and
 ``kind`` are none. Entries are kept per manager, operation (``Apply`` or ``Update``) and subresource, in
 ``FieldsV1`` form, and read back from the object, so what a client writes into ``managedFields``
@@ -103,17 +106,48 @@ def fields_of(obj: Mapping[str, Any], *, part: str) -> set[Path]:
     return found
 
 
+#: The lists merged item by item, by the name of their field: the item's key field (``listType=map``).
+MAP_LISTS = {"conditions": "type"}
+
+
+def item_key(list_field: str, item: Mapping[str, Any]) -> str:
+    """The path element of one item of a :data:`MAP_LISTS` list, as FieldsV1 writes it: ``k:{"type":"Evicted"}``."""
+    field = MAP_LISTS[list_field]
+    return "k:" + json.dumps({field: item.get(field)}, separators=(",", ":"))
+
+
+def keyed_items(prefix: Path, value: Any) -> bool:
+    """Whether ``value`` at ``prefix`` is a non-empty :data:`MAP_LISTS` list whose every item has its key."""
+    field = MAP_LISTS.get(prefix[-1]) if prefix else None
+    return (
+        field is not None
+        and isinstance(value, list)
+        and bool(value)
+        and all(isinstance(item, Mapping) and isinstance(item.get(field), str) for item in value)
+    )
+
+
 def _leaves(value: Any, prefix: Path) -> Iterator[Path]:
     if isinstance(value, Mapping) and value:
         for key, item in value.items():
             yield from _leaves(item, (*prefix, str(key)))
+    elif keyed_items(prefix, value):
+        for item in value:
+            yield (*prefix, item_key(prefix[-1], item))
     else:
         yield prefix
 
 
 def value_at(obj: Any, path: Path) -> Any:
-    """The value at ``path``, or ``_MISSING``."""
+    """The value at ``path`` (a ``k:`` element picks a :data:`MAP_LISTS` item), or ``_MISSING``."""
     for key in path:
+        if key.startswith("k:") and isinstance(obj, list):
+            wanted = json.loads(key[2:])
+            found = [i for i in obj if isinstance(i, Mapping) and all(i.get(k) == v for k, v in wanted.items())]
+            if not found:
+                return _MISSING
+            obj = found[0]
+            continue
         if not isinstance(obj, Mapping) or key not in obj:
             return _MISSING
         obj = obj[key]
@@ -121,18 +155,18 @@ def value_at(obj: Any, path: Path) -> Any:
 
 
 def to_fields_v1(paths: Iterable[Path]) -> dict[str, Any]:
-    """Paths as a FieldsV1 tree (``{"f:spec": {"f:cohortName": {}}}``)."""
+    """Paths as a FieldsV1 tree (``{"f:spec": {"f:cohortName": {}}}``; a list item's ``k:`` element as is)."""
     tree: dict[str, Any] = {}
     for path in sorted(paths):
         node = tree
         for key in path:
-            node = node.setdefault(f"f:{key}", {})
+            node = node.setdefault(key if key.startswith("k:") else f"f:{key}", {})
     return tree
 
 
 def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
-    """The paths of a FieldsV1 tree (its leaves; ``k:``/``v:``/``i:`` entries, which this model does not
-    make, count for their list as a whole)."""
+    """The paths of a FieldsV1 tree (its leaves; a ``k:`` entry of a :data:`MAP_LISTS` list is its item as a
+    whole, other ``k:``/``v:``/``i:`` entries count for their list as a whole)."""
     found: set[Path] = set()
     if not isinstance(tree, Mapping) or not tree:
         return {prefix} if prefix else found
@@ -142,6 +176,8 @@ def from_fields_v1(tree: Any, prefix: Path = ()) -> set[Path]:
                 found.add(prefix)
         elif isinstance(key, str) and key.startswith("f:"):
             found |= from_fields_v1(sub, (*prefix, key[2:]))
+        elif isinstance(key, str) and key.startswith("k:") and prefix and prefix[-1] in MAP_LISTS:
+            found.add((*prefix, key))
         elif prefix:
             found.add(prefix)  # a list item: the list is one field here
     return found

@@ -557,6 +557,45 @@ async def test_an_apply_that_no_longer_sets_a_map_removes_it_whole(api: k8s_clie
     assert stored["status"] == {"pendingWorkloads": 2}
 
 
+async def test_conditions_are_merged_and_owned_one_by_one(api: k8s_client.ApiClient) -> None:
+    """A ``conditions`` list is ``listType=map`` keyed by ``type``: one manager's apply of its conditions leaves
+    another writer's alone (a controller's status update beside the dispatcher's apply), each condition is owned
+    as ``k:{"type":...}``, and a condition its manager no longer applies goes alone."""
+
+    def condition(kind: str, status: str = "True") -> dict[str, str]:
+        return {
+            "type": kind,
+            "status": status,
+            "reason": "R",
+            "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+
+    body = {**local_queue(), "metadata": {"name": "lq", "namespace": "default"}}
+    await client.apply_object(api, resources.LOCAL_QUEUES, namespace="default", name="lq", body=body, field_manager="m")
+
+    async def apply_status(*conditions: dict[str, str]) -> dict[str, Any]:
+        status = {"conditions": list(conditions)}
+        return await client.apply_object(
+            api, resources.LOCAL_QUEUES, namespace="default", name="lq", body={**body, "status": status},
+            field_manager="m", subresource="status",
+        )  # fmt: skip
+
+    await apply_status(condition("Active"), condition("Stale", "False"))
+    await client.patch_object(
+        api, resources.LOCAL_QUEUES, namespace="default", name="lq", subresource="status",
+        patch={"status": {"conditions": [condition("Active"), condition("Stale", "False"), condition("Other")]}},
+    )  # fmt: skip
+    stored = await apply_status(condition("Active", "False"))  # Stale no longer applied, Other another's
+    assert [(c["type"], c["status"]) for c in stored["status"]["conditions"]] == [
+        ("Active", "False"),
+        ("Other", "True"),
+    ]
+    owners = {e["manager"]: e["fieldsV1"] for e in stored["metadata"]["managedFields"] if e.get("subresource")}
+    assert owners["m"] == {"f:status": {"f:conditions": {'k:{"type":"Active"}': {}}}}
+    assert owners["kueue-es"] == {"f:status": {"f:conditions": {'k:{"type":"Other"}': {}}}}
+
+
 async def test_a_jobs_pod_template_is_immutable_but_its_directives_before_it_starts(
     api: k8s_client.ApiClient,
 ) -> None:
