@@ -35,6 +35,12 @@ ConcurrentAdmission variant it ran for (its parent, the job's Workload, stands f
 the watcher reports the variant stopped. A variant's start removes it.
 """
 
+RUNNING_VARIANT_ANNOTATION = "kueue-es.dev/running-variant"
+"""Set on a job the dispatcher started for a ConcurrentAdmission variant (its parent, the job's Workload, stands for
+the job): the variant's name, so the watcher reports the job's PodsReady for that variant too (Kueue's controller
+copies the parent's PodsReady onto the admitted variant, and a PodsReady timeout counts for the one holding quota).
+"""
+
 DISPATCHER_FIELD_MANAGER = "kueue-es"
 """The field manager of the dispatcher's server-side applies (a Workload's status among them). The watcher reads
 it back in ``metadata.managedFields``: an Evicted condition owned by another manager (or by an update, not this

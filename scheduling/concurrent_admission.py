@@ -31,7 +31,7 @@ mode are the controller's alone (it deactivates the variants the workload may no
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,9 @@ finds the job of a parent that stands for one (:func:`parent_key`). Log only, as
 FLAVOR_MIGRATION = "FlavorMigration"
 """Kueue's WorkloadEvictedByFlavorMigration: the Evicted reason of a variant a more preferred one replaces."""
 MORE_FAVORABLE_MESSAGE = "A more favorable variant is already admitted"
+VARIANT_EVICTED_MESSAGE = "Admitted variant was evicted"
+"""The parent's Evicted message when its admitted variant is evicted (reason ``VariantEvicted``), and so the
+Stopped Event's on its job (Kueue's job reconciler stops the job with the parent's Evicted message)."""
 PREEMPTION_TIMEOUT_MS = 5 * 60 * 1000
 """How long a variant's opened preemption gate is left to work before the next variant's is opened
 (controller.go preemptionTimeout)."""
@@ -89,6 +92,21 @@ def parent_key(workload: models.Workload) -> tuple[str, str] | None:
     it is no variant or was logged before the watcher wrote the name."""
     name = workload.metadata.annotations.get(VARIANT_OF_NAME_ANNOTATION, "") if parent_uid(workload) else ""
     return (workload.metadata.namespace, name) if name else None
+
+
+def variants_of(workloads: Mapping[str, Any], parent: models.Workload) -> Iterator[Any]:
+    """The fold's states (``workloads``: key -> WorkloadState) of the variants of ``parent`` (by
+    :data:`VARIANT_OF_NAME_ANNOTATION`): a scan of every workload, for a parent only."""
+    key = (parent.metadata.namespace, parent.metadata.name)
+    return (wl for wl in workloads.values() if parent_key(wl.workload) == key)
+
+
+def variant_admitted(workloads: Mapping[str, Any], parent: models.Workload, gates: Mapping[str, bool]) -> bool:
+    """Whether ``parent`` is a parent (the gate on) one of whose variants is admitted: its job then runs with that
+    admission, as Kueue's controller copies it onto the parent (the log never admits the parent itself)."""
+    return queued_parent(parent, gates) and any(
+        wl.admitted and wl.reservation is not None for wl in variants_of(workloads, parent)
+    )
 
 
 def variant_flavor(annotations: Mapping[str, str]) -> str:
@@ -207,12 +225,15 @@ def is_active(obj: Mapping[str, Any]) -> bool:
 
 
 def variant_name(parent: Mapping[str, Any], flavor: str) -> str:
-    """The name of the parent's variant for ``flavor``: ``<parent>-variant-<flavor>-<5 hex of a hash of the parent's
-    UID and the flavor>``, within the 253 characters of a name (jobframework GetWorkloadNameForVariant hashes
-    the same inputs; the digits differ)."""
+    """The name of the parent's variant for ``flavor``: ``<parent's name without its last "-" part>-variant-<flavor>-
+    <5 hex of a hash of the parent's UID and the flavor>``, within the 253 characters of a name (jobframework
+    GetWorkloadNameForVariant: a job's Workload ``job-sample-1a2b3`` gives ``job-sample-variant-spot-...``; it hashes
+    the same inputs, the digits differ)."""
     meta = parent.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    base = name[: name.rfind("-")] if "-" in name else name  # workload_names.go getWorkloadBaseName
     digest = hashlib.sha256(f"{meta.get('uid', '')}/{flavor}".encode()).hexdigest()[:5]
-    prefix = f"{meta.get('name', '')}-variant-{flavor}"[: 253 - 6]
+    prefix = f"{base}-variant-{flavor}"[: 253 - 6]
     return f"{prefix}-{digest}"
 
 
@@ -410,7 +431,7 @@ def _sync_eviction(fam: _Family) -> bool:
         if has_quota(fam.parent):
             if _evicted(fam.parent) is None:
                 status = dict(fam.parent.get("status") or {})
-                _set_condition(status, "Evicted", True, "VariantEvicted", "Admitted variant was evicted", fam.now)
+                _set_condition(status, "Evicted", True, "VariantEvicted", VARIANT_EVICTED_MESSAGE, fam.now)
                 fam.actions.append(Action("status", fam.parent["metadata"]["name"], status=status))
             return True
         if stands_for_job(fam.parent):
@@ -542,9 +563,11 @@ def _sync_admission(fam: _Family) -> None:
         _set_condition(status, "QuotaReserved", True, "QuotaReserved", f"Quota reserved in ClusterQueue {cq}", fam.now)
         name = admitted["metadata"]["name"]
         _set_condition(status, "Admitted", True, "Admitted", f"The variant {name} is admitted", fam.now)
-        for kind in ("Evicted", "Preempted", "Requeued"):
-            if kind in conditions(fam.parent) and _true(fam.parent, kind):
-                _set_condition(status, kind, False, "QuotaReserved", "Previously: evicted", fam.now)
+        # workload.go SetQuotaReservation: resetActiveCondition of each of these that is True
+        for kind in ("Evicted", "Preempted", "BlockedOnPreemptionGates"):
+            if _true(fam.parent, kind):
+                previous = str(conditions(fam.parent)[kind].get("message", ""))
+                _set_condition(status, kind, False, "QuotaReserved", f"Previously: {previous}", fam.now)
         fam.actions.append(Action("status", fam.parent["metadata"]["name"], status=status))
 
 

@@ -39,6 +39,7 @@ from kueue_es.jobframework.annotations import (
     EVICTED_WORKLOAD_ANNOTATION,
     EVICTION_SEQ_ANNOTATION,
     PODSET_LABEL,
+    RUNNING_VARIANT_ANNOTATION,
     SCHEDULING_GATE,
 )
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION as GROUP_WORKLOAD_ANNOTATION
@@ -65,8 +66,9 @@ class StartJob:
     annotations: dict[str, str] = field(default_factory=dict)
     scheduling_gates: list[str] = field(default_factory=list)
     count: int = 0
-    variant: bool = False
-    """A ConcurrentAdmission variant's start of its parent's job: an earlier variant's stop mark is taken off too."""
+    variant: str = ""
+    """The ConcurrentAdmission variant this start is for ("": the job's own workload): the job is marked with it,
+    and an earlier variant's stop mark taken off."""
 
     def conflict(self, template: Mapping[str, Any]) -> str | None:
         """Kueue's message when the Job's pod ``template`` (as the API server has it) sets a label, annotation
@@ -367,15 +369,16 @@ class PodSetInfo:
 
 
 def _eviction_marks(
-    reason: str | None, seq: int, *, variant: bool = False, evicted_workload: str = ""
+    reason: str | None, seq: int, *, variant: str = "", evicted_workload: str = ""
 ) -> dict[str, str | None]:
     """The eviction marks of a stop (``reason``, the EvictionRequested's ``seq``; ``evicted_workload``: the
     ConcurrentAdmission variant evicted, when not the job's own workload), or with ``reason`` None their removal by
-    a start (``variant``: a variant's, which also takes off an earlier variant's mark)."""
+    a start (``variant``: the variant it is for, which also takes off an earlier variant's mark and names itself)."""
     if reason is None:
         marks: dict[str, str | None] = {EVICTED_ANNOTATION: None, EVICTION_SEQ_ANNOTATION: None}
         if variant:
             marks[EVICTED_WORKLOAD_ANNOTATION] = None
+            marks[RUNNING_VARIANT_ANNOTATION] = variant
         return marks
     marks = {EVICTED_ANNOTATION: reason, EVICTION_SEQ_ANNOTATION: str(seq)}
     if evicted_workload:
@@ -395,7 +398,7 @@ class StartIntegration:
     name: str
     uid: str = ""
     pod_sets: list[PodSetInfo] = field(default_factory=list)
-    variant: bool = False
+    variant: str = ""
     """As :attr:`StartJob.variant`."""
 
     def patch(self, current: Mapping[str, Any]) -> dict[str, Any]:
@@ -1141,9 +1144,10 @@ def start_of(
     ``replacement_starts``: its job, read suspended, was never started, its earlier slice replaced first)."""
     state = view.cluster
     ref = ref or current.ref
-    owner, variant = job_owner(view, current)
+    owner, for_variant = job_owner(view, current)
     if owner is None or not startable(owner.api_version, owner.kind):
         return None
+    variant = current.workload.metadata.name if for_variant else ""
     if slices.replacement_for(current.workload) is not None and not replacement_starts:
         # A replacement slice of an elastic job: the job runs on, never suspended; its new pods are
         # released by the ungater (SEMANTICS-ADVANCED D.4).
@@ -1221,10 +1225,8 @@ def variant_holds_quota(view: DispatchState, parent: WorkloadState) -> bool:
     log never has. Scans the fold's workloads: only for a parent."""
     if not concurrent_admission.queued_parent(parent.workload, view.cluster.configuration.feature_gates):
         return False
-    key = (parent.workload.metadata.namespace, parent.workload.metadata.name)
     return any(
-        wl.reservation is not None and concurrent_admission.parent_key(wl.workload) == key
-        for wl in view.cluster.workloads.values()
+        wl.reservation is not None for wl in concurrent_admission.variants_of(view.cluster.workloads, parent.workload)
     )
 
 

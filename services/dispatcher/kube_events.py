@@ -50,6 +50,7 @@ from kueue_es.projections.cluster import (
     priority_boost,
     priority_of,
 )
+from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.scheduling import cycle, multikueue
 from kueue_es.services.dispatcher import status
 from kueue_es.services.kube import resources
@@ -235,7 +236,15 @@ def _job_api_version(kind: str) -> str | None:
 
 
 def for_job_write(
-    kind: str, name: str, uid: str, *, started: bool, decision: types.Event, at_ms: int, not_matching: bool = False
+    kind: str,
+    name: str,
+    uid: str,
+    *,
+    started: bool,
+    decision: types.Event,
+    at_ms: int,
+    not_matching: bool = False,
+    variant: bool = False,
 ) -> KubeEvent | None:
     """The job framework's Event on the job itself once its start or stop write landed
     (jobframework/reconciler.go startJob / stopJob): Normal ``Started`` "Admitted by
@@ -245,7 +254,9 @@ def for_job_write(
     the pod's); ``decision`` the WorkloadAdmitted,
     EvictionRequested or QuotaReleased (of a workload deactivated by hand, or deleted) carried out;
     ``not_matching``: the deleted workload was one the running job no longer matched (ensureOneWorkload's
-    "No matching Workload" message, :data:`~kueue_es.services.dispatcher.status.NOT_MATCHING_STOP_MESSAGE`)."""
+    "No matching Workload" message, :data:`~kueue_es.services.dispatcher.status.NOT_MATCHING_STOP_MESSAGE`);
+    ``variant``: the stop is for a ConcurrentAdmission variant's eviction, which Kueue's job reconciler carries out
+    as its parent's ("Admitted variant was evicted")."""
     api_version = _job_api_version(kind)
     if api_version is None:
         return None
@@ -266,7 +277,7 @@ def for_job_write(
     if not started and isinstance(decision, types.EvictionRequested | types.QuotaReleased):
         # a release stops the job of a workload deactivated by hand (Kueue's eviction message for it) or deleted
         if isinstance(decision, types.EvictionRequested):
-            message = decision.message
+            message = ca.VARIANT_EVICTED_MESSAGE if variant else decision.message
         elif decision.reason == "Deleted":
             message = status.NOT_MATCHING_STOP_MESSAGE if not_matching else status.DELETED_STOP_MESSAGE
         else:

@@ -130,6 +130,7 @@ class Recording:
                 decision=decision,
                 at_ms=decision_ms(decision),
                 not_matching=workload_key(decision) in self.view.not_matching,
+                variant=bool(getattr(action, "evicted_workload", "")),
             )
             if job_event is not None:
                 self.add_job_event(seq, job_event)

@@ -458,9 +458,12 @@ def _fold_into(
                 _checks_moved(record, state, at_ms=event.at_ms, granular=granular)
         case types.WorkloadPodsReady() if before.finished:
             pass  # Kueue's job reconciler writes no PodsReady once the job finished (reconciler.go step 3, then 5)
-        case types.WorkloadPodsReady() if not wl.admitted:
+        case types.WorkloadPodsReady() if not wl.admitted and not ca.variant_admitted(
+            state.workloads, wl.workload, state.configuration.feature_gates
+        ):
             # a job started by hand with no admission (stopped again: suspension.py): Kueue's
-            # generatePodsReadyCondition says WaitForStart for a workload that is not admitted, whatever runs
+            # generatePodsReadyCondition says WaitForStart for a workload that is not admitted, whatever runs (a
+            # ConcurrentAdmission parent is admitted while a variant of it is: its job runs with that admission)
             record.set("PodsReady", False, "WaitForStart", PODS_READY_MESSAGES["WaitForStart"], at_ms=event.at_ms)
         case types.WorkloadPodsReady():
             message = PODS_READY_MESSAGES.get(event.reason, "")

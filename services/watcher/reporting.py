@@ -25,7 +25,11 @@ import structlog
 from kueue_es.events import codec, manifests, models, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.jobframework import integrations, jobs, workloads
-from kueue_es.jobframework.annotations import DISPATCHER_FIELD_MANAGER, EVICTED_WORKLOAD_ANNOTATION
+from kueue_es.jobframework.annotations import (
+    DISPATCHER_FIELD_MANAGER,
+    EVICTED_WORKLOAD_ANNOTATION,
+    RUNNING_VARIANT_ANNOTATION,
+)
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import progress
 from kueue_es.services.watcher.kinds import Key
@@ -121,7 +125,12 @@ class ProgressReporter:
                 if integration is not None
                 else progress.job_ready(raw)
             )
-            await self.report_pods_ready(wl_key, started=progress.started(kind, [raw]), ready=ready, version=version)
+            started = progress.started(kind, [raw])
+            await self.report_pods_ready(wl_key, started=started, ready=ready, version=version)
+            variant = str(((raw.get("metadata") or {}).get("annotations") or {}).get(RUNNING_VARIANT_ANNOTATION) or "")
+            if variant and (wl_key[0], variant) in self.publisher.known["Workload"]:
+                # a ConcurrentAdmission parent's job runs for this variant: its PodsReady is the variant's too
+                await self.report_pods_ready((wl_key[0], variant), started=started, ready=ready, version=version)
 
     async def report_reclaimable(
         self,

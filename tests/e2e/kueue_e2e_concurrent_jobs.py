@@ -187,6 +187,8 @@ async def migrates_the_job_to_the_preferred_flavor(e2e: E2E) -> None:
 
     await _eventually(spot_admitted_reservation_active, what="spot variant admitted, reservation variant active")
     await e2e.wait("job", "job", ns, _running_on("spot"), what="the Job running on spot")
+    # a kueue-es check: the parent's PodsReady follows its job's pods, as Kueue's job reconciler writes it
+    await e2e.wait("workload", name, ns, lambda o: is_true(o, "PodsReady"), what="the parent PodsReady")
     patch = (
         '[{"op":"replace","path":"/spec/resourceGroups/0/flavors/0/resources/0/nominalQuota","value":"5"},'
         '{"op":"replace","path":"/spec/resourceGroups/0/flavors/0/resources/1/nominalQuota","value":"1Gi"}]'
@@ -218,6 +220,9 @@ async def a_finished_job_finishes_its_variants_and_frees_the_quota(e2e: E2E) -> 
         return len(workloads) == 3 and all(is_true(wl, "Finished") for wl in workloads)
 
     await _eventually(all_finished, what="the parent and both variants finished")
+    parent = await e2e.must_get("workload", name, ns)
+    # Kueue changes no other condition as a workload finishes: the parent stays admitted on reservation
+    assert _admitted_on(reservation)(parent) and is_true(parent, "QuotaReserved"), parent["status"]
     await e2e.wait(
         "clusterqueue",
         cq,

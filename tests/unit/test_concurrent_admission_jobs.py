@@ -11,7 +11,11 @@ import msgspec
 
 from kueue_es.events import models, types
 from kueue_es.jobframework import jobs, workloads
-from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTED_WORKLOAD_ANNOTATION
+from kueue_es.jobframework.annotations import (
+    EVICTED_ANNOTATION,
+    EVICTED_WORKLOAD_ANNOTATION,
+    RUNNING_VARIANT_ANNOTATION,
+)
 from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.services.dispatcher import core
 from kueue_es.services.watcher import convert
@@ -123,9 +127,10 @@ def test_the_admitted_variant_starts_its_parents_job_with_its_flavor() -> None:
     assert admission.workload == ref  # the parent itself is never queued (admitter logic 43)
     start = core.plan(log.view, admission, seq=log.seq)
     assert isinstance(start, core.StartJob)
-    assert (start.name, start.uid, start.workload, start.variant) == ("job", "job-uid", ref, True)
+    assert (start.name, start.uid, start.workload, start.variant) == ("job", "job-uid", ref, ref.name)
     assert start.node_selector == {"instance-type": "spot"}
-    assert start.patch(current_tolerations=[])["metadata"]["annotations"][EVICTED_WORKLOAD_ANNOTATION] is None
+    marks = start.patch(current_tolerations=[])["metadata"]["annotations"]
+    assert marks[EVICTED_WORKLOAD_ANNOTATION] is None and marks[RUNNING_VARIANT_ANNOTATION] == ref.name
     parent = log.view.cluster.workloads["default/job-job-1"]
     assert core.variant_holds_quota(log.view, parent)
 
@@ -230,7 +235,11 @@ class _Publisher:
 
     def __init__(self, known: dict[tuple[str, str], models.Workload]) -> None:
         self.workloads = known
+        self.known = {"Workload": set(known)}
         self.emitted: list[tuple[types.Fact, str]] = []
+
+    def workload_ref(self, key: tuple[str, str]) -> types.WorkloadRef:
+        return types.WorkloadRef(namespace=key[0], name=key[1], uid=self.workloads[key].metadata.uid)
 
     async def emit(self, fact: types.Fact, *, version: str) -> None:
         self.emitted.append((fact, version))
@@ -257,3 +266,22 @@ async def test_a_job_stopped_for_a_variants_eviction_reports_the_variant_stopped
         "variant-uid",
         ca.FLAVOR_MIGRATION,
     )
+
+
+async def test_a_job_running_for_a_variant_reports_its_pods_ready_for_the_variant_too() -> None:
+    """With waitForPodsReady the admitter times out the workload holding quota: the variant. Kueue's controller
+    copies the parent's PodsReady onto the admitted variant (syncPodsReadyCond); here the watcher reports the job's
+    for both."""
+    from kueue_es.services.watcher.reporting import ProgressReporter
+
+    parent = parse(workload("job-job-1", namespace="ns", cpu="1"))
+    variant = parse(workload("job-job-1-variant-spot-abcde", namespace="ns", cpu="1"))
+    publisher = _Publisher({("ns", "job-job-1"): parent, ("ns", variant.metadata.name): variant})
+    reporter = ProgressReporter(publisher=cast(Any, publisher), clock=lambda: NOW_MS)
+    running = _batch_job()
+    running["metadata"]["annotations"] = {RUNNING_VARIANT_ANNOTATION: variant.metadata.name}
+    running["spec"]["suspend"] = False
+    running["status"] = {"active": 1, "ready": 1}
+    await reporter.job_progress("Job", cast(Any, running), ("ns", "job-job-1"), version="7", now_ms=NOW_MS)
+    ready = {(f.workload.name, f.ready) for f, _ in publisher.emitted if isinstance(f, types.WorkloadPodsReady)}
+    assert ready == {("job-job-1", True), (variant.metadata.name, True)}
