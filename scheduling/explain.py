@@ -55,7 +55,17 @@ from kueue_es.projections.cluster import (
     priority_of,
     queue_order_ts,
 )
-from kueue_es.scheduling import dra, fairsharing, lifecycle, preemption, provisioning, queues, slices, visibility
+from kueue_es.scheduling import (
+    concurrent_admission,
+    dra,
+    fairsharing,
+    lifecycle,
+    preemption,
+    provisioning,
+    queues,
+    slices,
+    visibility,
+)
 
 FINISH_OUTCOMES: dict[str, str] = {
     "Succeeded": "succeeded",  # kueue.WorkloadFinishedReasonSucceeded: its job succeeded
@@ -836,12 +846,55 @@ def needs(
             message=wl.workload.on_hold or ON_HOLD_MESSAGE,
             blocked=(f"on hold: {wl.workload.on_hold or ON_HOLD_MESSAGE}",),
         )
+    if concurrent_admission.queued_parent(wl.workload, state.configuration.feature_gates):
+        return _parent_needs(state, wl)
     found = _needs(state, wl, now_ms=now_ms)
     if found.status == "pending" and not wl.active:
         reason, message = deactivated_condition(wl, deactivation)
         found = dataclasses.replace(found, status=DEACTIVATED, reason=reason, message=message)
     devices = dra.describe(wl.workload, dra.charge_in(state, wl.workload))
     return dataclasses.replace(found, devices=tuple(devices)) if devices else found
+
+
+def _parent_needs(state: ClusterState, wl: WorkloadState) -> Needs:
+    """A ConcurrentAdmission parent is never queued itself (Kueue's queue manager keeps it out): admitted while a
+    variant of it is, pending otherwise, with one line per variant (its flavor and what the log says of it) as
+    what it waits for; run ``explain`` on a variant for its quota."""
+    variants = sorted(concurrent_admission.variants_of(state.workloads, wl.workload), key=lambda v: v.key)
+    base, effective = priority_of(wl.workload, state), effective_priority(wl.workload, state)
+    admitted = next((v for v in variants if v.admitted and v.reservation is not None), None)
+    lines = []
+    for variant in variants:
+        flavor = concurrent_admission.variant_flavor(variant.workload.metadata.annotations)
+        if variant.reservation is not None:
+            where = (
+                "being evicted"
+                if variant.eviction is not None
+                else "admitted"
+                if variant.admitted
+                else "quota reserved"
+            )
+        elif not variant.active:
+            where = "deactivated"
+        else:
+            where = (
+                f"pending ({variant.pending_reason}: {variant.pending_message})"
+                if variant.pending_reason
+                else "pending"
+            )
+        lines.append(f"variant {variant.workload.metadata.name} (flavor {flavor}): {where}")
+    head = "a ConcurrentAdmission parent: admitted through one of its variants (explain a variant for its quota)"
+    if not variants:
+        lines.append("no variant of it on the log yet (the controller makes them)")
+    cq = admitted.reservation.cluster_queue if admitted is not None and admitted.reservation is not None else ""
+    return Needs(
+        key=wl.key,
+        status="pending" if admitted is None else "admitted",
+        cluster_queue=cq,
+        priority=base,
+        effective_priority=effective,
+        blocked=(head, *lines),
+    )
 
 
 def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:

@@ -285,3 +285,16 @@ async def test_a_job_running_for_a_variant_reports_its_pods_ready_for_the_varian
     await reporter.job_progress("Job", cast(Any, running), ("ns", "job-job-1"), version="7", now_ms=NOW_MS)
     ready = {(f.workload.name, f.ready) for f, _ in publisher.emitted if isinstance(f, types.WorkloadPodsReady)}
     assert ready == {("job-job-1", True), (variant.metadata.name, True)}
+
+
+def test_explain_says_a_parent_goes_by_its_variants() -> None:
+    from kueue_es.scheduling import explain
+
+    log, ref = _variant_log()
+    waiting = explain.needs(log.log.state, "default/job-job-1")
+    assert waiting.status == "pending" and not waiting.groups  # no quota of its own to explain
+    assert waiting.summary()[1] == f"variant {ref.name} (flavor spot): pending"
+    log.admit(NOW_MS)
+    running = explain.needs(log.log.state, "default/job-job-1")
+    assert (running.status, running.cluster_queue) == ("admitted", "cq")
+    assert running.blocked[1] == f"variant {ref.name} (flavor spot): admitted"
