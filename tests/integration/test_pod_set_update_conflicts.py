@@ -142,7 +142,12 @@ async def test_pod_set_updates_reach_the_job_and_go_with_its_stop(api, bus: Memo
         started = await _job_until(api, "propagated", lambda j: j["spec"].get("suspend") is False)
         ref = (await wait_for(bus, types.WorkloadAdmitted))[0].workload
         await commit(bus, eviction(ref))
-        stopped = await _job_until(api, "propagated", lambda j: j["spec"].get("suspend") is True)
+        # a running Job's template is immutable: the stop suspends it, then gives the template back (two writes)
+        stopped = await _job_until(
+            api,
+            "propagated",
+            lambda j: j["spec"].get("suspend") is True and "nodeSelector" not in j["spec"]["template"]["spec"],
+        )
     template = started["spec"]["template"]
     assert template["metadata"]["labels"]["label1"] == "label-value1"
     assert template["metadata"]["labels"]["old-label-key"] == "old-label-value"
