@@ -84,7 +84,7 @@ async def _wait_variant(e2e: E2E, ns: str, parent: str, flavor_name: str, check:
     raise AssertionError(f"{ns}/{parent}: {what}; last seen {found}")
 
 
-def _on(flavor_name: str) -> Any:
+def admitted_on(flavor_name: str) -> Any:
     """The Workload is admitted with its first pod set's cpu on ``flavor_name``."""
 
     def check(wl: Mapping[str, Any]) -> bool:
@@ -191,10 +191,10 @@ async def migrates_when_the_preferred_flavor_frees(e2e: E2E) -> None:
     res, spot, cq = f"reservation-{ns}", f"spot-{ns}", f"cq-{ns}"
     await _setup(e2e, ns, _ca_queue(cq, {res: "0", spot: "5"}), [res, spot])
     await e2e.create(_workload("parent-wl-migrate", ns, "1"))
-    await e2e.wait("workload", "parent-wl-migrate", ns, _on(spot), what="the parent admitted on spot")
+    await e2e.wait("workload", "parent-wl-migrate", ns, admitted_on(spot), what="the parent admitted on spot")
     await _set_quota(e2e, cq, 0, "5")
     await _finish_eviction(e2e, ns, "parent-wl-migrate")
-    await e2e.wait("workload", "parent-wl-migrate", ns, _on(res), what="the parent migrated to reservation")
+    await e2e.wait("workload", "parent-wl-migrate", ns, admitted_on(res), what="the parent migrated to reservation")
     await _wait_variant(e2e, ns, "parent-wl-migrate", spot, lambda v: not _active(v), what="spot variant inactive")
 
 
@@ -206,17 +206,17 @@ async def migrates_only_at_or_above_the_last_acceptable_flavor(e2e: E2E) -> None
     res, od, spot, cq = f"reservation-{ns}", f"on-demand-{ns}", f"spot-{ns}", f"cq-{ns}"
     await _setup(e2e, ns, _ca_queue(cq, {res: "0", od: "0", spot: "5"}, last=res), [res, od, spot])
     await e2e.create(_workload("parent-wl-no-migrate", ns, "1"))
-    await e2e.wait("workload", "parent-wl-no-migrate", ns, _on(spot), what="the parent admitted on spot")
+    await e2e.wait("workload", "parent-wl-no-migrate", ns, admitted_on(spot), what="the parent admitted on spot")
     await _wait_variant(e2e, ns, "parent-wl-no-migrate", od, lambda v: not _active(v), what="on-demand inactive")
     await _set_quota(e2e, cq, 1, "5")
 
     async def still_on_spot() -> bool:
-        return _on(spot)(await e2e.must_get("workload", "parent-wl-no-migrate", ns))
+        return admitted_on(spot)(await e2e.must_get("workload", "parent-wl-no-migrate", ns))
 
     await _consistently(still_on_spot, what="the parent stays on spot")
     await _set_quota(e2e, cq, 0, "5")
     await _finish_eviction(e2e, ns, "parent-wl-no-migrate")
-    await e2e.wait("workload", "parent-wl-no-migrate", ns, _on(res), what="the parent migrated to reservation")
+    await e2e.wait("workload", "parent-wl-no-migrate", ns, admitted_on(res), what="the parent migrated to reservation")
 
 
 async def retain_first_admission_does_not_migrate(e2e: E2E) -> None:
@@ -226,13 +226,13 @@ async def retain_first_admission_does_not_migrate(e2e: E2E) -> None:
     res, spot, cq = f"reservation-{ns}", f"spot-{ns}", f"cq-{ns}"
     await _setup(e2e, ns, _ca_queue(cq, {res: "0", spot: "5"}, mode="RetainFirstAdmission"), [res, spot])
     await e2e.create(_workload("parent-wl-hold", ns, "1"))
-    await e2e.wait("workload", "parent-wl-hold", ns, _on(spot), what="the parent admitted on spot")
+    await e2e.wait("workload", "parent-wl-hold", ns, admitted_on(spot), what="the parent admitted on spot")
     await _wait_variant(e2e, ns, "parent-wl-hold", res, lambda v: not _active(v), what="reservation variant inactive")
     await _set_quota(e2e, cq, 0, "5")
 
     async def held() -> bool:
         variant = await _variant(e2e, ns, "parent-wl-hold", res)
-        on_spot = _on(spot)(await e2e.must_get("workload", "parent-wl-hold", ns))
+        on_spot = admitted_on(spot)(await e2e.must_get("workload", "parent-wl-hold", ns))
         return on_spot and variant is not None and not _active(variant)
 
     await _consistently(held, what="the parent stays on spot, the reservation variant inactive")
@@ -283,7 +283,9 @@ async def parent_waits_for_the_variants_admission_checks(e2e: E2E) -> None:
     }
     await e2e.status_patch("workload", variant["metadata"]["name"], ns, {"admissionChecks": [ready]})
     await _wait_variant(e2e, ns, "parent-wl-ac", prov, lambda v: is_true(v, "Admitted"), what="the variant admitted")
-    parent = await e2e.wait("workload", "parent-wl-ac", ns, _on(prov), what="the parent admitted on provreq-flavor")
+    parent = await e2e.wait(
+        "workload", "parent-wl-ac", ns, admitted_on(prov), what="the parent admitted on provreq-flavor"
+    )
     assert not (parent.get("status") or {}).get("admissionChecks"), parent["status"]
 
 
@@ -340,7 +342,7 @@ async def readmits_on_a_remaining_flavor(e2e: E2E) -> None:
     res, spot, cq = f"reservation-{ns}", f"spot-{ns}", f"cq-{ns}"
     await _setup(e2e, ns, _ca_queue(cq, {res: "5", spot: "0"}), [res, spot])
     await e2e.create(_workload("parent-wl-evict", ns, "1"))
-    await e2e.wait("workload", "parent-wl-evict", ns, _on(res), what="the parent admitted on reservation")
+    await e2e.wait("workload", "parent-wl-evict", ns, admitted_on(res), what="the parent admitted on reservation")
     only_spot = [{"name": spot, "resources": [{"name": "cpu", "nominalQuota": "5"}]}]
     await e2e.kubectl.ok(
         "patch", "clusterqueue", cq, "--type=json", "-p",
@@ -353,7 +355,7 @@ async def readmits_on_a_remaining_flavor(e2e: E2E) -> None:
     else:
         raise AssertionError("the reservation variant was not deleted")
     await _finish_eviction(e2e, ns, "parent-wl-evict")
-    await e2e.wait("workload", "parent-wl-evict", ns, _on(spot), what="the parent admitted again on spot")
+    await e2e.wait("workload", "parent-wl-evict", ns, admitted_on(spot), what="the parent admitted again on spot")
 
 
 def _json(value: Any) -> str:

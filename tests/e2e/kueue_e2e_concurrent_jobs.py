@@ -25,9 +25,8 @@ from tests.e2e.kueue_e2e import (
     namespace,
     priority_class,
 )
-
-PARENT_LABEL = "kueue.x-k8s.io/concurrent-admission-parent"
-ALLOWED = "kueue.x-k8s.io/workload-allowed-resource-flavors"
+from tests.e2e.kueue_e2e_concurrent import ALLOWED, PARENT_LABEL
+from tests.e2e.kueue_e2e_concurrent import admitted_on as _admitted_on
 
 
 def _queue(name: str, reservation: str, spot: str, *, reservation_quota: tuple[str, str]) -> dict[str, Any]:
@@ -91,17 +90,6 @@ def _variant_on(workloads: list[dict[str, Any]], parent: str, flavor_name: str) 
             if (wl["metadata"].get("annotations") or {}).get(ALLOWED) == flavor_name:
                 return wl
     return None
-
-
-def _admitted_on(flavor_name: str) -> Any:
-    """The Workload is admitted with its first pod set's cpu on ``flavor_name``."""
-
-    def check(wl: Mapping[str, Any]) -> bool:
-        admission = (wl.get("status") or {}).get("admission") or {}
-        assignments = admission.get("podSetAssignments") or [{}]
-        return is_true(wl, "Admitted") and (assignments[0].get("flavors") or {}).get("cpu") == flavor_name
-
-    return check
 
 
 def _running_on(instance_type: str) -> Any:
