@@ -1230,6 +1230,21 @@ def variant_holds_quota(view: DispatchState, parent: WorkloadState) -> bool:
     )
 
 
+def running_variant(view: DispatchState, parent: WorkloadState) -> WorkloadState | None:
+    """The variant of ConcurrentAdmission parent ``parent`` that is admitted, holds quota and is not being evicted:
+    the one its job runs for (Kueue: the parent is admitted with its admission); None when there is none."""
+    if not concurrent_admission.queued_parent(parent.workload, view.cluster.configuration.feature_gates):
+        return None
+    return next(
+        (
+            wl
+            for wl in concurrent_admission.variants_of(view.cluster.workloads, parent.workload)
+            if wl.admitted and wl.reservation is not None and wl.eviction is None
+        ),
+        None,
+    )
+
+
 def late_start(view: DispatchState, key: str) -> StartPods | None:
     """The start of the pods of an admitted pod group that came after its start, or None.
 

@@ -10,7 +10,8 @@ ReconcileGenericJob) puts both back:
   for its checks): ``stopJob(StopReasonNotAdmitted, "Not admitted by cluster queue")``, except a job whose
   workload slices are enabled (elastic jobs run on, their new pods gated);
 - step 7, a job suspended while its workload is admitted (and not evicted): ``startJob``, as at admission,
-  with its ``Started`` Event again; also a job that adopts its prebuilt Workload admitted before it came
+  with its ``Started`` Event again (a ConcurrentAdmission parent's job: while a variant of it is admitted, with that
+  variant's admission; step 8 leaves it alone while a variant holds quota); also a job that adopts its prebuilt Workload admitted before it came
   (:meth:`Suspension.adopted`; pods that do: ungated);
 - a job whose prebuilt Workload was finished ``OutOfSync`` has no workload: stopped if it runs
   (handleJobWithNoWorkload, :meth:`Suspension.finished`); so are pods whose prebuilt Workload was deleted
@@ -128,9 +129,16 @@ class Suspension:
             # a pod ungated by hand runs with no admission: Kueue's Pod.Stop (NotAdmitted) deletes it
             self._stop_pods_of(wl, reason=NOT_ADMITTED_REASON, seq=self.view.cluster.last_seq)
             return
-        if not _job_of_its_own(wl) or core.variant_holds_quota(self.view, wl):
-            return  # (a ConcurrentAdmission parent's job runs by its variants' decisions)
-        if wl.admitted and wl.reservation is not None:
+        if not _job_of_its_own(wl):
+            return
+        if core.variant_holds_quota(self.view, wl):
+            # a ConcurrentAdmission parent's job runs by its variants' decisions: only one suspended by hand while a
+            # variant is admitted is looked at (started again, as for an admitted workload)
+            if core.running_variant(self.view, wl) is None:
+                return
+            if event.reason != "WaitForStart" or previous not in STARTED_STATES:
+                return
+        elif wl.admitted and wl.reservation is not None:
             if wl.eviction is not None or event.reason != "WaitForStart" or previous not in STARTED_STATES:
                 return
         self.due[key] = (self.view.cluster.last_seq, event.at_ms)
@@ -301,7 +309,8 @@ class Suspension:
         if self.gate is not None and not self.gate():
             return
         if core.variant_holds_quota(self.view, wl):
-            return  # a ConcurrentAdmission parent's job, started and stopped by its variant's decisions
+            await self._check_parent(wl, seq=seq, at_ms=at_ms)
+            return
         admitted = wl.admitted and wl.reservation is not None
         if not admitted and not _job_of_its_own(wl):
             return  # a replacement slice only ever starts a job still suspended (replacement_admitted)
@@ -517,7 +526,23 @@ class Suspension:
         self._event(wl, reason="Stopped", message=message, seq=seq, at_ms=at_ms)
         await self.recording.record([])
 
-    async def _start(self, wl: WorkloadState, *, seq: int, at_ms: int) -> None:
+    async def _check_parent(self, parent: WorkloadState, *, seq: int, at_ms: int) -> None:
+        """A ConcurrentAdmission parent's job, started and stopped by its variants' decisions: started again when
+        it is found suspended while a variant is admitted and not being evicted, marked after that variant's
+        reservation (reconciler.go step 7 on the parent Kueue's controller admitted with the variant's admission).
+        Never stopped here: a variant's eviction stops it."""
+        if core.running_variant(self.view, parent) is None:
+            return
+        found = await self._job(parent)
+        variant = core.running_variant(self.view, parent)  # again: the fold ran on while the job was read
+        if found is None or variant is None or not found[1]:
+            return
+        if seq >= self.view.reserved_seq.get(variant.key, 0):
+            await self._start(variant, seq=seq, at_ms=at_ms, job_of=parent)
+
+    async def _start(self, wl: WorkloadState, *, seq: int, at_ms: int, job_of: WorkloadState | None = None) -> None:
+        """Start ``wl``'s job again (``job_of``: the workload whose job it is, when not ``wl``'s own: a
+        ConcurrentAdmission parent's, for its variant ``wl``)."""
         if wl.reservation is None:
             return  # released before its job could be started again
         message = kube_events.started_message(wl.reservation.cluster_queue)  # read now: the fold runs on meanwhile
@@ -532,7 +557,7 @@ class Suspension:
             return
         self.restarted += 1
         log.info("job_started_again", job=f"{action.namespace}/{action.name}", workload=wl.key, seq=seq)
-        self._event(wl, reason="Started", message=message, seq=seq, at_ms=at_ms)
+        self._event(job_of or wl, reason="Started", message=message, seq=seq, at_ms=at_ms)
         await self.recording.record([])
 
     def _event(self, wl: WorkloadState, *, reason: str, message: str, seq: int, at_ms: int) -> None:

@@ -298,3 +298,55 @@ def test_explain_says_a_parent_goes_by_its_variants() -> None:
     running = explain.needs(log.log.state, "default/job-job-1")
     assert (running.status, running.cluster_queue) == ("admitted", "cq")
     assert running.blocked[1] == f"variant {ref.name} (flavor spot): admitted"
+
+
+async def test_a_parents_job_suspended_by_hand_while_a_variant_is_admitted_is_started_again() -> None:
+    """Kueue's job reconciler starts a suspended job whose Workload is admitted (step 7): the parent is, with its
+    variant's admission, so the job is started again for that variant; while the variant is being evicted it is not
+    (its eviction stopped the job)."""
+    from kueue_es.services.dispatcher.job_writes import JobWrites
+    from kueue_es.services.dispatcher.kube_api import WriteLimiter
+    from kueue_es.services.dispatcher.suspension import Suspension
+
+    class SuspendedJob:
+        def __init__(self) -> None:
+            self.patches: list[dict[str, Any]] = []
+
+        async def get_object(self, ref: Any, *, namespace: str | None, name: str) -> dict[str, Any]:
+            template = {"spec": {"containers": [{"name": "c"}]}}
+            return {"metadata": {"name": name, "uid": "job-uid"}, "spec": {"suspend": True, "template": template}}
+
+        async def patch_object(self, ref: Any, *, namespace: str | None, name: str, patch: Any, **_: Any) -> Any:
+            self.patches.append(patch)
+            return {"metadata": {"name": name}, "spec": {}}
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.events: list[Any] = []
+
+        def add_job_event(self, seq: int, item: Any) -> None:
+            self.events.append(item)
+
+        async def record(self, decisions: list[Any]) -> None:
+            return None
+
+    log, ref = _variant_log()
+    log.admit(NOW_MS)
+    api, recorder = SuspendedJob(), Recorder()
+    limiter = WriteLimiter(qps=1000, burst=10)
+    suspension = Suspension(view=log.view, jobs=JobWrites(api=api, limiter=limiter), recording=recorder)  # type: ignore[arg-type]
+    parent = log.view.cluster.workloads["default/job-job-1"].ref
+    suspension.observed(types.WorkloadPodsReady(workload=parent, ready=True, reason="Started", at_ms=NOW_MS + 1))
+    suspension.observed(types.WorkloadPodsReady(workload=parent, ready=False, reason="WaitForStart", at_ms=NOW_MS + 2))
+    assert parent.key in suspension.due
+    seq, at_ms = suspension.due.pop(parent.key)
+    await suspension.check(parent.key, seq=seq, at_ms=at_ms)
+    [patch] = api.patches
+    assert patch["spec"]["suspend"] is False
+    assert patch["metadata"]["annotations"][RUNNING_VARIANT_ANNOTATION] == ref.name
+    assert [(e.reason, e.workload.name) for e in recorder.events] == [("Started", "job")]
+    # the variant being evicted: its eviction stopped the job, which is not started again
+    log.add(types.EvictionRequested(workload=ref, cluster_queue="cq", reason="Preempted", message="m", at_ms=NOW_MS))
+    suspension.observed(types.WorkloadPodsReady(workload=parent, ready=True, reason="Started", at_ms=NOW_MS + 3))
+    suspension.observed(types.WorkloadPodsReady(workload=parent, ready=False, reason="WaitForStart", at_ms=NOW_MS + 4))
+    assert parent.key not in suspension.due
