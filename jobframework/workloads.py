@@ -753,7 +753,7 @@ def new_workload(
     (``context.previous``) keeps the ones it got (utils.go NewWorkload; job_controller_test.go "Should reconcile
     workload and job for all jobs": "the workload label is not updated when the job label is"); and
     :data:`CONCURRENT_ADMISSION_PARENT_LABEL` when its LocalQueue is one of ``context.concurrent_parent_queues``
-    or ``context.previous`` had it (workload_controller.go labels it once). ``uid`` and
+    or ``context.previous`` had it (workload_controller.go labels it once), but for Pods. ``uid`` and
     creation time are the job's unless given (a pod group has neither of its own). Raises ManifestError.
     """
     priority_class_ref, priority_value = priority(
@@ -767,10 +767,12 @@ def new_workload(
     if job_uid_label and ref.uid:
         labels[JOB_UID_LABEL] = ref.uid
     previous = context.previous
-    if (ref.namespace, queue) in context.concurrent_parent_queues or (
-        previous is not None and previous.metadata.labels.get(CONCURRENT_ADMISSION_PARENT_LABEL) == "true"
+    if owner.kind != "Pod" and (
+        (ref.namespace, queue) in context.concurrent_parent_queues
+        or (previous is not None and previous.metadata.labels.get(CONCURRENT_ADMISSION_PARENT_LABEL) == "true")
     ):
-        # Kueue's workload controller labels a Workload of an opted-in ClusterQueue once, and it stays a parent
+        # Kueue's workload controller labels a Workload of an opted-in ClusterQueue once, and it stays a parent;
+        # not a Pod's or a pod group's here (docs/design.md: their stops do not name the variant)
         labels[CONCURRENT_ADMISSION_PARENT_LABEL] = "true"
     if creation_timestamp_ms is None:
         creation_timestamp_ms = manifests.parse_time_ms(

@@ -65,6 +65,31 @@ def test_a_jobs_workload_queued_to_an_opted_in_cluster_queue_is_a_parent() -> No
     assert ca.PARENT_LABEL not in _labels_of_converted(_inputs(policy=False))
 
 
+def test_a_pods_workload_is_no_parent() -> None:
+    """A plain Pod's (or a pod group's) Workload stays as without the policy: a Pod's stop does not name the variant
+    it ran for (docs/design.md "Concurrent admission")."""
+    from kueue_es.jobframework import pods
+
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "uid": "pod-uid",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {workloads.QUEUE_LABEL: "main", "kueue.x-k8s.io/managed": "true"},
+        },
+        "spec": {
+            "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+        },
+    }
+    fact = pods.pod_facts(pod, context=_inputs().context(("ns", "pod-p"), previous=None))
+    assert isinstance(fact, types.WorkloadObserved)
+    assert ca.PARENT_LABEL not in fact.workload.metadata.labels
+
+
 def test_the_parent_label_stays_and_a_policy_added_later_asks_for_the_jobs_again() -> None:
     inputs = _inputs(policy=False)
     previous = jobs.job_facts(_batch_job(), context=_inputs().context(("ns", "job"), previous=None))
