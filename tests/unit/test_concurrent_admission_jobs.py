@@ -332,6 +332,7 @@ async def test_a_parents_job_suspended_by_hand_while_a_variant_is_admitted_is_st
     from kueue_es.services.dispatcher.job_writes import JobWrites
     from kueue_es.services.dispatcher.kube_api import WriteLimiter
     from kueue_es.services.dispatcher.suspension import Suspension
+    from tests.unit.test_suspension_races import Recorder
 
     class SuspendedJob:
         def __init__(self) -> None:
@@ -344,16 +345,6 @@ async def test_a_parents_job_suspended_by_hand_while_a_variant_is_admitted_is_st
         async def patch_object(self, ref: Any, *, namespace: str | None, name: str, patch: Any, **_: Any) -> Any:
             self.patches.append(patch)
             return {"metadata": {"name": name}, "spec": {}}
-
-    class Recorder:
-        def __init__(self) -> None:
-            self.events: list[Any] = []
-
-        def add_job_event(self, seq: int, item: Any) -> None:
-            self.events.append(item)
-
-        async def record(self, decisions: list[Any]) -> None:
-            return None
 
     log, ref = _variant_log()
     log.admit(NOW_MS)
