@@ -137,8 +137,8 @@ async def test_statuses_and_partial_admission_live(tmp_path: Path) -> None:
             )
             stopped = await eventually(
                 lambda: get(JOB_REF, "wide", "default"),
-                lambda j: j["spec"].get("suspend") is True,
-                what="Job wide suspended",
+                lambda j: j["spec"].get("suspend") is True and j["spec"]["parallelism"] != 6,
+                what="Job wide suspended and given back its parallelism",
             )
             assert (stopped["spec"]["parallelism"], stopped["spec"]["completions"]) == (10, 10)
             cq = await eventually(

@@ -235,12 +235,15 @@ async def test_a_running_job_that_no_longer_matches_its_workload_is_stopped(api,
         await object_where(api, JOBS, "job-f", started)
         await kube.patch_object(api, JOBS, namespace="default", name="job-f", patch={"spec": {"parallelism": 2}})
         [finished] = await wait_for(bus, types.WorkloadFinished)
-        stopped = await object_where(api, JOBS, "job-f", lambda j: j["spec"].get("suspend") is True)
         await wait_for(bus, types.QuotaReleased)
         reasons = await reasons_when(api, "job-f", lambda r: "Stopped" in r)
+        # a started Job is stopped in two writes (suspended, then its template given back): read it once the
+        # Stopped Event, recorded after both, is there
+        stopped = await kube.get_object(api, JOBS, namespace="default", name="job-f")
         await asyncio.sleep(0.3)  # a second start would have been recorded by now
         reasons = await event_reasons(api, "job-f")
     assert finished.reason == "OutOfSync"
+    assert stopped["spec"]["suspend"] is True
     assert "nodeSelector" not in stopped["spec"]["template"]["spec"]  # what the start added is taken out again
     assert reasons.count("Started") == 1 and "Stopped" in reasons
 
