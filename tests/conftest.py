@@ -22,6 +22,10 @@ import structlog
 # recorded: every test, and every process it starts, records in a directory of the session's instead.
 os.environ["KUEUE_ES_STATE_DIR"] = tempfile.mkdtemp(prefix="kueue-es-test-state-")
 os.environ.pop("KUEUE_ES_CURRENT", None)
+# A terminal width from the environment (a user's shell; pytest-xdist's workers get COLUMNS=80) would wrap
+# the console output tests read (kueue-es explain, tables): a test that wants a width sets its own.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 _configure = structlog.configure
 _SESSION_CONFIG = {**structlog.get_config(), "cache_logger_on_first_use": False}
@@ -44,3 +48,16 @@ def _structlog_restored(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(structlog, "configure", _configure_without_cache)
     yield
     _restore()
+
+
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Each test ends with the environment it started with: code run in-process (``kueue_es.cli.main``
+    exports the NATS user it connects as, for the processes it starts) must not reach the next test, which
+    would then connect as a service user instead of creating the streams it expects."""
+    before = dict(os.environ)
+    yield
+    if os.environ != before:
+        os.environ.clear()
+        os.environ.update(before)
+
