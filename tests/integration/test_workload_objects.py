@@ -2211,6 +2211,8 @@ async def test_a_deactivated_workload_stays_inactive_when_its_job_changes(api, b
         await set_up(api, cpu=3)
         await kube.apply_manifest(api, job("big", parallelism=5))
         big = await _pending_workload(bus, "big")
+        # the log has the workload before the dispatcher has written its object: deactivate the object
+        await eventually(api, resources.WORKLOADS, namespace="default", name=big.name, check=lambda o: True)
         await kube.patch_object(
             api, resources.WORKLOADS, namespace="default", name=big.name, patch={"spec": {"active": False}}
         )
