@@ -40,11 +40,13 @@ import msgspec
 
 from kueue_es import deciders as registry
 from kueue_es import logfile
-from kueue_es.events import codec, subjects, types
+from kueue_es.events import codec, models, slices, subjects, types
 from kueue_es.events.bus.base import Bus, LogMessage
 from kueue_es.events.bus.direct import DirectReader
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState
+from kueue_es.scheduling import concurrent_admission
+from kueue_es.services.dispatcher.core import startable
 from kueue_es.services.runtime import Decider, build_batch, fold_decoded, fold_message
 
 EXIT_OK = 0
@@ -238,6 +240,43 @@ _DISPATCHED = frozenset({"WorkloadAdmitted", "EvictionRequested"})
 _LIFECYCLE_FACTS = frozenset({"WorkloadFinished", "ObjectDeleted", "FactBatch"})
 """Facts the completeness check decodes (without a fold) to tell a decision with nothing to write."""
 
+
+class _ObservedMeta(msgspec.Struct, rename="camel"):
+    namespace: str = ""
+    name: str = ""
+    annotations: dict[str, str] = {}
+
+
+class _ObservedJob(msgspec.Struct, rename="camel"):
+    metadata: _ObservedMeta
+    owner: models.OwnerReference | None = None
+
+
+class _ObservedOwner(msgspec.Struct, rename="camel"):
+    """The part of a WorkloadObserved the completeness check reads without a fold: whose job it is. Decoding
+    only this skips the rest of the (large) workload."""
+
+    workload: _ObservedJob
+
+
+_observed_owner = msgspec.json.Decoder(_ObservedOwner)
+
+
+def _has_no_job(owner: models.OwnerReference | None, annotations: Mapping[str, str]) -> bool:
+    """Whether the dispatcher starts and stops no job for a workload with ``owner`` and ``annotations``: a Workload
+    created on its own (no owner, and no ConcurrentAdmission variant, whose parent's job it starts), or the
+    workload of a kind it does not start (``dispatcher.core.start_of`` and ``stop_of`` return nothing)."""
+    if owner is None:
+        return not annotations.get(concurrent_admission.VARIANT_OF_ANNOTATION)
+    return not startable(owner.api_version, owner.kind)
+
+
+def _replaces_a_slice(annotations: Mapping[str, str]) -> bool:
+    """Whether the workload is an elastic job's replacement slice, whose admission starts nothing: the job runs on
+    and the ungater releases its new pods (``dispatcher.core.start_of``; docs/elastic.md)."""
+    return slices.is_elastic(annotations) and bool(annotations.get(slices.REPLACEMENT_FOR_ANNOTATION))
+
+
 _UNVERIFIABLE: Final = "unverifiable"
 
 At = tuple[int, int]
@@ -324,6 +363,14 @@ class LogChecker:
         self._dispatchable: dict[At, types.WorkloadRef] = {}  # where -> the workload of a dispatchable decision
         self._reserved_at: dict[str, At] = {}  # workload key -> where it last took quota
         self._ended_at: dict[str, At] = {}  # workload key -> where it last finished, was deleted or released
+        # workloads whose latest observation has no job the dispatcher writes (a Workload created on its own), those
+        # whose admission starts nothing (an elastic job's replacement slice), and the dispatchable decisions made
+        # meanwhile: the dispatcher answers those with no result
+        self._jobless: set[str] = set()
+        self._start_nothing: set[str] = set()
+        for key, wl in self.state.workloads.items():
+            self._observed(key, wl.workload.owner, wl.workload.metadata.annotations)
+        self._unwritten_at: set[At] = set()
         self._mismatches: list[tuple[tuple[int, int], Mismatch]] = []
         self._unverifiable: list[tuple[tuple[int, int], Unverifiable]] = []
         self._late: list[Unverifiable] = []
@@ -375,7 +422,10 @@ class LogChecker:
             while self._next_cover < len(covers) and covers[self._next_cover][0] <= seq:
                 self._cover.append(covers[self._next_cover])
                 self._next_cover += 1
-            self._lifecycle(seq, event)
+            if event is None and kind == "WorkloadObserved":
+                self._observed_message(message)
+            else:
+                self._lifecycle(seq, event)
             if on_decision_subject:
                 self._decision_subject(message, event)
                 self._verify(message, event)
@@ -445,6 +495,8 @@ class LogChecker:
         ref = self._dispatchable.get(at)
         if ref is None:
             return False
+        if at in self._unwritten_at:
+            return True  # dispatcher.service: a decision whose plan is no action records no result
         return self._ended_at.get(ref.key, (0, 0)) > self._reserved_at.get(ref.key, (0, 0))
 
     def _lifecycle(self, seq: int, event: types.Event | None) -> None:
@@ -472,8 +524,39 @@ class LogChecker:
                 for fact in facts:
                     if isinstance(fact, types.WorkloadFinished):
                         self._ended_at[fact.workload.key] = (seq, 0)
+                    else:
+                        self._observed(fact.workload.key, fact.workload.owner, fact.workload.metadata.annotations)
+            case types.WorkloadObserved(workload=workload):
+                self._observed(workload.key, workload.owner, workload.metadata.annotations)
             case _:
                 pass
+
+    def _observed(self, key: str, owner: models.OwnerReference | None, annotations: Mapping[str, str]) -> None:
+        """Workload ``key`` was observed with ``owner`` and ``annotations``: keep whether it has a job, and whether
+        its admission starts one."""
+        for keys, holds in (
+            (self._jobless, _has_no_job(owner, annotations)),
+            (self._start_nothing, _replaces_a_slice(annotations)),
+        ):
+            if holds:
+                keys.add(key)
+            else:
+                keys.discard(key)
+
+    def _answered_by_nothing(self, at: At, decision: types.WorkloadAdmitted | types.EvictionRequested) -> None:
+        """Mark the dispatchable ``decision`` at ``at`` when the dispatcher has nothing to write for it."""
+        key = decision.workload.key
+        if key in self._jobless or (isinstance(decision, types.WorkloadAdmitted) and key in self._start_nothing):
+            self._unwritten_at.add(at)
+
+    def _observed_message(self, message: LogMessage) -> None:
+        """A WorkloadObserved the completeness check did not decode (no fold): read only whose job it is."""
+        try:
+            observed = _observed_owner.decode(message.data).workload
+        except msgspec.DecodeError:
+            return
+        key = f"{observed.metadata.namespace}/{observed.metadata.name}"
+        self._observed(key, observed.owner, observed.metadata.annotations)
 
     def _decision_subject(self, message: LogMessage, event: types.Event | None = None) -> None:
         """A message on a decision subject counts only as output i of the record just before it,
@@ -508,6 +591,7 @@ class LogChecker:
                 self._waiting.setdefault(subject, []).append((seq, 0))
                 if isinstance(event, types.WorkloadAdmitted | types.EvictionRequested):
                     self._dispatchable[(seq, 0)] = event.workload
+                    self._answered_by_nothing((seq, 0), event)
 
     def _carried(self, seq: int, record: types.DecisionRecord) -> None:
         """Record the decisions ``record`` (at ``seq``) carries (event schema 17) as its output messages
@@ -523,6 +607,7 @@ class LogChecker:
             if isinstance(decision, types.WorkloadAdmitted | types.EvictionRequested):
                 self._waiting.setdefault(subject, []).append((seq, index))
                 self._dispatchable[(seq, index)] = ref
+                self._answered_by_nothing((seq, index), decision)
 
     def _verify(self, message: LogMessage, event: types.Event | None) -> None:
         """Judge a message on a decision subject by the services' batch rule: what their fold
@@ -1023,7 +1108,8 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
         lines.append(
             (
                 f"{len(report.nothing_to_write)} decisions need no dispatch result ({shown}{more}): their workload "
-                "finished, was deleted or gave its quota back, so the dispatcher writes nothing for them",
+                "has no job, or finished, was deleted or gave its quota back, so the dispatcher writes nothing "
+                "for them",
                 "",
             )
         )

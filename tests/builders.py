@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kueue_es.events import manifests, types
+import msgspec
+
+from kueue_es.events import manifests, models, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 from kueue_es.projections.batches import Orphan
 from kueue_es.projections.cluster import ClusterState, apply
@@ -137,6 +139,17 @@ class Log:
 def parse(doc: dict[str, Any]) -> Any:
     """Shorthand for manifests.parse_object."""
     return manifests.parse_object(doc)
+
+
+def of_a_job(fact: types.Fact | None) -> types.Fact | None:
+    """``fact`` as the watcher reports a Job's workload: a WorkloadObserved given a batch/v1 Job owner of the
+    workload's name (UID ``job-<name>``), whose admission the dispatcher answers by starting the Job; any other
+    fact as it is."""
+    if not isinstance(fact, types.WorkloadObserved):
+        return fact
+    name = fact.workload.metadata.name
+    owner = models.OwnerReference(api_version="batch/v1", kind="Job", name=name, uid=f"job-{name}")
+    return types.WorkloadObserved(workload=msgspec.structs.replace(fact.workload, owner=owner))
 
 
 class FoldedLog:

@@ -17,20 +17,21 @@ from kueue_es import deciders
 from kueue_es.events import codec, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 from kueue_es.projections import batches
-from kueue_es.replay import check_log
+from kueue_es.replay import LogChecker, check_log, find_records, summary
 from kueue_es.services.admitter import core as admitter_core
 from kueue_es.services.publisher import core as publisher
 from kueue_es.services.runtime import Decider, build_batch
 from kueue_es.services.watcher.convert import kueue_fact
-from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, workload
+from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, of_a_job, workload
 from tests.unit.dispatch_log import DispatchLog, job_workload
 
 NOW = 1_796_000_000_000
 FIRST = types.WorkloadRef(namespace="default", name="first", uid="uid-first")
 
 
-def facts() -> list[OutgoingMessage]:
-    """A ClusterQueue of 4 CPUs, workloads ``first`` and ``second`` of 3 CPUs each: one at a time."""
+def facts(*, jobs: bool = True) -> list[OutgoingMessage]:
+    """A ClusterQueue of 4 CPUs, workloads ``first`` and ``second`` of 3 CPUs each: one at a time; each of a Job
+    (``jobs``: the dispatcher answers their admissions by starting it), else Workloads created on their own."""
     docs = (
         flavor("f"),
         cluster_queue("cq", flavors={"f": {"cpu": 4}}),
@@ -38,7 +39,7 @@ def facts() -> list[OutgoingMessage]:
         workload("first", cpu="3", created=1),
         workload("second", cpu="3", created=2),
     )
-    return [subjects.fact_message(kueue_fact(doc)) for doc in docs]
+    return [subjects.fact_message(of_a_job(kueue_fact(doc)) if jobs else kueue_fact(doc)) for doc in docs]
 
 
 class Log(FoldedLog):
@@ -236,6 +237,49 @@ def test_an_admission_landing_after_its_workloads_finish_needs_no_dispatch_resul
     assert report.undispatched == [second_admission]
 
 
+@pytest.mark.parametrize("schema", [types.SCHEMA_VERSION, 16])
+def test_an_admission_of_a_workload_with_no_job_needs_no_dispatch_result(schema: int) -> None:
+    """A Workload created on its own (``kubectl apply`` of a Workload, no job) is admitted and holds its quota:
+    the dispatcher has no job to start and records no result (dispatcher.core.start_of), so replay counts the
+    admission apart, as one needing none, with no warning. A Job's admission left unanswered still warns."""
+    log = Log()
+    log.schema_version = schema
+    log.append(*facts(jobs=False))
+    log.cycle()  # first admitted
+    admission = len(log.messages)
+    report = check_log(log.messages, deciders.BY_ROLE)
+    assert report.matched == 1 and report.exit_code == 0
+    assert (report.nothing_to_write, report.undispatched) == ([admission], [])
+    lines = "\n".join(line for line, _ in summary(report))
+    assert "warning" not in lines and "1 decisions need no dispatch result" in lines
+    # the forked replay's reading pass folds nothing: it reads only whose job each observed workload is
+    reading = LogChecker(find_records(log.messages), deciders.BY_ROLE, rerun=False)
+    for message in log.messages:
+        reading.feed(message)
+    assert (reading.fold, reading.finish().nothing_to_write) == (False, [admission])
+
+    with_job = Log()
+    with_job.schema_version = schema
+    with_job.append(*facts())
+    with_job.cycle()
+    report = check_log(with_job.messages, deciders.BY_ROLE)
+    assert (report.nothing_to_write, report.undispatched) == ([], [len(with_job.messages)])
+
+
+def test_a_workload_adopted_by_a_job_after_its_admission_still_needs_none() -> None:
+    """The admission was decided while the Workload had no job, and a Job adopted it later (a prebuilt Workload):
+    the dispatcher answered that admission with nothing, and the adoption's start answers no decision."""
+    log = Log()
+    log.append(*facts(jobs=False))
+    log.cycle()
+    admission = len(log.messages)
+    observed = kueue_fact(workload("first", cpu="3", created=1))
+    assert isinstance(observed, types.WorkloadObserved)
+    log.append(subjects.fact_message(of_a_job(observed)))
+    report = check_log(log.messages, deciders.BY_ROLE)
+    assert (report.nothing_to_write, report.undispatched) == ([admission], [])
+
+
 def test_an_admission_landing_after_its_workloads_finish_shows_no_admission_on_its_object() -> None:
     """The same race seen by the dispatcher: its Workload status shows no QuotaReserved or Admitted for an
     admission folded after the finish (Kueue never admits a finished Workload); one folded before the finish
@@ -255,3 +299,29 @@ def test_an_admission_landing_after_its_workloads_finish_shows_no_admission_on_i
         assert record.is_true("Finished")
         assert record.is_true("QuotaReserved") is not finish_first
         assert record.is_true("Admitted") is not finish_first
+
+
+def test_a_replacement_slices_admission_needs_no_dispatch_result() -> None:
+    """An elastic Job scaled up: its replacement slice is admitted while the Job runs on, and the dispatcher starts
+    nothing for it (the ungater releases the new pods; docs/elastic.md), so replay counts that admission apart, as
+    it does the first slice's, whose workload was finished (replaced) by then. No warning is left."""
+    from tests.unit.test_elastic_slices import GATES, elastic
+
+    log = Log()
+    config = types.ConfigurationObserved(configuration=GATES)
+    docs = (flavor("f"), cluster_queue("cq", flavors={"f": {"cpu": 6}}), local_queue("lq", "cq"))
+    log.append(subjects.fact_message(config), *[subjects.fact_message(kueue_fact(doc)) for doc in docs])
+
+    def slice_of_the_job(doc: dict[str, object]) -> OutgoingMessage:
+        fact = kueue_fact(doc)
+        assert isinstance(fact, types.WorkloadObserved)
+        return subjects.fact_message(of_a_job(fact))
+
+    log.append(slice_of_the_job(elastic("a-1", 2)))
+    log.cycle()
+    first = len(log.messages)  # carried in its record, the cycle's last message (schema 17)
+    log.append(slice_of_the_job(elastic("a-2", 4, created=60, replaces="a-1")))
+    out = log.cycle()
+    assert [d.workload.name for d in out if isinstance(d, types.WorkloadAdmitted)] == ["a-2"]
+    report = check_log(log.messages, deciders.BY_ROLE)
+    assert (report.nothing_to_write, report.undispatched) == ([first, len(log.messages)], [])

@@ -15,7 +15,7 @@ from kueue_es.events.bus.base import OutgoingMessage
 from kueue_es.replay import check_log, summary
 from kueue_es.services.runtime import build_batch
 from kueue_es.services.watcher.convert import kueue_fact
-from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, workload
+from tests.builders import FoldedLog, cluster_queue, flavor, local_queue, of_a_job, workload
 from tests.unit.test_replay_streaming import small_log
 
 NOW = 1_796_000_000_000
@@ -34,7 +34,8 @@ def admitted_log(schema: int) -> tuple[FoldedLog, int, list[types.WorkloadAdmitt
         *(local_queue(f"lq-{name}", f"cq-{name}") for name in names),
         *(workload(name, queue=f"lq-{name}", cpu="3", created=i) for i, name in enumerate(names, start=1)),
     )
-    log.append(*[subjects.fact_message(kueue_fact(doc)) for doc in docs])
+    # Jobs' workloads: the dispatcher answers their admissions (a Workload of no job it answers with nothing)
+    log.append(*[subjects.fact_message(of_a_job(kueue_fact(doc))) for doc in docs])
     outputs = list(deciders.ADMITTER.decide(log.state, now_ms=NOW))
     head, rest = build_batch(
         deciders.ADMITTER,
