@@ -91,6 +91,21 @@ def demo_manifests() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     return setup, job
 
 
+def _logged(state: ClusterState, doc: Mapping[str, Any]) -> bool:
+    """Whether the log folded into ``state`` has quick-start object ``doc`` (a ResourceFlavor, ClusterQueue or
+    LocalQueue; any other kind counts as there)."""
+    metadata = doc.get("metadata") or {}
+    name = str(metadata.get("name", ""))
+    match doc.get("kind"):
+        case "ResourceFlavor":
+            return name in state.flavors
+        case "ClusterQueue":
+            return name in state.cluster_queues
+        case "LocalQueue":
+            return (str(metadata.get("namespace") or "default"), name) in state.local_queues
+    return True
+
+
 def preemption_manifests(setup: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """For ``--preempt``: the quick-start objects with the ClusterQueue allowed to preempt
     lower priorities (``preemption.withinClusterQueue: LowerPriority``), and the
@@ -284,6 +299,13 @@ async def run_demo(
                     await kube.apply_manifest(api, doc)
                 total += sum(1 for doc in urgent if doc.get("kind") == "Job")
             done = await printer.wait_released(total, timeout=DEMO_TIMEOUT)
+            if not keep:
+                # with no Job to wait for (--jobs 0) the run would end before the services were up: a service
+                # stopped while starting dies of the SIGTERM (a crash to report) and the log misses the queues
+                await supervisor.wait_ports(timeout=DEMO_TIMEOUT)
+                await printer.wait_until(
+                    lambda: all(_logged(printer.state, doc) for doc in setup), timeout=DEMO_TIMEOUT
+                )
             if keep:
                 if unknown := await supervisor.wait_ports(timeout=DEMO_TIMEOUT):
                     console.print(f"warning: no port reported yet by {', '.join(unknown)}", style="yellow")

@@ -133,6 +133,17 @@ async def test_demo_command_runs_and_replays(tmp_path: Path) -> None:
         assert needle in out, (needle, out)
 
 
+async def test_demo_with_no_jobs_stops_cleanly_after_the_queues_are_logged(tmp_path: Path) -> None:
+    """`kueue-es demo --jobs 0` has no Job to wait for: it still waits for the services to be up and the quick
+    start's queues to be on the log, so no service is stopped while starting (it died of the SIGTERM, exit 1)."""
+    code, out = await kueue_es("demo", "--jobs", "0", "--dir", str(tmp_path / "demo"))
+    assert code == 0, out
+    assert "exited with errors" not in out, out
+    for needle in ("applied   ClusterQueue cluster-queue", "applied   LocalQueue default/user-queue"):
+        assert needle in out, (needle, out)
+    assert "every decision matched; the log is complete" in out, out
+
+
 async def test_demo_with_preemption_evicts_and_recovers(tmp_path: Path) -> None:
     """`kueue-es demo --preempt`: the urgent Job preempts two sample Jobs through the whole
     path (nomination, eviction, suspended Job, WorkloadStopped, release), every Job still
