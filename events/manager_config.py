@@ -399,9 +399,9 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
         raise _error(source, field, problem) from err
     gates = _feature_gates(file.feature_gates, feature_gates, source=source)
     _process_sections(file, source=source)
-    dependency = feature_gate_problem(gates)
-    if dependency is not None:
-        raise _error(source, "featureGates", dependency)
+    problem = unknown_feature_gate_problem(gates) or feature_gate_problem(gates)
+    if problem is not None:
+        raise _error(source, "featureGates", problem)
     copied_labels, copied_annotations = keys_to_copy(file, gates=gates)
     return ManagerConfig(
         configuration=models.Configuration(
@@ -855,6 +855,113 @@ FEATURE_GATE_DEFAULTS: dict[str, bool] = {
 """The defaults (Kueue's defaultVersionedFeatureGates at v0.19/v0.20: ElasticJobsViaWorkloadSlices on
 since v0.18, :func:`kueue_es.events.slices.gate_enabled`; ElasticJobsViaWorkloadSlicesWithTAS alpha, off)
 of every gate :data:`FEATURE_GATE_DEPENDENCIES` names."""
+
+
+KNOWN_FEATURE_GATES: frozenset[str] = frozenset(
+    {
+        "AdmissionFairSharing",
+        "AdmissionGatedBy",
+        "AssignQueueLabelsForPods",
+        "CleanupProvisioningRequestsOnEviction",
+        "ConcurrentAdmission",
+        "CustomMetricLabels",
+        "DeferRayServiceFinalizationForRedisCleanup",
+        "DisableWaitForPodsReady",
+        "ElasticJobsViaWorkloadSlices",
+        "ElasticJobsViaWorkloadSlicesWithTAS",
+        "FailureRecoveryPolicy",
+        "FairSharingPreemptWithinNominal",
+        "FairSharingPrioritizeNonBorrowing",
+        "FastQuotaReleaseInPodIntegration",
+        "FinishOrphanedWorkloads",
+        "FlavorFungibility",
+        "FlavorFungibilityPreserveScanProgress",
+        "KueueDRAIntegration",
+        "KueueDRAIntegrationConsumableCapacity",
+        "KueueDRAIntegrationExtendedResource",
+        "KueueDRAIntegrationPartitionableDevices",
+        "KueueDRARejectWorkloadsWhenDRADisabled",
+        "LWSImmutableGroupSize",
+        "LocalQueueMetrics",
+        "ManagedJobsNamespaceSelectorAlwaysRespected",
+        "MetricForWorkloadCreationLatency",
+        "MetricsForCohorts",
+        "MultiKueue",
+        "MultiKueueAdaptersForCustomJobs",
+        "MultiKueueClusterProfile",
+        "MultiKueueIncrementalDispatcherConfig",
+        "MultiKueueIncrementalDispatcherRespectConfigOrder",
+        "MultiKueueKubeConfigPathValidation",
+        "MultiKueueManagerQuotaAutomation",
+        "MultiKueueOrchestratedPreemption",
+        "MultiKueueRemoteSpecSync",
+        "PartialAdmission",
+        "PodIntegrationValidateGroupOwner",
+        "PrioritizePreemptorWorkloads",
+        "PriorityBoost",
+        "PrioritySortingWithinCohort",
+        "QuotaCheckStrategy",
+        "ReclaimablePods",
+        "RecomputeAssignmentUponPreemptionTargetsOverlap",
+        "RejectUpdatesToCQWithInvalidOnFlavors",
+        "RemoveFinalizersWithStrictPatch",
+        "SchedulerLibraryIntegration",
+        "SchedulingEquivalenceHashing",
+        "ShortWorkloadNames",
+        "SkipAncestorCheckForDeletedWorkloads",
+        "SkipReassignmentForPodOwnedWorkloads",
+        "SparkApplicationIntegration",
+        "TASAssignmentsEncodingByHostnamePrefix",
+        "TASBalancedPlacement",
+        "TASCacheNodeMatchResults",
+        "TASCacheTopologyTree",
+        "TASCachingRemainingResources",
+        "TASFailedNodeReplacement",
+        "TASFailedNodeReplacementFailFast",
+        "TASHandleOverlappingFlavors",
+        "TASMultiLayerTopology",
+        "TASProfileMixed",
+        "TASRecomputeAssignmentWithinSchedulingCycle",
+        "TASReplaceNodeDueToNotReadyOverFixedTime",
+        "TASReplaceNodeOnNodeTaints",
+        "TASReplaceNodeOnPodTermination",
+        "TASRespectNodeAffinityPreferred",
+        "TASValidateWorkloadSliceSize",
+        "TLSOptions",
+        "TopologyAwareScheduling",
+        "UnadmittedWorkloadsExplicitStatus",
+        "UnadmittedWorkloadsObservability",
+        "ValidateRayAndSparkJobUpdates",
+        "VectorizedResourceRequests",
+        "VisibilityOnDemand",
+        "WorkloadIdentifierAnnotations",
+        "WorkloadPriorityClassDefaulting",
+        "WorkloadRequestUseMergePatch",
+        "WorkloadValidateResourcesAreNonNegative",
+        "WorkloadValidationForPodSetMetadata",
+    }
+)
+"""Every feature gate Kueue knows (pkg/features/kube_features.go defaultVersionedFeatureGates, v0.20): a
+Configuration naming another is refused at start, as Kueue's component-base feature gate refuses it."""
+
+LOCKED_FEATURE_GATES: dict[str, bool] = {"ManagedJobsNamespaceSelectorAlwaysRespected": True, "TLSOptions": True}
+"""Gates that are GA and locked to their default (LockToDefault in kube_features.go): setting one to the other
+value is refused."""
+
+
+def unknown_feature_gate_problem(gates: dict[str, bool]) -> str | None:
+    """Kueue's refusal of a Configuration's ``gates`` that names a gate Kueue does not know
+    (:data:`KNOWN_FEATURE_GATES`; component-base featuregate SetFromMap: ``"unrecognized feature gate: X"``),
+    or sets a locked one to the value it is not locked to (``"cannot set feature gate X to false, feature is
+    locked to true"``); the first such gate by name, None when there is none."""
+    for name in sorted(gates):
+        if name not in KNOWN_FEATURE_GATES:
+            return f"unrecognized feature gate: {name}"
+        locked = LOCKED_FEATURE_GATES.get(name)
+        if locked is not None and gates[name] != locked:
+            value, lock = str(gates[name]).lower(), str(locked).lower()
+            return f"cannot set feature gate {name} to {value}, feature is locked to {lock}"
+    return None
 
 
 def feature_gate_problem(gates: dict[str, bool]) -> str | None:

@@ -318,7 +318,11 @@ def _object(raw: Any, *, where: str, ranges: _LimitRanges | None = None) -> Scen
     try:
         manifests.parse_object(raw)
         gates = raw.get("featureGates") if kind == "Configuration" else None
-        problem = manager_config.feature_gate_problem(gates) if isinstance(gates, dict) else None
+        problem = (
+            manager_config.unknown_feature_gate_problem(gates) or manager_config.feature_gate_problem(gates)
+            if isinstance(gates, dict)
+            else None
+        )
         if problem is not None:  # as the watcher refuses the file (the cluster engine's --config)
             raise _Problem(f"{where}: featureGates: {problem}")
         if kind == "Configuration" and _has_sources(raw):  # what only the manager's own parsing reads

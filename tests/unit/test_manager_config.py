@@ -190,14 +190,42 @@ def test_the_keys_a_workload_copies_of_its_job() -> None:
 
 
 def test_feature_gates_from_the_flag_not_together_with_the_file() -> None:
-    assert manager_config.parse(V1BETA2, feature_gates="B=false, A=true").configuration.feature_gates == {
-        "A": True,
-        "B": False,
+    flag = "PartialAdmission=false, MultiKueue=true"
+    assert manager_config.parse(V1BETA2, feature_gates=flag).configuration.feature_gates == {
+        "MultiKueue": True,
+        "PartialAdmission": False,
     }
     with pytest.raises(ManifestError, match="cannot both be specified"):
-        manager_config.parse(V1BETA2 + "featureGates: {A: true}\n", feature_gates="B=false")
+        manager_config.parse(V1BETA2 + "featureGates: {MultiKueue: true}\n", feature_gates="PartialAdmission=false")
     with pytest.raises(ManifestError, match="is not Gate=true"):
-        manager_config.parse(V1BETA2, feature_gates="A=yes")
+        manager_config.parse(V1BETA2, feature_gates="MultiKueue=yes")
+
+
+@pytest.mark.parametrize(
+    ("gates", "problem"),
+    [
+        ("featureGates: {NoSuchGate: true}", "unrecognized feature gate: NoSuchGate"),
+        ("featureGates: {PartialAdmission: true, Zeta: false}", "unrecognized feature gate: Zeta"),
+        (
+            "featureGates: {TLSOptions: false}",
+            "cannot set feature gate TLSOptions to false, feature is locked to true",
+        ),
+        (
+            "featureGates: {ManagedJobsNamespaceSelectorAlwaysRespected: false}",
+            "cannot set feature gate ManagedJobsNamespaceSelectorAlwaysRespected to false, feature is locked to true",
+        ),
+    ],
+)
+def test_a_gate_kueue_does_not_know_or_a_locked_one_changed_is_refused(gates: str, problem: str) -> None:
+    """Kueue's component-base feature gate refuses a name it does not know and a GA gate set against its lock
+    (LoadAndValidateFeatureGates: Kueue exits at start); from the flag too."""
+    with pytest.raises(ManifestError) as refused:
+        manager_config.parse(V1BETA2 + gates + "\n", source="config.yaml")
+    assert str(refused.value) == f"Configuration config.yaml: field featureGates: {problem}"
+    with pytest.raises(ManifestError, match="unrecognized feature gate: NoSuchGate"):
+        manager_config.parse(V1BETA2, feature_gates="NoSuchGate=true")
+    ok = manager_config.parse(V1BETA2 + "featureGates: {TLSOptions: true, FailureRecoveryPolicy: false}\n")
+    assert ok.configuration.feature_gates == {"FailureRecoveryPolicy": False, "TLSOptions": True}
 
 
 # Kueue pkg/config/validation_test.go TestLoadAndValidateFeatureGates: a gate on whose dependencies are off
