@@ -1352,12 +1352,14 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
     if record.admission is not None:
         assignments = []
         for a in record.admission.pod_set_assignments:
-            entry: dict[str, Any] = {
-                "name": a.name,
-                "flavors": dict(sorted(a.flavors.items())),
-                "resourceUsage": _quantities({r: v for r, v in a.resource_usage.items() if r in a.flavors}),
-                "count": a.count,
-            }
+            entry: dict[str, Any] = {"name": a.name}
+            # omitempty in Kueue's API (workload_types.go): a pod set that requests nothing has neither map
+            if a.flavors:
+                entry["flavors"] = dict(sorted(a.flavors.items()))
+            usage = {r: v for r, v in a.resource_usage.items() if r in a.flavors}
+            if usage:
+                entry["resourceUsage"] = _quantities(usage)
+            entry["count"] = a.count
             if a.name in record.topology:
                 entry["topologyAssignment"] = topology_assignment_dict(record.topology[a.name])
             if a.delayed_topology_request:
