@@ -25,7 +25,7 @@ Semantics, as a real API server has them:
   are no-ops (no new resourceVersion, no event) when nothing changed;
 * writes to ``status`` change only ``.status``; other writes never do;
 * empty labels, annotations, finalizers and owner references are not stored (ObjectMeta's ``omitempty``);
-* delete with finalizers sets ``deletionTimestamp`` (MODIFIED); the write that
+* delete with finalizers sets ``deletionTimestamp`` and bumps ``generation`` (MODIFIED); the write that
   takes off the last one (any update, patch or apply, also by the garbage collector)
   is not stored: the object is removed as last stored (only DELETED, still carrying
   those finalizers) and the writer is answered with the object it asked for;
@@ -510,6 +510,10 @@ class ObjectStore:
             deleting["metadata"].update(
                 deletionTimestamp=format_timestamp(self._clock()), deletionGracePeriodSeconds=0, finalizers=finalizers
             )
+            if isinstance(generation := metadata.get("generation"), int) and generation > 0:
+                # registry/store.go markAsDeleting: the first deletion bumps the generation (controllers of an
+                # object being deleted change what they do)
+                deleting["metadata"]["generation"] = generation + 1
             self._write(ref, key, deleting, event_type="MODIFIED", previous=current)
             return deleting
         return self._remove(ref, key, current)

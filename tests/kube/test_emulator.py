@@ -302,8 +302,9 @@ async def test_json_patch_and_put_with_stale_resource_version(api: k8s_client.Ap
 
 
 async def test_delete_honours_finalizers(api: k8s_client.ApiClient) -> None:
-    """With finalizers, delete only marks deletionTimestamp; removing them deletes the object."""
-    await client.create_object(
+    """With finalizers, delete only marks deletionTimestamp, bumping the generation once as kube-apiserver's
+    markAsDeleting does (a second delete changes nothing); removing them deletes the object."""
+    created = await client.create_object(
         api,
         resources.JOBS,
         namespace="default",
@@ -311,6 +312,9 @@ async def test_delete_honours_finalizers(api: k8s_client.ApiClient) -> None:
     )
     deleting = await client.delete_object(api, resources.JOBS, namespace="default", name="j")
     assert deleting["metadata"]["deletionTimestamp"]
+    assert deleting["metadata"]["generation"] == created["metadata"]["generation"] + 1
+    again = await client.delete_object(api, resources.JOBS, namespace="default", name="j")
+    assert again["metadata"]["generation"] == deleting["metadata"]["generation"]
     assert (await client.get_object(api, resources.JOBS, namespace="default", name="j"))["metadata"][
         "deletionTimestamp"
     ]
