@@ -1,8 +1,8 @@
 """The watcher's side of the log: publish a fact once, and know what the log holds.
 
 Why this module exists: every family of kinds the watcher follows ends in the same
-step -- put a fact on the log with a ``Nats-Msg-Id`` made of kind, object and
-resourceVersion, unless it changes nothing -- and that step needs one memory
+step -- put a fact on the log with a ``Nats-Msg-Id`` made of kind, object,
+resourceVersion and a digest of the fact, unless it changes nothing -- and that step needs one memory
 shared by all of them: which objects the log holds (so a relist can find the ones
 deleted meanwhile), the last fact published for each (so a status write or a
 resync publishes nothing), and the last workload published for each job (what a
@@ -127,9 +127,9 @@ class Publisher:
     async def publish(self, fact: types.Fact, *, version: str, source: str = "") -> None:
         """Publish ``fact`` unless it changes nothing; ``source`` names the job kind of a workload's fact.
 
-        A job's facts are keyed by resourceVersion and content: the same object version
-        converted again after a change to what conversions read must not be dropped as a
-        duplicate.
+        Facts are keyed by resourceVersion and content (the Msg-Id): the same object version converted again
+        after a change to what conversions read, or a new object whose resourceVersion an earlier one had (an
+        API server whose versions started over), must not be dropped as a duplicate.
         """
         fact = self.boosted(fact)
         kind, namespace, name = subjects.fact_identity(fact)
@@ -166,7 +166,11 @@ class Publisher:
             if kind == "Workload" and not isinstance(fact, types.ObjectRejected):
                 owner = fact.workload.owner if isinstance(fact, types.WorkloadObserved) else None
                 self.sources[(namespace, name)] = source or (owner.kind if owner else "")
-            if source:
+            if version:
+                # the content too: an object version converted again after a change to what conversions read is
+                # another fact, and so is an object made again under the same name by an API server whose
+                # resourceVersions started over (an emulator restarted, a cluster restored from a backup), which
+                # the stream's duplicate window would otherwise drop as the old object's fact of that version
                 version = f"{version}.{hashlib.sha256(data).hexdigest()[:8]}"
         await self.emit(fact, version=version)
 

@@ -9,7 +9,7 @@ conversion is pure (:mod:`kueue_es.services.watcher.convert` for Kueue's objects
 :mod:`kueue_es.jobframework` for the jobs); the watcher keeps what a conversion
 needs to know about the rest of the cluster (LocalQueues, priority classes, the
 jobs that own other jobs, the workload it published before) and publishes the
-facts with a ``Nats-Msg-Id`` made of kind, object and resourceVersion, so a
+facts with a ``Nats-Msg-Id`` made of kind, object, resourceVersion and content, so a
 re-delivered watch event is deduplicated.
 
 :meth:`Watcher.run` starts a kind only after the kinds its conversion reads have
