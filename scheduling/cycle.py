@@ -94,6 +94,7 @@ def run(
     evicted_by_others: bool = True,
     fit_clears_reasons: bool = True,
     victims_once: bool = True,
+    tas_topologies: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -260,6 +261,11 @@ def run(
     (WaitingForPreemptedWorkloads) until its quota is released (scheduler.go processEntry,
     issueMigration; :mod:`kueue_es.scheduling.concurrent_admission`).
 
+    ``tas_topologies`` (admitter logic 51; False: 50 and earlier, for replay): a ClusterQueue with a TAS flavor
+    whose Topology does not exist is inactive (``TopologyNotFound``) and admits nothing, as Kueue's cache
+    (clusterqueue.go isTASViolated; :func:`kueue_es.scheduling.queues.missing_tas_topologies`); 50 and earlier
+    admitted into it.
+
     ``pending_deactivation`` (admitter logic 44; False: 43 and earlier, for replay): a workload set inactive while
     it holds no quota (created with ``spec.active: false``, deactivated while pending, or released after its
     deactivation) gets a WorkloadInadmissible ``Deactivated`` "The workload is deactivated", as Kueue's workload
@@ -360,6 +366,7 @@ def run(
         admission_gated_by=admission_gated_by,
         kueue_misconfigured=kueue_misconfigured,
         concurrent_admission=concurrent_admission,
+        tas_topologies=tas_topologies,
     )
     for wl, why in plan.unqueued:
         if why is queues.PARENT:

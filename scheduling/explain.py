@@ -63,9 +63,14 @@ from kueue_es.scheduling import (
     preemption,
     provisioning,
     queues,
+    readiness,
     slices,
     visibility,
 )
+
+_INACTIVE_SAID_ELSEWHERE = frozenset({"Stopped", "FlavorNotFound", "AdmissionCheckNotFound"})
+"""Reasons a ClusterQueue is inactive that :func:`needs` says in its own words (stopPolicy, a missing flavor, a
+missing admission check)."""
 
 FINISH_OUTCOMES: dict[str, str] = {
     "Succeeded": "succeeded",  # kueue.WorkloadFinishedReasonSucceeded: its job succeeded
@@ -957,6 +962,13 @@ def _needs(state: ClusterState, wl: WorkloadState, *, now_ms: int) -> Needs:
             priority=base,
             effective_priority=effective,
         )
+    active = readiness.cluster_queue_active(cq, state=state)
+    if cq.terminating:
+        blocked.append(
+            f"ClusterQueue {cq_name} is terminating: it admits nothing more, and goes once its workloads end"
+        )
+    elif not active.status and active.reason not in _INACTIVE_SAID_ELSEWHERE:
+        blocked.append(f"ClusterQueue {cq_name} is inactive ({active.reason}): {active.message}")
     if cq.spec.stop_policy != "None":
         blocked.append(f"ClusterQueue {cq_name} is stopped (stopPolicy {cq.spec.stop_policy})")
     if cq.spec.queueing_strategy == "StrictFIFO":

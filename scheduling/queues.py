@@ -69,6 +69,7 @@ def plan(
     admission_gated_by: bool = True,
     kueue_misconfigured: bool = True,
     concurrent_admission: bool = True,
+    tas_topologies: bool = True,
 ) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
@@ -91,6 +92,7 @@ def plan(
     on, a parent Workload (:func:`kueue_es.scheduling.concurrent_admission.is_parent`) is queued like any other;
     True keeps it out of the heads, as Kueue's queue manager never pushes a parent (its variants are queued
     instead), and notes it in ``unqueued`` with :data:`PARENT` (no decision is written for it).
+    ``tas_topologies`` False (admitter logic 50 and earlier, for replay): see :func:`inactive_reason`.
     """
     result = Plan()
     gated = admission_gated_by and state.configuration.feature_gates.get(ADMISSION_GATED_BY_GATE, True)
@@ -98,6 +100,9 @@ def plan(
     apart = _apart_by_queue(state)
     boost = bool(state.configuration.feature_gates.get(cluster.PRIORITY_BOOST_GATE, False))
     layout = _layout(state, tree, whole_tree=whole_tree_triggers, priority=priority_triggers, boost=boost)
+    if layout.tas_topologies != tas_topologies:  # the inactive ClusterQueues of another logic version
+        layout.inactive.clear()
+        layout.tas_topologies = tas_topologies
     queued_now = tuple(state.queued)
     if layout.grouped_for != queued_now:
         layout.grouped_for, layout.grouped = queued_now, _group(state, layout, queued_now)
@@ -121,7 +126,9 @@ def plan(
     for cq_name, local_queues in by_cq.items():
         inactive = known_inactive.get(cq_name, _UNKNOWN)
         if inactive is _UNKNOWN:
-            inactive = known_inactive[cq_name] = inactive_reason(cluster_queues[cq_name], state=state, tree=tree)
+            inactive = known_inactive[cq_name] = inactive_reason(
+                cluster_queues[cq_name], state=state, tree=tree, tas_topologies=tas_topologies
+            )
         if inactive is not None:
             result.unqueued.extend(
                 (workloads[order[-1]], inactive) for queue in local_queues for order in state.queued[queue]
@@ -243,6 +250,7 @@ class _Layout:
     boost: bool = False  # the same
     local_queues: dict[tuple[str, str], tuple[str, Why | None]] = field(default_factory=dict)
     inactive: dict[str, Why | None] = field(default_factory=dict)
+    tas_topologies: bool = True  # how ``inactive`` was judged (:func:`inactive_reason`)
     mismatches: dict[tuple[str, str], Why | None] = field(default_factory=dict)
     # The same per LocalQueue (namespace, name) that feeds a ClusterQueue on its own.
     mismatches_by_queue: dict[tuple[str, str], Why | None] = field(default_factory=dict)
@@ -438,8 +446,39 @@ def _not_queued(wl: WorkloadState, state: ClusterState, *, gated: bool, parents:
     return None if value is None else Why(ADMISSION_GATED_REASON, f"Admission is gated by: {value}")
 
 
-def inactive_reason(cq: models.ClusterQueue, *, state: ClusterState, tree: quota.QuotaTree) -> Why | None:
-    """Why a ClusterQueue admits nothing now (SEMANTICS §10.1-§10.2), or None when it is active."""
+def missing_tas_topologies(cq: models.ClusterQueue, *, state: ClusterState) -> list[tuple[str, str]]:
+    """``(flavor, topology)`` of each TAS flavor of ``cq`` (one naming a Topology) whose Topology does not
+    exist, by flavor name: they make the ClusterQueue inactive, ``TopologyNotFound`` (Kueue
+    pkg/cache/scheduler/clusterqueue.go isTASViolated, inactiveReason). None with the gate
+    TopologyAwareScheduling off (no flavor is a TAS flavor) or with a MultiKueue admission check (the workers
+    place the pods, on their Topologies)."""
+    if not state.configuration.feature_gates.get("TopologyAwareScheduling", True):
+        return []
+    names = sorted({fq.name for group in cq.spec.resource_groups for fq in group.flavors})
+    tas = [(name, flavor.spec.topology_name) for name in names if (flavor := state.flavors.get(name)) is not None]
+    tas = [(name, topology) for name, topology in tas if topology]
+    if not tas or any(
+        (check := state.admission_checks.get(c)) is not None
+        and check.spec.controller_name == models.MULTIKUEUE_CONTROLLER
+        for c in _named_checks(cq)
+    ):
+        return []
+    return [(name, topology) for name, topology in tas if topology not in state.topology.topologies]
+
+
+def _named_checks(cq: models.ClusterQueue) -> list[str]:
+    """Every admission check ``cq`` names, whatever flavors it is for."""
+    strategy = cq.spec.admission_checks_strategy
+    return [rule.name for rule in strategy.admission_checks] if strategy is not None else []
+
+
+def inactive_reason(
+    cq: models.ClusterQueue, *, state: ClusterState, tree: quota.QuotaTree, tas_topologies: bool = True
+) -> Why | None:
+    """Why a ClusterQueue admits nothing now (SEMANTICS §10.1-§10.2), or None when it is active.
+
+    ``tas_topologies`` False (admitter logic 50 and earlier, for replay): a TAS flavor whose Topology does not
+    exist leaves the ClusterQueue active (:func:`missing_tas_topologies`); Kueue holds its workloads."""
     name = cq.metadata.name
     if cq.spec.stop_policy != "None" or cq.terminating or tree.cluster_queues[name].in_cycle:
         return Why("Suspended", f"ClusterQueue {name} is inactive")
@@ -451,6 +490,8 @@ def inactive_reason(cq: models.ClusterQueue, *, state: ClusterState, tree: quota
         if check not in state.admission_checks or not state.admission_checks[check].active:
             return Why("Suspended", f"ClusterQueue {name} is inactive")
     if multikueue_problems(cq, state.admission_checks):
+        return Why("Suspended", f"ClusterQueue {name} is inactive")
+    if tas_topologies and missing_tas_topologies(cq, state=state):
         return Why("Suspended", f"ClusterQueue {name} is inactive")
     return None
 

@@ -42,7 +42,7 @@ from typing import Any
 from kueue_es.events import manifests, models
 from kueue_es.projections import multikueue
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.scheduling.queues import multikueue_problems, required_checks
+from kueue_es.scheduling.queues import missing_tas_topologies, multikueue_problems, required_checks
 
 ACTIVE = "Active"
 READY_REASON = "Ready"
@@ -101,15 +101,11 @@ def cluster_queue_active(cq: models.ClusterQueue, *, state: ClusterState) -> Act
     for reason, message in multikueue_problems(cq, state.admission_checks):
         reasons.append(reason)
         messages.append(message)
-    topologies = state.topology.topologies
-    # with the gate TopologyAwareScheduling off no flavor is a TAS flavor (Kueue's cache.go handleTASFlavor)
-    tas_flavor_names = flavor_names if state.configuration.feature_gates.get("TopologyAwareScheduling", True) else []
-    for name in sorted(dict.fromkeys(tas_flavor_names)):
-        flavor = state.flavors.get(name)
-        topology = flavor.spec.topology_name if flavor is not None else ""
-        if topology and topology not in topologies:
-            reasons.append("TopologyNotFound")
-            messages.append(f'there is no Topology "{topology}" for TAS flavor "{name}"')
+    # with the gate TopologyAwareScheduling off no flavor is a TAS flavor (Kueue's cache.go handleTASFlavor); with
+    # a MultiKueue check the workers place the pods (clusterqueue.go isTASViolated)
+    for name, topology in missing_tas_topologies(cq, state=state):
+        reasons.append("TopologyNotFound")
+        messages.append(f'there is no Topology "{topology}" for TAS flavor "{name}"')
     if not reasons:
         return Active(True, READY_REASON, CQ_READY_MESSAGE)
     message = f"Can't admit new workloads: {', '.join(messages)}."

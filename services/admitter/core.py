@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues, slices
 
-LOGIC_VERSION = 50
+LOGIC_VERSION = 51
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -69,8 +69,11 @@ EARLIER_LOGIC_VERSIONS = (
     47,
     48,
     49,
+    50,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 49 and earlier took a
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 50 and earlier admitted into
+a ClusterQueue with a TAS flavor whose Topology does not exist (51 takes it as inactive, TopologyNotFound, and
+admits nothing there, as Kueue's cache: :func:`kueue_es.scheduling.queues.missing_tas_topologies`). 49 and earlier took a
 flavor naming a topology as a TAS flavor with the gate TopologyAwareScheduling off (50 reads the gate: off, no
 flavor is a TAS flavor and topology requests are neither checked nor placed, as Kueue's cache and flavor
 assigner, :class:`kueue_es.scheduling.tas.cycle.CycleTopology` ``enabled``). 48 and earlier took the
@@ -246,6 +249,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         victims_once=True,
         afs_fresh=True,
         elastic_default_on=True,
+        tas_topologies=True,
     )
 
 
@@ -293,6 +297,7 @@ def _decide(
     victims_once: bool,
     afs_fresh: bool,
     elastic_default_on: bool,
+    tas_topologies: bool,
 ) -> list[types.Output]:
     if not elastic_default_on:  # 48 and earlier took ElasticJobsViaWorkloadSlices as off unless set
         state = slices.with_gate_off_unless_set(state)
@@ -355,6 +360,7 @@ def _decide(
             evicted_by_others=evicted_by_others,
             fit_clears_reasons=fit_clears_reasons,
             victims_once=victims_once,
+            tas_topologies=tas_topologies,
         )
     finally:
         tree.rollback()
@@ -371,6 +377,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 50 admitted into a ClusterQueue with a TAS flavor whose Topology does not exist.
     Versions 9 to 49 took a flavor naming a topology as a TAS flavor with the gate TopologyAwareScheduling off.
     Versions 9 to 48 took the gate ElasticJobsViaWorkloadSlices as off when the Configuration did not set it.
     Versions 9 to 47 kept the admission-fair-sharing history of a LocalQueue deleted and created again.
@@ -455,6 +462,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     victims_once = version >= 47
     afs_fresh = version >= 48
     elastic_default_on = version >= 49
+    tas_topologies = version >= 51
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -502,6 +510,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             victims_once=victims_once,
             afs_fresh=afs_fresh,
             elastic_default_on=elastic_default_on,
+            tas_topologies=tas_topologies,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

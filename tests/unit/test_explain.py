@@ -426,6 +426,44 @@ def test_needs_name_what_blocks_besides_quota() -> None:
     assert core.needs(log.state, "default/none").status == "unknown"
 
 
+def test_a_workload_waiting_in_a_terminating_or_inactive_cluster_queue_is_told_so_not_that_it_fits() -> None:
+    """A ClusterQueue being deleted (held by Kueue's finalizer while a workload holds quota in it) admits nothing
+    more: a workload waiting there is told so, not "it fits now", though the quota would fit. So is one in a
+    ClusterQueue whose TAS flavor's Topology is missing (inactive for a reason said nowhere else: admitter logic 51
+    admits nothing there, as Kueue; 50 admitted it)."""
+    from kueue_es.events import models
+
+    log = Recorder()
+    log.manifest(flavor("default-flavor"))
+    going = _cq("going-cq", 4)
+    going["metadata"]["annotations"] = {models.TERMINATING_ANNOTATION: "2026-12-06T18:00:00Z"}
+    log.manifest(going)
+    log.manifest(local_queue("going", "going-cq"))
+    log.manifest(workload("waiting", queue="going", cpu="1", created=1))
+    log.manifest({**flavor("tas-flavor"), "spec": {"topologyName": "no-such-topology", "nodeLabels": {"pool": "tas"}}})
+    broken = _cq("tas-cq", 4)
+    broken["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "tas-flavor"
+    log.manifest(broken)
+    log.manifest(local_queue("tas", "tas-cq"))
+    log.manifest(workload("placed", queue="tas", cpu="1", created=2))
+    log.settle()
+    waiting = core.needs(log.state, "default/waiting", now_ms=log.clock)
+    assert waiting.blocked == (
+        "ClusterQueue going-cq is terminating: it admits nothing more, and goes once its workloads end",
+    )
+    assert "it fits now: the admitter tries it again in its next cycle" not in waiting.summary()
+    placed = core.needs(log.state, "default/placed", now_ms=log.clock)
+    assert placed.status == "pending" and placed.message == "ClusterQueue tas-cq is inactive"
+    assert placed.blocked == (
+        "ClusterQueue tas-cq is inactive (TopologyNotFound): Can't admit new workloads: there is no Topology "
+        '"no-such-topology" for TAS flavor "tas-flavor".',
+    )
+    from kueue_es.services.admitter import core as admitter
+
+    earlier = admitter.decide_as(50)(log.state, now_ms=log.clock)
+    assert [o.workload.name for o in earlier if isinstance(o, types.WorkloadAdmitted)] == ["placed"]
+
+
 def test_a_deleted_workload_is_deleted_not_unknown(
     waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
