@@ -73,6 +73,7 @@ _STYLES = {
     "rejected": "bold red",
     "failed": "bold red",
     "applied": "magenta",
+    "deleting": "magenta",
     "deleted": "magenta",
     "reserved": "green",
     "check": "cyan",

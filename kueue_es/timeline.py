@@ -130,6 +130,9 @@ def describe(event: types.Event, before: ClusterState, starts: JobStarts | None 
             | types.CohortObserved()
             | types.WorkloadPriorityClassObserved()
         ):
+            obj = getattr(event, next(f for f in event.__struct_fields__))
+            if models.is_terminating(obj.metadata):  # deleted, held by Kueue's finalizer while in use
+                return "deleting", f"{_object_name(event)} (held by its finalizer while in use)"
             return "applied", _object_name(event)
         case types.ObjectDeleted():
             return "deleted", f"{event.kind} {event.namespace + '/' if event.namespace else ''}{event.name}"
