@@ -399,9 +399,9 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
         raise _error(source, field, problem) from err
     gates = _feature_gates(file.feature_gates, feature_gates, source=source)
     _process_sections(file, source=source)
-    problem = unknown_feature_gate_problem(gates) or feature_gate_problem(gates)
-    if problem is not None:
-        raise _error(source, "featureGates", problem)
+    refused = unknown_feature_gate_problem(gates) or feature_gate_problem(gates)
+    if refused is not None:
+        raise _error(source, "featureGates", refused)
     copied_labels, copied_annotations = keys_to_copy(file, gates=gates)
     return ManagerConfig(
         configuration=models.Configuration(

@@ -463,7 +463,7 @@ def missing_tas_topologies(cq: models.ClusterQueue, *, state: ClusterState) -> l
         for c in _named_checks(cq)
     ):
         return []
-    return [(name, topology) for name, topology in tas if topology not in state.topology.topologies]
+    return [(name, topology) for name, topology in tas if topology and topology not in state.topology.topologies]
 
 
 def _named_checks(cq: models.ClusterQueue) -> list[str]:

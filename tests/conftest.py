@@ -60,4 +60,3 @@ def _environment_restored() -> Iterator[None]:
     if os.environ != before:
         os.environ.clear()
         os.environ.update(before)
-
