@@ -289,10 +289,14 @@ class _ClusterRun(_BusRun):
         meta = stored.get("metadata") or {}
         if ref.api_version == resources.KUEUE_V1BETA2:
             wanted = _as_controllers_write(wanted, now=_rfc3339(store.utc_now()))
-        body = {"apiVersion": ref.api_version, "kind": kind, "metadata": dict(meta), "status": wanted}
-        await kube.replace_object(
-            self.api, ref, namespace=meta.get("namespace"), name=meta["name"], body=body, subresource="status"
-        )
+        # Kueue's controllers put a finalizer on checks, flavors and topologies as they appear: the write
+        # reads the object again when that lands between the create and this write (409)
+
+        def replace(status: dict[str, Any]) -> None:
+            status.clear()
+            status.update(wanted)
+
+        await self._update_status_of(ref, meta.get("namespace"), str(meta["name"]), replace)
 
     async def _seed_admitted(self, admitted: AdmittedWorkload) -> None:
         """A workload admitted before the run: its seed decisions (as the bus engine commits them), then its
@@ -503,22 +507,29 @@ class _ClusterRun(_BusRun):
         return await kube.get_object(self.api, resources.WORKLOADS, namespace=namespace, name=name)
 
     async def _update_status(self, key: str, change: Callable[[dict[str, Any]], None]) -> None:
-        """Read, change and write back a Workload's status with its resourceVersion: a write the dispatcher
-        made meanwhile is not overwritten (409: read again)."""
+        """Read, change and write back a Workload's status (see :meth:`_update_status_of`)."""
         namespace, name = key.split("/")
+        await self._update_status_of(resources.WORKLOADS, namespace, name, change)
+
+    async def _update_status_of(
+        self, ref: resources.ResourceRef, namespace: str | None, name: str, change: Callable[[dict[str, Any]], None]
+    ) -> None:
+        """Read, change and write back an object's status with its resourceVersion, as a controller does: a
+        write kueue-es made meanwhile (a status, a finalizer) is not overwritten (409: read again)."""
         for _ in range(20):
-            obj = await self._get_workload(key)
+            obj = await kube.get_object(self.api, ref, namespace=namespace, name=name)
             status = dict(obj.get("status") or {})
             change(status)
             body = {**obj, "status": status}
             try:
                 await kube.replace_object(
-                    self.api, resources.WORKLOADS, namespace=namespace, name=name, body=body, subresource="status"
+                    self.api, ref, namespace=namespace, name=name, body=body, subresource="status"
                 )
                 return
             except kube_errors.ConflictError:
                 await asyncio.sleep(0.05)
-        raise RunError(self.scenario.path, f"the status of {key} kept changing under the runner")
+        where = f"{namespace}/{name}" if namespace else name
+        raise RunError(self.scenario.path, f"the status of {ref.kind} {where} kept changing under the runner")
 
     async def _set_conditions(self, key: str, condition: dict[str, Any]) -> None:
         # Each transition the runner writes on a workload has a later time than its last one (whole seconds,

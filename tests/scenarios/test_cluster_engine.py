@@ -17,7 +17,10 @@ import pytest
 
 from kueue_es.scenarios import ScenarioError, core_engine, load_scenario
 from kueue_es.scenarios.checking import check
-from kueue_es.scenarios.cluster_engine import ClusterEngine
+from kueue_es.scenarios.cluster_engine import ClusterEngine, _ClusterRun
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.sim.emulator import serve_emulator
 
 pytestmark = pytest.mark.timeout(300)  # five services starting on a loaded 2-core machine
 HERE = Path(__file__).resolve().parent
@@ -86,3 +89,28 @@ def test_cluster_engine_matches_core_and_expectation(path: Path) -> None:
 def test_every_scenario_on_the_cluster_engine(path: Path) -> None:
     """The whole set (``-m exhaustive``): too long for CI's 45 minutes on 2 cores."""
     _run_and_compare(path)
+
+
+async def test_a_status_write_survives_a_finalizer_put_on_meanwhile() -> None:
+    """Kueue's finalizer lands on an AdmissionCheck between the runner's create and its status write (a CI
+    flake: 409 Conflict): the runner reads the object again, as a controller does, and its status is written."""
+    scenario = load_scenario(HERE / "checks" / "adding-check-does-not-evict-admitted.yaml")
+    [check_object] = [o for o in scenario.objects if o.kind == "AdmissionCheck"]
+    run = _ClusterRun(scenario)
+    async with serve_emulator() as emulator:
+        run.api = await kube.make_api_client(server=emulator.url)
+        try:
+            created = await kube.apply_manifest(run.api, {**check_object.manifest, "status": None})
+            await kube.patch_object(  # what the dispatcher's _keep_held does as the check appears
+                run.api,
+                resources.ADMISSION_CHECKS,
+                name="prov",
+                patch={"metadata": {"finalizers": ["kueue.x-k8s.io/resource-in-use"]}},
+            )
+            await run._write_status("AdmissionCheck", check_object.manifest, created)
+            stored = await kube.get_object(run.api, resources.ADMISSION_CHECKS, name="prov")
+        finally:
+            await run.api.close()
+    [active] = stored["status"]["conditions"]
+    assert (active["type"], active["status"]) == ("Active", "True")
+    assert stored["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
