@@ -1054,16 +1054,23 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
     lines.append(
         (
             f"replay: {report.messages} events folded "
-            f"({span if report.last_seq else 'empty log'}), {report.decisions} decisions: "
+            f"({span if report.last_seq else 'empty log'}), {_count(report.decisions, 'decision')}: "
             f"{report.matched} matched, {len(report.mismatches)} differed, {report.skipped} not re-checked",
             "",
         )
     )
     lines.extend(_partition_lines(report))
     if report.covered:
-        lines.append((f"{report.covered} decisions with a basis before the snapshot were verified by it", ""))
+        lines.append(
+            (
+                f"{_count(report.covered, 'decision')} with a basis before the snapshot {_was(report.covered)} verified by it",
+                "",
+            )
+        )
     if report.outside:
-        lines.append((f"{report.outside} decisions outside --from/--to were not re-run", ""))
+        lines.append(
+            (f"{_count(report.outside, 'decision')} outside --from/--to {_was(report.outside)} not re-run", "")
+        )
     for first, last in report.gaps:
         span = f"#{first}" if first == last else f"#{first}..#{last}"
         lines.append((f"gap: {span} missing from the log (deleted or purged)", "bold red"))
@@ -1096,7 +1103,7 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
         more = ", ..." if len(seqs) > 10 else ""
         lines.append(
             (
-                f"warning: {len(report.undispatched)} decisions have no dispatch result ({shown}{more}): "
+                f"warning: {_count(len(report.undispatched), 'decision')} {_verb(len(report.undispatched), 'has', 'have')} no dispatch result ({shown}{more}): "
                 "the dispatcher may still be at work",
                 "yellow",
             )
@@ -1107,7 +1114,7 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
         more = ", ..." if len(seqs) > 10 else ""
         lines.append(
             (
-                f"{len(report.nothing_to_write)} decisions need no dispatch result ({shown}{more}): their workload "
+                f"{_count(len(report.nothing_to_write), 'decision')} {_verb(len(report.nothing_to_write), 'needs', 'need')} no dispatch result ({shown}{more}): their workload "
                 "has no job, or finished, was deleted or gave its quota back, so the dispatcher writes nothing "
                 "for them",
                 "",
@@ -1117,13 +1124,18 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
     if code == EXIT_OK:
         lines.append(("every decision matched; the log is complete", "bold green"))
     elif code == EXIT_DIFFERENCE:
-        lines.append((f"{len(report.mismatches)} decisions differ (exit 1)", "bold red"))
+        lines.append(
+            (
+                f"{_count(len(report.mismatches), 'decision')} {_verb(len(report.mismatches), 'differs', 'differ')} (exit 1)",
+                "bold red",
+            )
+        )
     elif code == EXIT_INCOMPLETE:
         lines.append(("the log is incomplete: gaps, orphans or dispatch results of no decision (exit 4)", "bold red"))
     else:
         lines.append(
             (
-                f"every re-checked decision matched, but {report.skipped} records could not be re-checked (exit 3)",
+                f"every re-checked decision matched, but {_count(report.skipped, 'record')} could not be re-checked (exit 3)",
                 "bold yellow",
             )
         )
@@ -1131,6 +1143,20 @@ def summary(report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> list
 
 
 MAX_PARTITION_LINES = 20
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 decision``, ``2 decisions``: a count and its noun, singular for one."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _verb(number: int, singular: str, plural: str) -> str:
+    """The verb that agrees with ``number`` things."""
+    return singular if number == 1 else plural
+
+
+def _was(number: int) -> str:
+    return _verb(number, "was", "were")
 
 
 def _partition_lines(report: ReplayReport) -> list[tuple[str, str]]:
@@ -1141,7 +1167,7 @@ def _partition_lines(report: ReplayReport) -> list[tuple[str, str]]:
     for partition in sorted(records)[:MAX_PARTITION_LINES]:
         count, good = records[partition], matched.get(partition, 0)
         style = "" if good == count else "yellow"
-        lines.append((f"  partition {partition}: {count} record{'' if count == 1 else 's'}, {good} matched", style))
+        lines.append((f"  partition {partition}: {_count(count, 'record')}, {good} matched", style))
     if len(records) > MAX_PARTITION_LINES:
         lines.append((f"  ... and {len(records) - MAX_PARTITION_LINES} more partitions", ""))
     return lines

@@ -270,7 +270,8 @@ def print_divergence(console: Any, found: Divergence | None, *, name_a: str, nam
     for i in range(max(len(left), len(right))):
         table.add_row(left[i] if i < len(left) else "", right[i] if i < len(right) else "")
     console.print(table)
-    console.print(f"{found.later} later decisions differ too (A has {found.total_a} decisions, B {found.total_b})")
+    later = f"{found.later} later decision differs" if found.later == 1 else f"{found.later} later decisions differ"
+    console.print(f"{later} too (A has {found.total_a} decisions, B {found.total_b})")
 
 
 def _strip(value: Any, drop: frozenset[str]) -> Any:

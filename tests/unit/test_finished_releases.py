@@ -251,7 +251,7 @@ def test_an_admission_of_a_workload_with_no_job_needs_no_dispatch_result(schema:
     assert report.matched == 1 and report.exit_code == 0
     assert (report.nothing_to_write, report.undispatched) == ([admission], [])
     lines = "\n".join(line for line, _ in summary(report))
-    assert "warning" not in lines and "1 decisions need no dispatch result" in lines
+    assert "warning" not in lines and "1 decision needs no dispatch result" in lines
     # the forked replay's reading pass folds nothing: it reads only whose job each observed workload is
     reading = LogChecker(find_records(log.messages), deciders.BY_ROLE, rerun=False)
     for message in log.messages:

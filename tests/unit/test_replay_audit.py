@@ -317,8 +317,10 @@ def test_a_decision_whose_workload_finished_needs_no_dispatch_result() -> None:
     assert report.undispatched == [s for s in waiting if s not in same_workload]
     assert report.exit_code == 0
     lines = text(report)
-    assert f"{len(same_workload)} decisions need no dispatch result (#{waiting[0]}" in lines
-    assert f"warning: {len(report.undispatched)} decisions have no dispatch result" in lines
+    need = "decision needs" if len(same_workload) == 1 else "decisions need"
+    have = "decision has" if len(report.undispatched) == 1 else "decisions have"
+    assert f"{len(same_workload)} {need} no dispatch result (#{waiting[0]}" in lines
+    assert f"warning: {len(report.undispatched)} {have} no dispatch result" in lines
 
 
 # --- differences, field by field --------------------------------------------------------------

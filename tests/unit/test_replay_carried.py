@@ -96,7 +96,7 @@ def test_a_decision_no_result_answers_is_a_warning_naming_its_sequence(schema: i
     assert report.stray_dispatch == []
     assert report.undispatched == [where(schema, record_seq, 2)[0]]
     assert report.exit_code == 0
-    assert any("1 decisions have no dispatch result" in line for line, _ in summary(report))
+    assert any("1 decision has no dispatch result" in line for line, _ in summary(report))
 
 
 def test_a_single_result_of_a_carried_decision_answers_its_workloads_decision_only() -> None:
