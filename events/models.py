@@ -933,11 +933,19 @@ class NodeStatus(_Model, frozen=True, kw_only=True):
 
 
 class Node(_Model, frozen=True, kw_only=True):
-    """A v1 Node as TAS sees it (SEMANTICS-ADVANCED A.2.1): labels, taints, allocatable, Ready."""
+    """A v1 Node as TAS sees it (SEMANTICS-ADVANCED A.2.1): labels, taints, allocatable, Ready.
+
+    ``progressing_workloads`` (schema 18; not part of the v1 Node): while the node may count as failed (not
+    Ready, or a NoSchedule / NoExecute taint), the ``namespace/slice-name`` keys of the workloads that still
+    have a pod on it neither terminated nor being deleted, sorted; empty otherwise. Kueue's node controller
+    (TASReplaceNodeOnPodTermination, on by default) waits for those pods before it fails the node for their
+    workload (A.13.2; pkg/controller/tas/node_controller.go hasProgressingPods).
+    """
 
     metadata: ObjectMeta
     spec: NodeSpec = NodeSpec()
     status: NodeStatus = NodeStatus()
+    progressing_workloads: list[str] = []
 
     @property
     def schedulable_and_ready(self) -> bool:

@@ -106,3 +106,23 @@ def replaced_by_message(*, new_key: str, job_uid: str) -> str:
     Workload by ``namespace/name`` (``new_key``), as its object's UID is the API server's and on no
     event; the dispatcher writes Kueue's :func:`replaced_message` with that UID on the object."""
     return f"Replaced to accommodate workload {new_key} (JobUID: {job_uid}) due to workload slice aggregation"
+
+
+WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
+"""On a started job's pods: the Workload the job was started for (Kueue jobframework reconciler.go)."""
+
+
+def pod_slice_name(annotations: Mapping[str, str]) -> str | None:
+    """The name Kueue finds a pod's workload by, from the pod's annotations: its
+    ``workload-slice-name`` (an elastic job's pods: the chain's first slice), else its
+    ``kueue.x-k8s.io/workload``, None with neither (Kueue indexer.go IndexPodWorkloadSliceName)."""
+    if SLICE_NAME_ANNOTATION in annotations:
+        return str(annotations[SLICE_NAME_ANNOTATION])
+    found = annotations.get(WORKLOAD_ANNOTATION)
+    return None if found is None else str(found)
+
+
+def workload_slice_name(workload: models.Workload) -> str:
+    """The name a workload's pods carry (:func:`pod_slice_name`): its ``workload-slice-name`` annotation,
+    else its own name (Kueue workloadslicing.SliceName)."""
+    return workload.metadata.annotations.get(SLICE_NAME_ANNOTATION) or workload.metadata.name

@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -45,10 +45,11 @@ suspends it while that ancestor's workload is not admitted); 11: ``Workload.spec
 ``EvictionRequested.observed`` (the eviction that carries it out, admitter logic 45); 16: ``FactBatch``, several
 workloads' ``WorkloadObserved`` and ``WorkloadFinished`` facts in one message (issue 18); 17:
 ``DecisionRecord.decisions``, a cycle's per-workload decisions carried in its record instead of as a
-message each (issue 18).
+message each (issue 18); 18: ``Node.progressingWorkloads``, the workloads with pods still running on a node
+that may count as failed (TAS placer logic 11).
 docs/events.md holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 

@@ -63,6 +63,7 @@ and the admitter's 17 and the preemptor's 6 (admission fair sharing's LocalQueue
 preemption candidates of the preemptor's own ClusterQueue only), the placer's 6 and 7 (a node replacement counted
 only its own flavor's TAS usage; 6 also sized balanced placement's domains in single pods), and the admitter's 24,
 the preemptor's 10 and the placer's 8 (the alpha gate TASRespectNodeAffinityPreferred ignored), and the placer's 9
-(a node's taints checked against the current tolerations every cycle, not only after the node changed)."""
+(a node's taints checked against the current tolerations every cycle, not only after the node changed) and
+10 (a NotReady or tainted node failed at once, whatever pods of the workload still ran there)."""
 
 CUTS: frozenset[int] = frozenset({0, MAX_BATCH})

@@ -1894,12 +1894,18 @@ def _apply_topology_fact(
             old_node = topo.nodes.get(node.metadata.name)
             if old_node == node:
                 return
-            if old_node is None or (old_node.spec.taints, old_node.status.ready) != (
+            if old_node is None or (old_node.spec.taints, old_node.status.ready, old_node.progressing_workloads) != (
                 node.spec.taints,
                 node.status.ready,
+                node.progressing_workloads,
             ):
+                # Kueue's node controller looks at a node's workloads again when its taints, its Ready
+                # status or its pods change (node_controller.go Update, nodeFailurePodHandler)
                 state.node_health_seq[node.metadata.name] = seq
-            touches = _node_in_tas(topo, old_node) or _node_in_tas(topo, node)
+            pods_only = old_node is not None and old_node == msgspec.structs.replace(
+                node, progressing_workloads=old_node.progressing_workloads
+            )
+            touches = not pods_only and (_node_in_tas(topo, old_node) or _node_in_tas(topo, node))
             topo.apply(event)
             if touches:
                 state.trigger("*", seq, released=True)

@@ -9,12 +9,15 @@ pkg/scheduler/scheduler.go handleFailedTASReplacement, pkg/workload OwnedBySingl
 - the replacement is placed with the configured placement gates (TASProfileMixed,
   TASBalancedPlacement), as at admission (Kueue runs the same findTopologyAssignment,
   :func:`kueue_es.scheduling.tas.placement.find_assignments`);
-- a node counts as failed when it is deleted, not Ready, or carries a NoSchedule / NoExecute
-  taint the pod set does not tolerate (its template's, its flavor's and its admission checks'
-  tolerations), a taint only when the node's taints or Ready status changed after the
-  workload's topology was assigned (Kueue's node controller looks again only on such a change;
-  placer logic 10). kueue-es sees no pods of admitted workloads, so under
-  TASReplaceNodeOnPodTermination (on) a NotReady or tainted node counts at once;
+- a node counts as failed when it is deleted or has no Ready condition; or when it is not Ready, or
+  carries a NoSchedule / NoExecute taint the pod set does not tolerate (its template's, its flavor's
+  and its admission checks' tolerations) or tolerates only for ``tolerationSeconds``, and (placer
+  logic 11, gate TASReplaceNodeOnPodTermination, on) no pod of the workload still runs on it: the
+  watcher lists those workloads in the Node's fact (``Node.progressing_workloads``). A taint counts
+  only when the node's taints, Ready status or pods changed after the workload's topology was
+  assigned (Kueue's node controller looks again only on such a change; placer logic 10). Logic 10
+  and earlier, and the gate off, fail a NotReady or untolerated-tainted node at once (Kueue, gate
+  off: a NotReady node after 30 s); gate TASReplaceNodeOnNodeTaints off: taints never fail a node;
 - two different failed nodes ⇒ the workload is evicted (reason NodeFailures);
 - one ⇒ its pods are placed again (same count), inside the required domain of a ``required``
   request (the ancestor of the first remaining domain at the required level), on the current
@@ -37,7 +40,7 @@ import dataclasses
 
 import msgspec
 
-from kueue_es.events import models, tas, types
+from kueue_es.events import models, slices, tas, types
 from kueue_es.projections.cluster import ClusterState, WorkloadState, tas_flavor_of
 from kueue_es.projections.topology import FlavorTopology
 from kueue_es.scheduling.tas.placement import find_assignments
@@ -59,6 +62,7 @@ def check(
     shared_hostnames: bool = True,
     preferred_affinity: bool = True,
     taints_on_change: bool = True,
+    pods_on_node: bool = True,
 ) -> list[types.Decision]:
     """The decisions for one admitted workload with a topology assignment: none while its
     hostname-level nodes are healthy, else a replacement TopologyAssigned or an eviction.
@@ -85,7 +89,7 @@ def check(
     TAS ResourceFlavor tolerations"). False: every cycle checks the taints with today's
     tolerations."""
     assert wl.reservation is not None and wl.topology is not None
-    failed = failed_nodes(state, wl, taints_on_change=taints_on_change)
+    failed = failed_nodes(state, wl, taints_on_change=taints_on_change, pods_on_node=pods_on_node)
     if not failed:
         return []
     cq = wl.reservation.cluster_queue
@@ -115,12 +119,18 @@ def check(
     return [_evict(wl, cq, message, now_ms=now_ms)]
 
 
-def failed_nodes(state: ClusterState, wl: WorkloadState, *, taints_on_change: bool = True) -> dict[str, str]:
+def failed_nodes(
+    state: ClusterState, wl: WorkloadState, *, taints_on_change: bool = True, pods_on_node: bool = True
+) -> dict[str, str]:
     """The failed nodes (A.13.2) of an admitted workload's hostname-level topology assignments, each with the pod
     set assigned to it first (node name -> pod set name), in assignment order; {} for a workload without a
-    reservation or topology. ``taints_on_change``: as for :func:`check`."""
+    reservation or topology. ``taints_on_change`` and ``pods_on_node``: as for :func:`check`."""
     if wl.reservation is None or wl.topology is None:
         return {}
+    gates = state.configuration.feature_gates
+    wait_for_pods = pods_on_node and gates.get("TASReplaceNodeOnPodTermination", True)
+    see_taints = not pods_on_node or gates.get("TASReplaceNodeOnNodeTaints", True)
+    pods_key = f"{wl.workload.metadata.namespace}/{slices.workload_slice_name(wl.workload)}"
     specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
     updates = [u for c in wl.checks.values() for u in c.pod_set_updates]
     failed: dict[str, str] = {}  # node -> pod set
@@ -141,8 +151,12 @@ def failed_nodes(state: ClusterState, wl: WorkloadState, *, taints_on_change: bo
             node = domain.values[-1]
             if node in failed:
                 continue
-            taints = not taints_on_change or state.node_health_seq.get(node, 0) > wl.topology_seq
-            if _failed(_node_of(state, tree, node), tolerations if taints else None):
+            taints = see_taints and (not taints_on_change or state.node_health_seq.get(node, 0) > wl.topology_seq)
+            node_object = _node_of(state, tree, node)
+            progressing = None
+            if pods_on_node and node_object is not None:
+                progressing = pods_key in node_object.progressing_workloads
+            if _failed(node_object, tolerations if taints else None, progressing, wait_for_pods=wait_for_pods):
                 failed[node] = psa.name
     return failed
 
@@ -218,17 +232,35 @@ def _owned_by_single_pod(workload: models.Workload) -> bool:
     return owner.kind == "Pod" and owner.api_version == "v1"
 
 
-def _failed(node: models.Node | None, tolerations: list[models.Toleration] | None) -> bool:
-    """A.13.2: deleted, not Ready, or an untolerated NoSchedule/NoExecute taint (taints not
-    looked at when ``tolerations`` is None)."""
-    if node is None or node.status.ready != "True":
+def _failed(
+    node: models.Node | None,
+    tolerations: list[models.Toleration] | None,
+    progressing: bool | None = None,
+    *,
+    wait_for_pods: bool = False,
+) -> bool:
+    """A.13.2 (Kueue node_controller.go getWorkloadStatus): deleted or without a Ready condition: failed. Not
+    Ready, or a NoSchedule/NoExecute taint not tolerated (taints not looked at when ``tolerations`` is None):
+    failed, unless ``wait_for_pods`` (TASReplaceNodeOnPodTermination) and the workload still has a pod
+    progressing there. A taint tolerated only for ``tolerationSeconds``: failed once no pod is progressing
+    there. ``progressing`` None: the pods are not looked at (placer logic 10 and earlier): not Ready or an
+    untolerated taint fail at once, a temporarily tolerated taint never."""
+    if node is None or node.status.ready in ("", None):
         return True
+    stays = wait_for_pods and bool(progressing)
+    if node.status.ready != "True":
+        return not stays
     if tolerations is None:
         return False
+    temporarily = False
     for taint in node.spec.taints:
-        if taint.effect in ("NoSchedule", "NoExecute") and not any(_tolerates(t, taint) for t in tolerations):
-            return True
-    return False
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(_tolerates(t, taint) for t in tolerations):
+            return not stays
+        if not any(_tolerates(t, taint) for t in tolerations if t.toleration_seconds is None):
+            temporarily = True
+    return temporarily and progressing is False
 
 
 def _tolerates(toleration: models.Toleration, taint: models.Taint) -> bool:

@@ -188,7 +188,7 @@ def _name(pod: Mapping[str, Any]) -> str:
     return str((pod.get("metadata") or {}).get("name") or "")
 
 
-WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"  # the Workload a started pod belongs to (reconciler.go)
+WORKLOAD_ANNOTATION = slices.WORKLOAD_ANNOTATION  # the Workload a started pod belongs to (reconciler.go)
 
 
 def chain_name(pod: Mapping[str, Any]) -> str | None:
@@ -197,11 +197,7 @@ def chain_name(pod: Mapping[str, Any]) -> str | None:
     annotation, None with neither (Kueue's IndexPodWorkloadSliceName, indexer.go). The Workload annotation
     alone names the slice that started the job, which is not the chain's first when that slice was replaced
     before its start was written."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    if slices.SLICE_NAME_ANNOTATION in annotations:
-        return str(annotations[slices.SLICE_NAME_ANNOTATION])
-    found = annotations.get(WORKLOAD_ANNOTATION)
-    return None if found is None else str(found)
+    return slices.pod_slice_name((pod.get("metadata") or {}).get("annotations") or {})
 
 
 def is_elastic_gated(pod: Mapping[str, Any]) -> bool:

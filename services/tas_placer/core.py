@@ -24,8 +24,12 @@ from kueue_es.projections import partitions
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling.tas import replacement
 
-LOGIC_VERSION = 10
-"""10: a Ready node's untolerated taint fails it for an admitted workload only if the node's taints or
+LOGIC_VERSION = 11
+"""11: a NotReady or tainted node fails for a workload only once none of its pods still runs there
+(``Node.progressing_workloads``, gate TASReplaceNodeOnPodTermination, on), and a taint tolerated only for
+``tolerationSeconds`` fails it then too; gate TASReplaceNodeOnNodeTaints off ignores taints. 10 and earlier
+failed a NotReady or untolerated-tainted node at once.
+10: a Ready node's untolerated taint fails it for an admitted workload only if the node's taints or
 Ready status changed after the workload's topology was assigned, as Kueue's node controller looks again
 only on such a change (a flavor's tolerations removed do not evict what they admitted); 9 and earlier
 checked the taints against the current tolerations every cycle.
@@ -35,8 +39,9 @@ preferred node affinity scores first (A.3.4), as the admission does; 8 and earli
 node (flavors selecting the same nodes share their capacity, A.2.4, as at admission); 7 and 6 counted
 only its own flavor's. 7: balanced placement sizes the domains above the slice level in slices."""
 ROLE = "place"
-EARLIER_LOGIC_VERSIONS = (6, 7, 8, 9)
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too: 9 and earlier
+EARLIER_LOGIC_VERSIONS = (6, 7, 8, 9, 10)
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too: 10 and earlier failed
+a NotReady or tainted node at once, whatever pods still ran there (11 waits for them); 9 and earlier
 checked a node's taints against the workload's current tolerations every cycle (10 only after the node
 changed); 8 and earlier ignored
 the gate TASRespectNodeAffinityPreferred (9 honours it); 6 chose balanced
@@ -59,14 +64,16 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         shared_hostnames=True,
         preferred_affinity=True,
         taints_on_change=True,
+        pods_on_node=True,
     )
 
 
 def decide_as(version: int) -> Callable[..., list[types.Decision]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay: 6
     chose balanced placement's domains above the slice level in single pods; 6 and 7 counted only a
-    replacement's own flavor's usage; 8 and earlier ignored preferred node affinity; all of them
-    checked node taints every cycle. Raises ValueError for any other version."""
+    replacement's own flavor's usage; 8 and earlier ignored preferred node affinity; 9 and earlier checked
+    node taints every cycle; all of them failed a node whatever pods ran there. Raises ValueError for any
+    other version."""
     if version not in EARLIER_LOGIC_VERSIONS:
         raise ValueError(f"placer logic version {version} is not one this kueue-es re-runs: {EARLIER_LOGIC_VERSIONS}")
 
@@ -79,7 +86,8 @@ def decide_as(version: int) -> Callable[..., list[types.Decision]]:
             balanced_slice_size=version >= 7,
             shared_hostnames=version >= 8,
             preferred_affinity=version >= 9,
-            taints_on_change=False,
+            taints_on_change=version >= 10,
+            pods_on_node=False,
         )
 
     return decide_earlier
@@ -94,6 +102,7 @@ def _decide(
     shared_hostnames: bool,
     preferred_affinity: bool,
     taints_on_change: bool,
+    pods_on_node: bool,
 ) -> list[types.Decision]:
     if not state.tas_usage:
         return []
@@ -125,6 +134,7 @@ def _decide(
                 shared_hostnames=shared_hostnames,
                 preferred_affinity=preferred_affinity,
                 taints_on_change=taints_on_change,
+                pods_on_node=pods_on_node,
             )
         )
     return out

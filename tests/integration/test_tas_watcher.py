@@ -262,3 +262,39 @@ async def test_v1alpha1_topologies_are_read_when_v1beta2_is_not_served(bus: Memo
             assert observed.topology.level_keys == [HOST]
         finally:
             await api.close()
+
+
+async def test_a_failing_nodes_fact_lists_the_workloads_whose_pods_still_run_there(
+    emu: ClusterEmulator, api, bus: MemoryBus
+) -> None:
+    """A.13.2 (TASReplaceNodeOnPodTermination): a NotReady node's fact lists the workloads with a pod progressing
+    on it, again when one stops; a healthy node's lists none; a watcher restarted meanwhile reports the same list,
+    never an empty one before it has listed the pods."""
+    first = Watcher(bus=bus, api=api)
+    running_pod = pod("wl1-a", node_name="n1", annotations={"kueue.x-k8s.io/workload": "wl1"})
+    async with running(*tas_watches(first)):
+        await add_node(api, node("n1"))
+        await kube.create_object(api, resources.PODS, namespace="default", body=running_pod)
+        other = pod("wl2-a", node_name="n1", annotations={"kueue.x-k8s.io/workload": "wl2"})
+        await kube.create_object(api, resources.PODS, namespace="default", body=other)
+        await latest_nodes_with_status(bus, "n1")
+        not_ready = node("n1")["status"]
+        not_ready["conditions"][0]["status"] = "False"
+        await kube.patch_object(api, resources.NODES, name="n1", patch={"status": not_ready}, subresource="status")
+        both = await node_fact_where(bus, "n1", lambda n: n.status.ready == "False")
+        assert both.node.progressing_workloads == ["default/wl1", "default/wl2"]
+        done = {"status": {"phase": "Succeeded"}}
+        await kube.patch_object(api, resources.PODS, namespace="default", name="wl2-a", patch=done, subresource="status")
+        await node_fact_where(bus, "n1", lambda n: n.progressing_workloads == ["default/wl1"])
+    healthy_facts = await events_of(bus, types.NodeObserved, node__metadata__name="n1")
+    assert all(not e.node.progressing_workloads for e in healthy_facts if e.node.status.ready == "True")
+
+    before = await bus.last_seq()
+    second = Watcher(bus=bus, api=api)
+    await second.learn_from_log()
+    async with running(*tas_watches(second)):
+        await asyncio.sleep(0.5)
+        assert [(await bus.get(s)).headers["Kq-Type"] for s in range(before + 1, await bus.last_seq() + 1)] == []
+        await kube.delete_object(api, resources.PODS, namespace="default", name="wl1-a")
+        gone = await node_fact_where(bus, "n1", lambda n: n.status.ready == "False" and not n.progressing_workloads)
+    assert gone.node.status.ready == "False"

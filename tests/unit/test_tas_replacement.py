@@ -136,3 +136,63 @@ def test_a_finished_or_evicted_workload_gets_no_replacement() -> None:
         wl = state.workloads["default/wl1"]
         assert wl.topology is not None and (wl.finished is not None or wl.eviction is not None)
         assert placer.decide(state, now_ms=10**13) == []
+
+
+# --- a failed node's running pods hold it (A.13.2, TASReplaceNodeOnPodTermination) -----------------
+
+
+def _not_ready_x3(progressing: list[str], *, taint: dict[str, object] | None = None) -> ClusterState:
+    """wl1 (a Job's) admitted on x3 and x1, then x3 NotReady (or Ready with ``taint``) with ``progressing``."""
+    doc = yaml.safe_load(SCENARIO.read_text())
+    failure = doc.pop("events")[0]["apply"]
+    del doc["expect"]
+    run = core_engine.run_scenario(parse_scenario(yaml.safe_dump(doc)))
+    state = run.state
+    wl = state.workloads["default/wl1"]
+    wl.workload = msgspec.structs.replace(wl.workload, owner=JOB)
+    if taint is not None:
+        failure["status"]["conditions"][0]["status"] = "True"
+        failure["spec"] = {"taints": [taint]}
+    node = msgspec.structs.replace(manifests.parse_node(failure), progressing_workloads=progressing)
+    apply(state, types.NodeObserved(node=node), seq=len(run.messages) + 1)
+    return state
+
+
+def _replaced(decisions: list[types.Decision]) -> list[tuple[str, int]]:
+    assert [type(d).__name__ for d in decisions] == ["TopologyAssigned"]
+    domains = tas.decode(decisions[0].assignments["main"]).domains  # type: ignore[attr-defined]
+    return sorted((d.values[-1], d.count) for d in domains)
+
+
+def test_a_not_ready_node_with_the_workloads_pods_running_is_not_failed_yet() -> None:
+    """Kueue node_controller_test.go: a NotReady node whose pods of the workload still run leaves the workload as
+    it is; once they stopped (the fact lists the workload no more) its pod is placed again."""
+    running = _not_ready_x3(["default/wl1"])
+    assert placer.decide(running, now_ms=10**13) == []
+    assert placer.decide(_not_ready_x3(["default/other"]), now_ms=10**13) != []
+    stopped = _not_ready_x3([])
+    assert _replaced(placer.decide(stopped, now_ms=10**13)) == [("x1", 1), ("x4", 1)]
+
+
+def test_logic_10_and_the_gate_off_fail_the_node_at_once() -> None:
+    """Placer logic 10 (replayed logs) and TASReplaceNodeOnPodTermination off do not wait for the pods."""
+    assert _replaced(placer.decide_as(10)(_not_ready_x3(["default/wl1"]), now_ms=10**13)) == [("x1", 1), ("x4", 1)]
+    gate_off = _not_ready_x3(["default/wl1"])
+    gate_off.configuration = msgspec.structs.replace(
+        gate_off.configuration, feature_gates={"TASReplaceNodeOnPodTermination": False}
+    )
+    assert _replaced(placer.decide(gate_off, now_ms=10**13)) == [("x1", 1), ("x4", 1)]
+
+
+def test_an_untolerated_taint_waits_for_the_pods_and_the_taints_gate_off_ignores_it() -> None:
+    """A Ready node tainted NoSchedule after the placement: failed once the workload's pods on it stopped
+    (Kueue getWorkloadStatus, untolerated taint, TASReplaceNodeOnPodTermination); never with
+    TASReplaceNodeOnNodeTaints off."""
+    taint = {"key": "maintenance", "value": "true", "effect": "NoSchedule"}
+    assert placer.decide(_not_ready_x3(["default/wl1"], taint=taint), now_ms=10**13) == []
+    assert _replaced(placer.decide(_not_ready_x3([], taint=taint), now_ms=10**13)) == [("x1", 1), ("x4", 1)]
+    gate_off = _not_ready_x3([], taint=taint)
+    gate_off.configuration = msgspec.structs.replace(
+        gate_off.configuration, feature_gates={"TASReplaceNodeOnNodeTaints": False}
+    )
+    assert placer.decide(gate_off, now_ms=10**13) == []
