@@ -20,7 +20,9 @@ watches batch/v1 Jobs, makes their pods as Kubernetes' Job controller does
   ungated pod to a Node that fits it (when there are Nodes) and runs it; a pod held
   by the TAS gate waits for Kueue's ungater, and one no Node has room for stays Pending
   (Unschedulable). When the cluster has Nodes (listed as the Job starts), ``ready`` counts
-  the Job's Ready pods as they come and go, as the Job controller counts them, so a pod left
+  the Job's Ready pods as they come and go, and ``succeeded`` its pods that finished, as the Job
+  controller counts them (so a Job whose pods end one by one stays ready for Kueue: ready plus
+  succeeded), so a pod left
   Pending keeps the Job from being ready (Kueue's waitForPodsReady sees it), and each pod runs
   its share of the duration (below) from its own ``startTime``: a Pending pod never finishes,
   and the Job completes once its completions are reached. With no Node, all its pods count
@@ -176,7 +178,10 @@ class SimulatedKubelet:
         # Job UID -> the UIDs of its pods that are Ready (the pod watch's view), and the Jobs whose status.ready
         # counts them (run while the cluster has Nodes: _counts_ready), with the last count written
         self._ready_pods: dict[str, set[str]] = {}
-        self._counting: dict[str, tuple[dict[str, Any], int]] = {}
+        # Job UID -> the UIDs of its pods that succeeded: the Job controller counts them in status.succeeded as
+        # they finish, so ready + succeeded stays the pod count (Kueue's Job PodsReady adds both)
+        self._succeeded_pods: dict[str, set[str]] = {}
+        self._counting: dict[str, tuple[dict[str, Any], tuple[int, int]]] = {}
 
     def start(self) -> None:
         """Run ``run()`` in a background task (idempotent)."""
@@ -207,6 +212,7 @@ class SimulatedKubelet:
             elif item.type == "DELETED":
                 self._cancel_run(_uid(item.object))
                 self._failed_pods.pop(_uid(item.object), None)
+                self._succeeded_pods.pop(_uid(item.object), None)
             else:
                 await self._reconcile(item.object)
 
@@ -378,6 +384,7 @@ class SimulatedKubelet:
         if self._runs.get(uid) is task:
             del self._runs[uid]
             self._counting.pop(uid, None)
+            self._succeeded_pods.pop(uid, None)
 
     def _track_ready(self, pod: dict[str, Any], *, gone: bool) -> str | None:
         """Note whether a Job's ``pod`` is Ready now (not once ``gone`` or being deleted: the Job controller's
@@ -386,6 +393,8 @@ class SimulatedKubelet:
         if owner is None:
             return None
         job_uid, ready = str(owner.get("uid")), self._ready_pods.setdefault(str(owner.get("uid")), set())
+        if (pod.get("status") or {}).get("phase") == "Succeeded":
+            self._succeeded_pods.setdefault(job_uid, set()).add(_uid(pod))
         if not gone and controllers.is_ready(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
             ready.add(_uid(pod))
         else:
@@ -395,15 +404,17 @@ class SimulatedKubelet:
         return job_uid
 
     async def _ready_changed(self, job_uid: str | None) -> None:
-        """Write the ``status.ready`` of a running Job whose ready pods are counted (:meth:`_counts_ready`) when
-        the count of its Ready pods changed since the last write."""
+        """Write the ``status.ready`` and ``status.succeeded`` of a running Job whose ready pods are counted
+        (:meth:`_counts_ready`) when the count of its Ready or of its succeeded pods changed since the last
+        write."""
         if job_uid is None or job_uid not in self._counting:
             return
         job, written = self._counting[job_uid]
-        ready = len(self._ready_pods.get(job_uid, ()))
-        if ready != written:
-            self._counting[job_uid] = (job, ready)
-            await self._write_status(job, {"ready": ready})
+        counts = (len(self._ready_pods.get(job_uid, ())), len(self._succeeded_pods.get(job_uid, ())))
+        if counts != written:
+            self._counting[job_uid] = (job, counts)
+            ready, succeeded = counts
+            await self._write_status(job, {"ready": ready, "succeeded": succeeded} if succeeded else {"ready": ready})
 
     async def _counts_ready(self) -> bool:
         """Whether the Jobs starting now count only their Ready pods in ``status.ready`` and wait for their pods to
@@ -481,7 +492,7 @@ class SimulatedKubelet:
         pods = await self._job_pods(job)
         counting = makes_pods(job) and await self._counts_ready()
         if counting:
-            self._counting[_uid(job)] = (job, -1)
+            self._counting[_uid(job)] = (job, (-1, 0))
         if started_at is None:
             started_at = self._clock()
             if _suspended(job) or _uid(job) in self._said_suspended:  # the condition turns False
@@ -490,7 +501,7 @@ class SimulatedKubelet:
             pods = await self._create_pods(job, pods)
             ready = len(self._ready_pods.get(_uid(job), ())) if counting else None
             if counting:
-                self._counting[_uid(job)] = (job, ready or 0)
+                self._counting[_uid(job)] = (job, (ready or 0, len(self._succeeded_pods.get(_uid(job), ()))))
             await self._write_status(job, _started_status(job, now=started_at, ready=ready))
             log.info("sim_job_started", duration_seconds=duration)
         elif counting:

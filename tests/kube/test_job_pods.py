@@ -385,6 +385,14 @@ async def test_pods_take_turns_on_a_node_with_room_for_one_at_a_time(
     status = await job_status(api, "pair")
     assert status.get("ready") == 1, status
 
+    async def one_succeeded() -> dict[str, Any] | None:
+        # the Job controller counts a pod that finished in status.succeeded at once, so ready + succeeded stays
+        # 2 while the second pod runs (Kueue's Job PodsReady adds both: no WaitForRecovery on a healthy Job)
+        status = await job_status(api, "pair")
+        return status if status.get("succeeded") == 1 and status.get("ready") == 1 else None
+
+    assert not is_complete(await until(one_succeeded))
+
     async def completed() -> dict[str, Any] | None:
         status = await job_status(api, "pair")
         return status if is_complete(status) else None
