@@ -35,7 +35,7 @@ from typing import Any, Literal
 import celpy
 import msgspec
 
-from kueue_es.events import models, slices
+from kueue_es.events import labels, models, slices
 from kueue_es.events.manifests import ManifestError, load_documents, weight_text
 from kueue_es.events.quantities import QuantityError, to_amount
 
@@ -322,7 +322,8 @@ class ManagerConfig:
     ``frameworks``: ``integrations.frameworks`` as written (Kueue's default ``batch/job`` when
     empty); ``external_frameworks``: ``integrations.externalFrameworks`` as written;
     ``label_keys_to_copy`` and ``annotations_to_copy``: the job's labels and annotations its Workload gets
-    (:func:`keys_to_copy`).
+    (:func:`keys_to_copy`); ``not_done``: what the file asks for that kueue-es accepts (Kueue's checks
+    pass) but does not do, one sentence each, for the watcher to warn about.
     """
 
     configuration: models.Configuration
@@ -332,6 +333,7 @@ class ManagerConfig:
     external_frameworks: tuple[str, ...] = ()
     label_keys_to_copy: frozenset[str] = frozenset()
     annotations_to_copy: frozenset[str] = frozenset()
+    not_done: tuple[str, ...] = ()
 
     @property
     def external_owners(self) -> frozenset[tuple[str, str]]:
@@ -422,7 +424,18 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
         external_frameworks=_external_frameworks(file.integrations, source=source),
         label_keys_to_copy=copied_labels,
         annotations_to_copy=copied_annotations,
+        not_done=_not_done(file, gates),
     )
+
+
+def _not_done(file: KueueConfiguration, gates: dict[str, bool]) -> tuple[str, ...]:
+    """What the file asks for that kueue-es accepts but does not do (docs/metrics.md)."""
+    if gates.get("CustomMetricLabels", False) and file.metrics is not None and file.metrics.custom_labels:
+        return (
+            "metrics.customLabels: the custom_* metric labels are not exported (the Workloads still copy the "
+            "Workload-source labels and annotations from their jobs)",
+        )
+    return ()
 
 
 def keys_to_copy(file: KueueConfiguration, *, gates: dict[str, bool]) -> tuple[frozenset[str], frozenset[str]]:
@@ -1124,6 +1137,79 @@ def _process_sections(file: KueueConfiguration, *, source: str) -> None:
             if owner in seen:
                 raise _error(source, field, f"Duplicate value: {framework.name!r}")
             seen.add(owner)
+    if file.metrics is not None and file.metrics.custom_labels:
+        _check_custom_labels(file.metrics.custom_labels, source=source)
+
+
+_CUSTOM_LABEL_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]*$")
+MAX_CUSTOM_LABELS = 20
+MAX_CUSTOM_LABELS_PER_SOURCE_KIND = {"ClusterQueue": 6, "Cohort": 6, "LocalQueue": 6, "Workload": 2}
+MAX_TRACKED_VALUES, MAX_TRACKED_WORKLOAD_VALUES = 16, 12
+
+
+def _check_custom_labels(entries: list[_CustomLabel], *, source: str) -> None:
+    """Kueue's checks of ``metrics.customLabels`` (pkg/config/validation.go validateCustomLabels): at most 20;
+    each ``name`` matching ``^[a-zA-Z][a-zA-Z0-9_]*$``, not repeated; ``sourceLabelKey`` and
+    ``sourceAnnotationKey`` not both, the one given (else the name) a label key; a ``sourceKind`` of
+    ClusterQueue (the default), LocalQueue, Cohort (at most 6 labels each) or Workload (at most 2, each with 1 to
+    12 ``trackedValues``; other kinds at most 16), no tracked value twice. Raises ManifestError naming the field."""
+    path = "metrics.customLabels"
+    if len(entries) > MAX_CUSTOM_LABELS:
+        raise _error(source, path, f"Too many: {len(entries)}: must have at most {MAX_CUSTOM_LABELS} items")
+    seen: set[str] = set()
+    per_kind: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        at = f"{path}[{index}]"
+        if not _CUSTOM_LABEL_NAME.match(entry.name):
+            raise _error(source, f"{at}.name", f"Invalid value: {entry.name!r}: must match ^[a-zA-Z][a-zA-Z0-9_]*$")
+        if entry.name in seen:
+            raise _error(source, f"{at}.name", f"Duplicate value: {entry.name!r}")
+        seen.add(entry.name)
+        if entry.source_label_key and entry.source_annotation_key:
+            raise _error(source, at, "Invalid value: sourceLabelKey and sourceAnnotationKey are mutually exclusive")
+        key_field, key = next(
+            (f, k)
+            for f, k in (
+                ("sourceLabelKey", entry.source_label_key),
+                ("sourceAnnotationKey", entry.source_annotation_key),
+                ("name", entry.name),
+            )
+            if k
+        )
+        if problems := labels.qualified_name_problems(key):
+            raise _error(source, f"{at}.{key_field}", f"Invalid value: {key!r}: {'; '.join(problems)}")
+        kind = entry.source_kind or "ClusterQueue"
+        per_kind[kind] = per_kind.get(kind, 0) + 1
+        tracked = entry.tracked_values
+        if kind == "Workload":
+            if not tracked:
+                raise _error(
+                    source, f"{at}.trackedValues", "Invalid value: must not be empty when sourceKind is 'Workload'"
+                )
+            if len(tracked) > MAX_TRACKED_WORKLOAD_VALUES:
+                raise _error(
+                    source,
+                    f"{at}.trackedValues",
+                    f"Invalid value: must not be greater than {MAX_TRACKED_WORKLOAD_VALUES} when sourceKind is "
+                    "'Workload'",
+                )
+        elif len(tracked) > MAX_TRACKED_VALUES:
+            raise _error(
+                source, f"{at}.trackedValues", f"Too many: {len(tracked)}: must have at most {MAX_TRACKED_VALUES} items"
+            )
+        if len(set(tracked)) < len(tracked):
+            raise _error(source, f"{at}.trackedValues", "Invalid value: must not contain duplicates")
+    for kind in sorted(per_kind):
+        limit = MAX_CUSTOM_LABELS_PER_SOURCE_KIND.get(kind)
+        if limit is None:
+            raise _error(source, path, f"Invalid value: unknown source kind: {kind}")
+        if per_kind[kind] > limit:
+            raise _error(
+                source,
+                path,
+                f"Invalid value: too many custom labels for source kind {kind}: found {per_kind[kind]}, "
+                f"expected <= {limit}",
+            )
 
 
 def _duration(text: str, field: str, source: str) -> str:

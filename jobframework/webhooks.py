@@ -31,8 +31,8 @@ import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from kueue_es.events import manifests, slices, tas_requests
-from kueue_es.jobframework import integrations, jobs, labels, pods, workloads
+from kueue_es.events import labels, manifests, slices, tas_requests
+from kueue_es.jobframework import integrations, jobs, pods, workloads
 from kueue_es.jobframework.integrations import ray, serving
 
 QUEUE_LABEL: Final = workloads.QUEUE_LABEL

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
+from kueue_es.events import labels as k8s_labels
 from kueue_es.events import models, quantities, slices
-from kueue_es.jobframework import labels as k8s_labels
 from kueue_es.jobframework.webhooks import FieldError, GoLiteral
 from kueue_es.projections.cluster import PRIORITY_BOOST_GATE, parse_priority_boost
 

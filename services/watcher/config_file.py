@@ -95,6 +95,8 @@ class ConfigFile:
         """Publish the settings read at start-up unless the log already holds them."""
         if self.path is not None:
             self._read = _read_bytes(self.path)
+        for what in self.current.not_done:
+            log.warning("config_not_done", path=str(self.path), what=what)
         await self._publish(self.current.configuration)
 
     async def follow(self) -> None:

@@ -284,7 +284,9 @@ async def test_a_failing_nodes_fact_lists_the_workloads_whose_pods_still_run_the
         both = await node_fact_where(bus, "n1", lambda n: n.status.ready == "False")
         assert both.node.progressing_workloads == ["default/wl1", "default/wl2"]
         done = {"status": {"phase": "Succeeded"}}
-        await kube.patch_object(api, resources.PODS, namespace="default", name="wl2-a", patch=done, subresource="status")
+        await kube.patch_object(
+            api, resources.PODS, namespace="default", name="wl2-a", patch=done, subresource="status"
+        )
         await node_fact_where(bus, "n1", lambda n: n.progressing_workloads == ["default/wl1"])
     healthy_facts = await events_of(bus, types.NodeObserved, node__metadata__name="n1")
     assert all(not e.node.progressing_workloads for e in healthy_facts if e.node.status.ready == "True")

@@ -1394,8 +1394,9 @@ async def test_the_configured_labels_and_annotations_are_copied_to_the_workload_
     config = manager_config.parse(
         "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
         "integrations: {labelKeysToCopy: [toCopyKey]}\n"
-        "metrics: {customLabels: [{name: custom_label_key, sourceLabelKey: job-label, sourceKind: Workload},"
-        " {name: custom_annotation_key, sourceAnnotationKey: job-annotation, sourceKind: Workload}]}\n",
+        "metrics: {customLabels: [{name: custom_label_key, sourceLabelKey: job-label, sourceKind: Workload,"
+        " trackedValues: [label-value]}, {name: custom_annotation_key, sourceAnnotationKey: job-annotation,"
+        " sourceKind: Workload, trackedValues: [annotation-value]}]}\n",
         feature_gates="CustomMetricLabels=true",
     )
     async with _kueue(api, bus, config=config):

@@ -177,16 +177,45 @@ def test_the_keys_a_workload_copies_of_its_job() -> None:
         "integrations: {labelKeysToCopy: [toCopyKey]}\n"
         "metrics:\n"
         "  customLabels:\n"
-        "  - {name: custom_label_key, sourceLabelKey: job-label, sourceKind: Workload}\n"
-        "  - {name: custom_annotation_key, sourceAnnotationKey: job-annotation, sourceKind: Workload}\n"
-        "  - {name: team, sourceKind: Workload}\n"
+        "  - {name: custom_label_key, sourceLabelKey: job-label, sourceKind: Workload, trackedValues: [a]}\n"
+        "  - {name: custom_annotation_key, sourceAnnotationKey: job-annotation, sourceKind: Workload,"
+        " trackedValues: [a, b]}\n"
         "  - {name: cq_label, sourceLabelKey: cq-only}\n"
     )
     gated = manager_config.parse(text, feature_gates="CustomMetricLabels=true")
-    assert gated.label_keys_to_copy == {"toCopyKey", "job-label", "team"}
+    assert gated.label_keys_to_copy == {"toCopyKey", "job-label"}
     assert gated.annotations_to_copy == {"job-annotation"}
+    assert gated.not_done and "customLabels" in gated.not_done[0]
     plain = manager_config.parse(text)
     assert (plain.label_keys_to_copy, plain.annotations_to_copy) == ({"toCopyKey"}, frozenset())
+    assert plain.not_done == ()
+    named = V1BETA2 + "metrics:\n  customLabels:\n  - {name: team, sourceKind: Workload, trackedValues: [ml]}\n"
+    assert manager_config.parse(named, feature_gates="CustomMetricLabels=true").label_keys_to_copy == {"team"}
+
+
+@pytest.mark.parametrize(
+    ("entries", "field", "problem"),
+    [
+        ("- {name: 1bad-name}", "customLabels[0].name", "must match ^[a-zA-Z][a-zA-Z0-9_]*$"),
+        ("- {name: team}\n  - {name: team}", "customLabels[1].name", "Duplicate value: 'team'"),
+        ("- {name: t, sourceLabelKey: a, sourceAnnotationKey: b}", "customLabels[0]", "mutually exclusive"),
+        ("- {name: t, sourceLabelKey: 'bad key'}", "customLabels[0].sourceLabelKey", "Invalid value: 'bad key'"),
+        ("- {name: w, sourceKind: Workload}", "customLabels[0].trackedValues", "must not be empty"),
+        ("- {name: t, trackedValues: [a, a]}", "customLabels[0].trackedValues", "must not contain duplicates"),
+        ("- {name: t, sourceKind: Job}", "customLabels", "unknown source kind: Job"),
+        (
+            "\n  ".join(f"- {{name: w{i}, sourceKind: Workload, trackedValues: [a]}}" for i in range(3)),
+            "customLabels",
+            "too many custom labels for source kind Workload: found 3, expected <= 2",
+        ),
+    ],
+)
+def test_custom_metric_labels_are_checked_as_kueue_checks_them(entries: str, field: str, problem: str) -> None:
+    """Kueue pkg/config/validation.go validateCustomLabels (validation_test.go): the watcher refuses the file."""
+    text = V1BETA2 + "metrics:\n  customLabels:\n  " + entries + "\n"
+    with pytest.raises(ManifestError) as refused:
+        manager_config.parse(text, feature_gates="CustomMetricLabels=true")
+    assert f"metrics.{field}" in str(refused.value) and problem in str(refused.value)
 
 
 def test_feature_gates_from_the_flag_not_together_with_the_file() -> None:

@@ -1,6 +1,6 @@
 """Kubernetes' label and name rules (apimachinery pkg/util/validation), worded as Kubernetes words them.
 
-Why this module exists: Kueue's webhooks check label keys, label values and qualified names with
+Why this module exists: Kueue's webhooks and its configuration check label keys, label values and qualified names with
 apimachinery's helpers -- a Workload's pod set updates (:mod:`.workload_webhook`), a job's topology
 annotations (:mod:`.webhooks`), a ResourceFlavor's node labels and taints (:mod:`kueue_es.validation`) -- and
 their refusals quote apimachinery's messages; one copy of those rules serves all of them. Pure: each function
