@@ -107,6 +107,7 @@ class Context:
     ``runtime_classes``: each RuntimeClass's ``overhead.podFixed`` by name.
     ``limit_ranges``: the ``spec.limits`` items of the job's namespace's LimitRanges,
     in name order (:mod:`kueue_es.jobframework.adjust`).
+    ``previous_reserved``: whether ``previous``'s Workload object holds quota (QuotaReserved, not finished).
     ``previous``: the Workload last published for this job, which keeps what Kueue's
     webhook or workload creation fixed once (the defaulted queue and priority class,
     a PriorityClass value), or None.
@@ -147,6 +148,7 @@ class Context:
     runtime_classes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     limit_ranges: Sequence[Mapping[str, Any]] = ()
     previous: models.Workload | None = None
+    previous_reserved: bool = False
     objects: Mapping[str, Mapping[tuple[str, str], Mapping[str, Any]]] = dataclasses.field(default_factory=dict)
     external_owners: Collection[tuple[str, str]] = frozenset()
     elastic_jobs: bool = slices.GATE_DEFAULT
@@ -401,10 +403,11 @@ def queue_name(ref: JobRef, context: Context, *, managed_without_queue: bool | N
     ``kueue.x-k8s.io/queue-name`` label (validated as a DNS subdomain, as
     Kueue's webhook does: jobframework/validation.go ValidateQueueName). Without it
     the job is managed only with ``manageJobsWithoutQueueName`` (jobframework
-    reconciler.go ReconcileGenericJob), and then goes to the namespace's ``default``
-    LocalQueue if it exists (defaults.go ApplyDefaultLocalQueue; kept once given,
-    as the webhook's label is), else to no queue, where it waits until one is set.
-    ``managed_without_queue`` overrides the option (pods carry their own mark).
+    reconciler.go ReconcileGenericJob), and its workload goes to no queue, where it
+    waits until the label is set (a job created while its namespace has a ``default``
+    LocalQueue gets that label from Kueue's webhook: defaults.go ApplyDefaultLocalQueue;
+    one created before keeps no queue). ``managed_without_queue`` overrides the option
+    (pods carry their own mark).
     """
     if not context.namespace_managed(ref.namespace):
         return None
@@ -416,11 +419,6 @@ def queue_name(ref: JobRef, context: Context, *, managed_without_queue: bool | N
     manage = context.manage_jobs_without_queue_name if managed_without_queue is None else managed_without_queue
     if not manage:
         return None
-    previous = context.previous
-    if (ref.namespace, DEFAULT_LOCAL_QUEUE) in context.local_queues or (
-        previous is not None and previous.spec.queue_name == DEFAULT_LOCAL_QUEUE
-    ):
-        return DEFAULT_LOCAL_QUEUE
     return ""
 
 
@@ -451,9 +449,14 @@ def priority(
     """The workload's ``priorityClassRef`` and ``priority`` (SEMANTICS §2.4).
 
     Kueue jobframework/reconciler.go ExtractPriority, util/priority/priority.go:
-    1. the ``kueue.x-k8s.io/priority-class`` label names a WorkloadPriorityClass
-       (without the label, ``default`` when a WorkloadPriorityClass of that name
-       exists: WorkloadPriorityClassDefaulting). The priority is left None: the fold
+    0. a workload already published (``context.previous``) keeps its priority where Kueue's
+       UpdateWorkloadPriority leaves it (reconciler.go classifyWorkloadsForPriorityUpdate): one that
+       reserved quota with no class (``context.previous_reserved``: the API refuses to add one), one
+       backed by a pod PriorityClass (it does not follow the label), and one whose class name is the
+       label's already (none and no label; the same WorkloadPriorityClass: the fold reads its value);
+    1. the ``kueue.x-k8s.io/priority-class`` label names a WorkloadPriorityClass (a job
+       without it gets ``default`` only from Kueue's webhook, at its creation, when that
+       class exists: WorkloadPriorityClassDefaulting). The priority is left None: the fold
        reads the class's current value. A class that does not exist raises ManifestError
        on :data:`MISSING_WPC_FIELD` (Kueue ExtractPriority: no workload, Warning
        WorkloadPriorityClassNotFound), unless ``context.previous`` names it already: the
@@ -470,9 +473,12 @@ def priority(
     (Kubeflow's ``runPolicy.schedulingPolicy.priorityClass``), which wins over step 2's templates.
     """
     previous = context.previous.spec.priority_class_ref if context.previous is not None else None
-    wpc = ref.labels.get(PRIORITY_CLASS_LABEL) or ""
-    if not wpc and _defaulted_wpc(previous, context):
-        wpc = DEFAULT_WORKLOAD_PRIORITY_CLASS
+    wpc = str(ref.labels.get(PRIORITY_CLASS_LABEL) or "")
+    if context.previous is not None and (
+        (previous is None and (context.previous_reserved or not wpc))
+        or (previous is not None and previous.kind == "PriorityClass")
+    ):
+        return previous, context.previous.spec.priority
     if wpc:
         ref_wpc = models.PriorityClassRef(name=str(wpc))
         if wpc not in context.workload_priority_classes:
@@ -506,16 +512,6 @@ def priority(
         chosen = min(defaults, key=lambda pc: (pc.value, pc.name))  # Kueue: the lowest value; ties by name
         return _pod_priority_ref(chosen.name), chosen.value
     return None, None
-
-
-def _defaulted_wpc(previous: models.PriorityClassRef | None, context: Context) -> bool:
-    if DEFAULT_WORKLOAD_PRIORITY_CLASS in context.workload_priority_classes:
-        return True
-    return (
-        previous is not None
-        and previous.kind == "WorkloadPriorityClass"
-        and previous.name == DEFAULT_WORKLOAD_PRIORITY_CLASS
-    )
 
 
 def _pod_priority_ref(name: str) -> models.PriorityClassRef:

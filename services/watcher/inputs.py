@@ -203,8 +203,11 @@ class ConversionInputs:
             pod_integration_implicit=self.pod_integration_implicit,
         )
 
-    def context(self, wl_key: Key, *, previous: models.Workload | None) -> workloads.Context:
-        """What converting the job of workload ``wl_key`` reads; ``previous``: the workload published for it."""
+    def context(
+        self, wl_key: Key, *, previous: models.Workload | None, previous_reserved: bool = False
+    ) -> workloads.Context:
+        """What converting the job of workload ``wl_key`` reads; ``previous``: the workload published for it,
+        ``previous_reserved``: whether its Workload object holds quota."""
         return workloads.Context(
             manage_jobs_without_queue_name=self.manage_jobs_without_queue_name,
             managed_jobs_namespace_selector=self.managed_jobs_namespace_selector,
@@ -216,6 +219,7 @@ class ConversionInputs:
             runtime_classes=self._runtime_classes(),
             limit_ranges=self._limit_ranges(wl_key[0]),
             previous=previous,
+            previous_reserved=previous_reserved,
             objects={kind: self.objects[kind] for kind in INTEGRATION_INPUTS},
             external_owners=self.external_owners,
             elastic_jobs=self.elastic_jobs,

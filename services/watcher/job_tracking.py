@@ -470,7 +470,9 @@ class JobTracker:
             return  # Kueue's reconciler ignores the job; a workload it had stays as it is (managedJobsNamespaceSelector)
         await self.child_seen(kind, obj)
         now_ms = self.clock()
-        context = self.inputs.context(wl_key, previous=self.publisher.workloads.get(wl_key))
+        context = self.inputs.context(
+            wl_key, previous=self.publisher.workloads.get(wl_key), previous_reserved=wl_key in self.held
+        )
         fact = _convert(kind, obj, now_ms=now_ms, context=context)
         if fact is not None and await self._job_on_hold(kind, obj, wl_key, version=version):
             return

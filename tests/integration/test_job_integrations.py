@@ -290,7 +290,8 @@ async def test_priority_class_created_after_its_job(api, bus: MemoryBus) -> None
 
 async def test_manage_jobs_without_queue_name(api, bus: MemoryBus) -> None:
     """With manageJobsWithoutQueueName a Job without the label is managed: no queue while the namespace
-    has no ``default`` LocalQueue, then that one once it exists."""
+    has no ``default`` LocalQueue, and still none once one exists (Kueue defaults the label only in its create
+    webhook); a Job created after it gets that label, so its workload goes there."""
     manifest = examples.load("jobs/sample-job.yaml")[0]
     del manifest["metadata"]["labels"]
     manifest["spec"]["suspend"] = True  # as Kueue's webhook does with this option (the emulator's only for labels)
@@ -302,10 +303,13 @@ async def test_manage_jobs_without_queue_name(api, bus: MemoryBus) -> None:
         lq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
               "metadata": {"name": "default", "namespace": "default"}, "spec": {"clusterQueue": "cluster-queue"}}  # fmt: skip
         await kube.apply_manifest(api, lq)
+        later = {**manifest, "metadata": {**manifest["metadata"], "generateName": "later-"}}
+        await kube.apply_manifest(api, later)
         facts = await wait_for(bus, types.WorkloadObserved, count=2)
 
-    assert facts[-1].workload.metadata.name == first.workload.metadata.name
-    assert facts[-1].workload.spec.queue_name == "default"
+    by_name = {f.workload.metadata.name: f.workload.spec.queue_name for f in facts}
+    assert by_name.pop(first.workload.metadata.name) == ""
+    assert list(by_name.values()) == ["default"]
 
 
 async def test_kinds_the_cluster_does_not_serve_do_not_stop_the_watcher(bus: MemoryBus) -> None:

@@ -225,8 +225,9 @@ def context(**fields: Any) -> workloads.Context:
         pytest.param(
             job(queue=None),
             context(manage_jobs_without_queue_name=True, local_queues={("default", "default")}),
-            "default",
-            id="no label, manageJobsWithoutQueueName: the namespace's default LocalQueue [ApplyDefaultLocalQueue]",
+            "",
+            id="no label, manageJobsWithoutQueueName: no queue; the default LocalQueue comes only from Kueue's "
+            "create webhook as the label [ApplyDefaultLocalQueue]",
         ),
         pytest.param(
             job(queue=None),
@@ -322,12 +323,13 @@ def test_job_managed_and_queue(manifest: dict, ctx: workloads.Context, want_queu
         assert workload_of(fact).spec.queue_name == want_queue
 
 
-def test_default_local_queue_once_given_is_kept() -> None:
-    """Kueue's webhook writes the default queue into the Job's label once; deleting the LocalQueue changes nothing."""
-    ctx = context(manage_jobs_without_queue_name=True, local_queues={("default", "default")})
+def test_a_default_local_queue_created_later_does_not_take_a_job_without_the_label() -> None:
+    """Kueue defaults the queue only in its create webhook (defaults.go ApplyDefaultLocalQueue): a job created
+    before its namespace's ``default`` LocalQueue keeps a workload with no queue until it is labelled."""
+    ctx = context(manage_jobs_without_queue_name=True)
     first = workload_of(jobs.job_facts(job(queue=None), context=ctx))
-    later = jobs.job_facts(job(queue=None), context=context(manage_jobs_without_queue_name=True, previous=first))
-    assert workload_of(later).spec.queue_name == "default"
+    later_ctx = context(manage_jobs_without_queue_name=True, local_queues={("default", "default")}, previous=first)
+    assert workload_of(jobs.job_facts(job(queue=None), context=later_ctx)).spec.queue_name == ""
 
 
 def test_cronjob_job_from_kueue_example() -> None:
@@ -369,9 +371,9 @@ def pc_ref(name: str) -> models.PriorityClassRef:
         pytest.param(
             job(),
             context(workload_priority_classes={"default"}),
-            models.PriorityClassRef(name="default"),
             None,
-            id="no label: WorkloadPriorityClass default when it exists [WorkloadPriorityClassDefaulting]",
+            None,
+            id="no label: no WorkloadPriorityClass, default or not (Kueue's webhook labels a new job) [ExtractPriority]",
         ),
         pytest.param(
             job(labels={WPC: "team-a"}, pod={"priorityClassName": "high"}),
@@ -448,6 +450,38 @@ def test_priority_class_value_is_fixed_at_creation() -> None:
     assert workload_of(later).spec.priority == 1000
     gone = jobs.job_facts(job(pod={"priorityClassName": "high"}), context=context(previous=first))
     assert workload_of(gone).spec.priority == 1000
+
+
+def test_an_existing_workload_keeps_its_priority_where_kueue_leaves_it() -> None:
+    """Kueue reconciler.go classifyWorkloadsForPriorityUpdate: a workload that reserved quota with no class is
+    not given one (the API refuses), a pod PriorityClass-backed one does not follow the label, and one with no
+    class and a job with no label keeps none (a default WorkloadPriorityClass or a global-default PriorityClass
+    created later changes nothing); a pending one with no class moves to a label set later, and one whose
+    label was taken off leaves its WorkloadPriorityClass."""
+    wpcs = {"default", "team-a"}
+    plain = workload_of(jobs.job_facts(job(), context=context()))
+    assert plain.spec.priority_class_ref is None
+    later = context(workload_priority_classes=wpcs, priority_classes=PCS, previous=plain)
+    unchanged = workload_of(jobs.job_facts(job(), context=later)).spec
+    assert (unchanged.priority_class_ref, unchanged.priority) == (None, None)
+    reserved = context(workload_priority_classes=wpcs, previous=plain, previous_reserved=True)
+    held = workload_of(jobs.job_facts(job(labels={WPC: "team-a"}), context=reserved)).spec
+    assert (held.priority_class_ref, held.priority) == (None, None)
+    pending = context(workload_priority_classes=wpcs, previous=plain)
+    moved = workload_of(jobs.job_facts(job(labels={WPC: "team-a"}), context=pending)).spec
+    assert moved.priority_class_ref == models.PriorityClassRef(name="team-a")
+
+    backed = workload_of(jobs.job_facts(job(pod={"priorityClassName": "high"}), context=context(priority_classes=PCS)))
+    relabelled = context(workload_priority_classes=wpcs, priority_classes=PCS, previous=backed)
+    kept = workload_of(
+        jobs.job_facts(job(labels={WPC: "team-a"}, pod={"priorityClassName": "high"}), context=relabelled)
+    )
+    assert (kept.spec.priority_class_ref, kept.spec.priority) == (pc_ref("high"), 1000)
+
+    labelled = workload_of(jobs.job_facts(job(labels={WPC: "team-a"}), context=context(workload_priority_classes=wpcs)))
+    unlabelled = context(workload_priority_classes=wpcs, priority_classes=PCS, previous=labelled)
+    left = workload_of(jobs.job_facts(job(pod={"priorityClassName": "high"}), context=unlabelled)).spec
+    assert (left.priority_class_ref, left.priority) == (pc_ref("high"), 1000)
 
 
 # -- metadata, names, owner -------------------------------------------------------------------------

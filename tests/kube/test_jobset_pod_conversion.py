@@ -127,8 +127,8 @@ def test_jobset_priority_from_the_first_replicated_job_naming_a_class() -> None:
         pytest.param(
             a_jobset(replicated("w"), labels={QUEUE: ""}),
             workloads.Context(manage_jobs_without_queue_name=True, local_queues={("default", "default")}),
-            "default",
-            id="no queue, manageJobsWithoutQueueName: the default LocalQueue",
+            "",
+            id="no queue, manageJobsWithoutQueueName: no queue (only Kueue's webhook gives the default LocalQueue)",
         ),
     ],
 )
