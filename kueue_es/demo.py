@@ -276,6 +276,8 @@ async def run_demo(
 
         # with --keep the system is left to the user (and to faults): a process that exits is restarted,
         # as `kueue-es up` does; the one-shot demo reports a crash instead (its exit code)
+        if keep:
+            supervisor.watch_server(server)  # nats-server too, on its store and port, as `up` restarts it
         supervising = asyncio.create_task(supervisor.supervise(print_restart)) if keep else None
         api = await kube.make_api_client(server=emulator.url)
         bus = await nats_bus.connect(server.url, credentials=auth.credentials("reader"))

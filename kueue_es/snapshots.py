@@ -642,6 +642,8 @@ async def compact_forever(
                 on_round(done)
         except base.BusError as err:
             log.warning("compact_round_failed", error=str(err))
+        except Exception:  # a state it cannot write (a bug, a bad value) skips the snapshot, never the role
+            log.exception("compact_round_failed")
         try:
             async with asyncio.timeout(poll):
                 await stop.wait()

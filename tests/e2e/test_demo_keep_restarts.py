@@ -6,6 +6,7 @@ dispatcher left it dead, and Jobs applied afterwards were admitted but never sta
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -60,6 +61,21 @@ def _service_pid(parent: int, service: str) -> int | None:
     return None
 
 
+def _server_pid(parent: int) -> int | None:
+    """The pid of the nats-server ``parent`` started, or None."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and argv and argv[0].endswith(b"nats-server"):
+            return int(entry.name)
+    return None
+
+
 def _wait(
     predicate: Callable[[], T | None], what: str, out: Path, process: subprocess.Popen[bytes], timeout: float = 120.0
 ) -> T:
@@ -74,7 +90,7 @@ def _wait(
 
 
 @pytest.mark.timeout(400)
-def test_a_killed_dispatcher_is_restarted_and_the_next_job_starts(tmp_path: Path) -> None:
+def test_a_killed_dispatcher_and_nats_server_are_restarted_and_the_next_jobs_start(tmp_path: Path) -> None:
     out, run_dir = tmp_path / "demo.out", tmp_path / "run"
     with out.open("wb") as sink:
         demo = subprocess.Popen(
@@ -105,7 +121,25 @@ def test_a_killed_dispatcher_is_restarted_and_the_next_job_starts(tmp_path: Path
             return got.returncode == 0 and json.loads(got.stdout)["spec"].get("suspend") is False
 
         _wait(started, "the Job applied after the restart never started", out, demo)
+
+        # nats-server too (a fault run found the kept demo dead after it): restarted on its store and port
+        server = _wait(lambda: _server_pid(demo.pid), "no nats-server process", out, demo)
+        os.kill(server, signal.SIGKILL)
+        _wait(lambda: "nats-server restarted" in out.read_text(), "nats-server not restarted", out, demo)
+        second = JOB.replace("after-restart", "after-nats-restart")
+        subprocess.run(["kubectl", kubeconfig, "create", "-f", "-"], input=second.encode(), check=True, timeout=60)
+
+        def second_started() -> bool:
+            got = subprocess.run(
+                ["kubectl", kubeconfig, "get", "job", "after-nats-restart", "-o", "json"],
+                capture_output=True,
+                timeout=60,
+            )
+            return got.returncode == 0 and json.loads(got.stdout)["spec"].get("suspend") is False
+
+        _wait(second_started, "the Job applied after nats-server's restart never started", out, demo)
     finally:
+        stopping = datetime.datetime.now(datetime.UTC).isoformat()
         demo.send_signal(signal.SIGTERM)
         try:
             demo.wait(timeout=60)
@@ -113,8 +147,15 @@ def test_a_killed_dispatcher_is_restarted_and_the_next_job_starts(tmp_path: Path
             demo.kill()
             demo.wait()
     assert "dispatcher killed by SIGKILL; restarting it" in out.read_text()  # the user is told
+    assert "nats-server killed by SIGKILL; restarting it" in out.read_text()
     # the stop: the demo's own connection closed before its nats-server stopped (left open, it tried to reconnect
     # to the stopped server, and once kept the process alive through SIGTERM), well inside the stop deadline
     assert demo.returncode == 130, out.read_text()
     assert "still stopping" not in out.read_text()
-    assert "nats connection error" not in (run_dir / "logs" / "demo.log").read_text()
+    # (while the killed nats-server was down the demo's connection did retry, and said so: not after the stop)
+    errors = [
+        entry["timestamp"]
+        for entry in map(json.loads, (run_dir / "logs" / "demo.log").read_text().splitlines())
+        if entry.get("event") == "nats connection error"
+    ]
+    assert errors and all(at < stopping for at in errors), errors

@@ -7,6 +7,7 @@ here until it has a sample (tests/unit/test_events.py) and a place in the fold.
 
 from __future__ import annotations
 
+import json
 import typing
 
 import msgspec
@@ -92,6 +93,39 @@ def test_a_service_skips_an_undecodable_message_and_counts_it_folded() -> None:
     assert [entry["event"] for entry in logs] == ["event_undecodable"]
     runtime.fold_message(state, _message(6, codec.encode(types.SchedulingRequested(request_id="r1", mode="settle"))))
     assert state.last_seq == 6 and "r1" in state.requests
+
+
+def test_a_fact_with_an_integer_beyond_64_bits_is_undecodable_and_checkpoints_still_write() -> None:
+    """A ClusterQueue fact whose nominalQuota is 10**30 (Kubernetes' quantities are int64; only a publisher on the
+    bus can write it) decoded, was folded, and then every checkpoint of the state failed (msgpack), so the
+    compactor crash-looped: it is now refused at decoding, naming the field, and the state stays writable."""
+    from kueue_es import checkpoints
+
+    cq = {
+        "type": "ClusterQueueObserved",
+        "clusterQueue": {
+            "metadata": {"name": "cq"},
+            "spec": {
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": 10**30}]}],
+                    }
+                ]
+            },
+        },
+    }
+    data = json.dumps(cq).encode()
+    with pytest.raises(codec.DecodeError, match=r"64-bit range - at `\$.clusterQueue.spec.resourceGroups\[0\]"):
+        codec.decode(data)
+    state = ClusterState()
+    with capture_logs() as logs:
+        runtime.fold_message(state, _message(7, data))
+    assert [entry["event"] for entry in logs] == ["event_undecodable"]
+    assert "cq" not in state.cluster_queues
+    assert checkpoints.dumps(state)
+    long_name = codec.encode(types.ObjectDeleted(kind="Node", namespace="", name="n" + "9" * 40))
+    assert codec.decode(long_name).name == "n" + "9" * 40  # a long run of digits in a string is no integer
 
 
 def test_a_service_skips_an_unclassified_event_and_counts_it_folded(monkeypatch: pytest.MonkeyPatch) -> None:
