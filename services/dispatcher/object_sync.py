@@ -707,7 +707,12 @@ class WorkloadSync:
             or integrations.by_kind(owner.kind) is not None
             or single_pod  # its spec (a MultiKueue worker compares the Pod it runs with it)
         )
-        if owner is not None and has_templates:
+        if pod_integration.is_group_workload(wl.workload):
+            try:
+                found = await self._group_templates(wl)
+            except (kube_errors.NotFoundError, kube_errors.UnknownKindError, KeyError, TypeError) as err:
+                log.info("workload_group_templates_unread", workload=key, error=str(err))
+        elif owner is not None and has_templates:
             try:
                 ref = resources.ref_for(owner.api_version, owner.kind)
                 job = await self.stored.api.get_object(ref, namespace=wl.workload.metadata.namespace, name=owner.name)
@@ -718,6 +723,42 @@ class WorkloadSync:
             except (kube_errors.UnknownKindError, manifests.ManifestError, KeyError, TypeError) as err:
                 log.info("workload_job_templates_unread", workload=key, error=str(err))
         self._templates[key] = (wl.workload, found)
+        return found
+
+    async def _group_templates(self, wl: WorkloadState) -> dict[str, Any]:
+        """The pod templates of a pod group's Workload, as Kueue builds them: a StatefulSet's group has its
+        StatefulSet's template spec as its one pod set (statefulset_reconciler.go constructWorkload); any other
+        group, per role (pod set named by the role hash), the spec of its first pod, by name, that is neither
+        Failed nor being deleted (pod_controller.go constructGroupPodSets, constructPodSet: ``Template.Spec`` is the
+        pod's). ``{}`` while no such pod is listed. Raises the API client's errors."""
+        meta = wl.workload.metadata
+        pods, _ = await self.stored.api.list_objects(resources.PODS, namespace=meta.namespace)
+        members = sorted(
+            (p for p in pods if pod_integration.group_name(p) == meta.name),
+            key=lambda p: str((p.get("metadata") or {}).get("name") or ""),
+        )
+        runnable = [
+            p
+            for p in members
+            if (p.get("status") or {}).get("phase") != "Failed"
+            and not (p.get("metadata") or {}).get("deletionTimestamp")
+        ]
+        names = [ps.name for ps in wl.workload.spec.pod_sets]
+        for pod in runnable:
+            owner = next(
+                (o for o in (pod.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")), None
+            )
+            if owner is not None and owner.get("kind") == "StatefulSet" and len(names) == 1:
+                sts = await self.stored.api.get_object(
+                    resources.ref_for("apps/v1", "StatefulSet"), namespace=meta.namespace, name=owner["name"]
+                )
+                spec = ((sts.get("spec") or {}).get("template") or {}).get("spec") or {}
+                return {names[0]: {"spec": dict(spec)}}
+        found: dict[str, Any] = {}
+        for pod in runnable:
+            role = ((pod.get("metadata") or {}).get("annotations") or {}).get(pod_integration.ROLE_HASH_ANNOTATION)
+            if role in names and role not in found:
+                found[role] = {"spec": dict(pod.get("spec") or {})}
         return found
 
     async def _workload_object(self, wl: WorkloadState) -> Mapping[str, Any] | None:

@@ -292,6 +292,14 @@ async def test_a_groups_workload_names_every_pod_as_owner(api, bus: MemoryBus) -
                 await asyncio.sleep(0.05)
     refs = sorted(workload["metadata"]["ownerReferences"], key=lambda r: r["name"])
     assert refs == [{"apiVersion": "v1", "kind": "Pod", "name": n, "uid": uids[n]} for n in ("o-a", "o-b")]
+    # its pod set's template is a member's spec (pod_controller.go constructPodSet), not one built from the log
+    [pod_set] = workload["spec"]["podSets"]
+    [container] = pod_set["template"]["spec"]["containers"]
+    assert (container["name"], container["image"], pod_set["template"]["spec"]["restartPolicy"]) == (
+        "c",
+        "busybox",
+        "Never",
+    )
 
 
 async def succeed(api: Any, name: str) -> None:

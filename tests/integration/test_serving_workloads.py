@@ -169,6 +169,9 @@ async def test_sample_statefulset_is_one_serving_group_started_pod_by_pod(api: A
         assert applied.workload.name == name and applied.target == f"Pod group default/{name}"
         wl = await workload(api, name)
         assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 3)]
+        # its template is the StatefulSet's (statefulset_reconciler.go constructWorkload), image and ports too
+        template = wl["spec"]["podSets"][0]["template"]["spec"]
+        assert template["containers"] == sts["spec"]["template"]["spec"]["containers"]
         await wait_for(bus, types.WorkloadPodsReady, ready=True, workload__name=name, timeout=10)
 
         before = {p["metadata"]["uid"] for p in pods}
