@@ -34,10 +34,11 @@ from kueue_es.events.bus.base import Bus
 from kueue_es.events.bus.direct import DirectUnavailable
 from kueue_es.events.bus.server import LocalAuth, NatsServer, open_stopped_store
 from kueue_es.events.manifests import load_documents
-from kueue_es.projections.cluster import ClusterState, apply
+from kueue_es.projections import batches
+from kueue_es.projections.cluster import ClusterState
 from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, replay_url, summary
 from kueue_es.services.kube import client as kube
-from kueue_es.services.runtime import cancel_and_wait, cancel_on_stop_signals, configure_logging
+from kueue_es.services.runtime import cancel_and_wait, cancel_on_stop_signals, configure_logging, fold_decoded
 from kueue_es.services.watcher.kinds import LIMIT_RANGES, RUNTIME_CLASSES
 from kueue_es.sim.autoscaler import FakeAutoscaler
 from kueue_es.sim.controllers import SimulatedControllers
@@ -150,25 +151,40 @@ class TimelinePrinter:
     async def follow(self) -> None:
         """Print events forever (cancel to stop)."""
         async for message in self.bus.read(subjects=("kq.>",), start_seq=1):
+            event: types.Event | None
             try:
                 event = codec.decode(message.data)
             except codec.DecodeError:
                 self.console.print(f"[red]#{message.seq} undecodable event on {message.subject}[/red]")
-                continue
-            for one in types.with_carried(event):
-                line = timeline.describe(one, self.state, self.starts)
-                apply(self.state, one, seq=message.seq)
+                event = None  # the verifier still sees it: on a decision subject it breaks an open batch
+                self.state.last_seq = max(self.state.last_seq, message.seq)
+
+            def show(seq: int, one: types.Event, before: ClusterState, own: types.Event | None = event) -> None:
+                # only what the batch verifier accepts, as the services fold it: a record refused as a duplicate
+                # or a forgery (an orphan) admits nothing; a record's pending outcomes restate a reason
+                if isinstance(one, types.WorkloadInadmissible) and one is not own:
+                    return
+                line = timeline.describe(one, before, self.starts)
                 self.starts.note(one)
                 self.count(one)
                 if line is not None:
                     verb, text = line
                     style = _STYLES.get(verb, "default")
                     self.console.print(
-                        f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] "
+                        f"[dim]{time.monotonic() - self.started:6.2f}s #{seq:<4}[/dim] "
                         f"[{style}]{verb:<9}[/{style}] {text}",
                         highlight=False,
                     )
+
+            fold_decoded(self.state, message, event, on_orphan=self._orphan, before_apply=show)
             self.changed.set()
+
+    def _orphan(self, orphan: batches.Orphan) -> None:
+        self.console.print(
+            f"[dim]{time.monotonic() - self.started:6.2f}s #{orphan.seq:<4}[/dim] [red]{'refused':<9}[/red] "
+            f"{orphan.subject}: {orphan.detail}",
+            highlight=False,
+        )
 
     async def wait_released(self, count: int, *, timeout: float) -> bool:
         """Wait until ``count`` workloads have finished and released their quota."""
