@@ -469,7 +469,7 @@ def unfit_reasons(
         {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}, tolerations
     ):
         return [REASON_UNSCHEDULABLE_NODE], False
-    for taint in node_spec.get("taints") or []:
+    for taint in [*(node_spec.get("taints") or []), *_lifecycle_taints(node)]:
         if isinstance(taint, dict) and taint.get("effect") in ("NoSchedule", "NoExecute"):
             if not _tolerated(taint, tolerations):
                 return [f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}"], False
@@ -512,6 +512,21 @@ def pick_node(
         if not unfit_reasons(pod, n, used.get(str(n["metadata"]["name"])), requests=requests)[0]
     ]
     return min(fitting, key=lambda name: (used.get(name, {}).get("pods", 0), name), default=None)
+
+
+def _lifecycle_taints(node: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The taint the node lifecycle controller puts on a node whose Ready condition is False
+    (``node.kubernetes.io/not-ready:NoSchedule``) or Unknown (``node.kubernetes.io/unreachable:NoSchedule``), so
+    kube-scheduler binds no new pod there (kube-controller-manager nodelifecycle, TaintNodesByCondition). The
+    emulator does not write it on the Node; a node without a Ready condition (many a test's) gets none."""
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == "Ready":
+            status = condition.get("status")
+            if status == "False":
+                return [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+            if status == "Unknown":
+                return [{"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"}]
+    return []
 
 
 def unschedulable_message(

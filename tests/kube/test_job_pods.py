@@ -495,3 +495,31 @@ async def test_kueues_pod_webhook_and_watcher_leave_a_jobs_pods_alone(
     assert workloads.MANAGED_LABEL not in pod["metadata"]["labels"]
     assert not pod["spec"].get("schedulingGates")
     assert not pod_integration.is_managed(pod, workloads.Context(manage_jobs_without_queue_name=True))
+
+
+@pytest.mark.usefixtures("simulated")
+async def test_a_not_ready_node_gets_no_new_pod(kubectl: Kubectl, api: k8s_client.ApiClient) -> None:
+    """The node lifecycle controller taints a NotReady node node.kubernetes.io/not-ready:NoSchedule, so
+    kube-scheduler binds no new pod there (a fresh user found the emulated scheduler did: Kueue's TAS then saw
+    the replacement pods running on the failed node and never replaced it)."""
+    down = sized_node("down", cpu="8")
+    down["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    await client.create_object(api, resources.NODES, body=down)
+    await client.create_object(api, resources.JOBS, namespace="default", body=job("waits", duration=1))
+
+    async def refused() -> dict[str, Any] | None:
+        pods = await pods_of(kubectl, "waits")
+        conditions = pods[0]["status"].get("conditions") or [] if pods else []
+        return next((c for c in conditions if c.get("reason") == "Unschedulable"), None)
+
+    condition = await until(refused)
+    assert "1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }" in condition["message"]
+    up = sized_node("up", cpu="8")
+    up["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    await client.create_object(api, resources.NODES, body=up)
+
+    async def bound() -> str | None:
+        pods = await pods_of(kubectl, "waits")
+        return pods[0]["spec"].get("nodeName") if pods else None
+
+    assert await until(bound) == "up"
