@@ -77,6 +77,7 @@ _STYLES = {
     "deleting": "magenta",
     "deleted": "magenta",
     "reserved": "green",
+    "placed": "green",
     "check": "cyan",
     "ready": "green",
     "not ready": "yellow",

@@ -6,7 +6,7 @@ that folds the same events every service folds (:func:`describe` is pure).
 
 from __future__ import annotations
 
-from kueue_es.events import models, types
+from kueue_es.events import models, tas, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import lifecycle
@@ -87,6 +87,8 @@ def describe(event: types.Event, before: ClusterState, starts: JobStarts | None 
             return "deactivated", f"{event.workload.key} ({event.reason}): {event.message}"
         case types.WorkloadInadmissible():
             return "waiting", f"{event.workload.key}: {event.message}"
+        case types.TopologyAssigned():
+            return "placed", f"{event.workload.key}: {_placement(event, before)}"
         case types.DispatchBatchApplied():  # one record's results: one line, each entry as its own
             lines = [describe(applied, before, starts) for applied in event.applied()]
             return "dispatched", "; ".join(line[1] for line in lines if line is not None)
@@ -152,3 +154,22 @@ def _object_name(event: types.Fact) -> str:
     meta = obj.metadata
     name = f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
     return f"{type(obj).__name__} {name}"
+
+
+def _placement(event: types.TopologyAssigned, before: ClusterState) -> str:
+    """Where each pod set's pods go (lowest-level domains with their pod counts) and, when it replaces an
+    earlier placement (a failed node's pods placed again, SEMANTICS-ADVANCED A.13), the domains it leaves."""
+    known = before.workloads.get(event.workload.key)
+    earlier = (known.topology or {}) if known is not None else {}
+    parts = []
+    for name, assignment in sorted(event.assignments.items()):
+        now = {d.values[-1]: d.count for d in tas.decode(assignment).domains}
+        text = f"pod set {name} on " + ", ".join(
+            f"{domain} ({count} pod{'' if count == 1 else 's'})" for domain, count in sorted(now.items())
+        )
+        if name in earlier:
+            left = sorted(set(d.values[-1] for d in tas.decode(earlier[name]).domains) - set(now))
+            if left:
+                text += f" (no longer on {', '.join(left)})"
+        parts.append(text)
+    return "; ".join(parts)

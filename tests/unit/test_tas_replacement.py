@@ -196,3 +196,14 @@ def test_an_untolerated_taint_waits_for_the_pods_and_the_taints_gate_off_ignores
         gate_off.configuration, feature_gates={"TASReplaceNodeOnNodeTaints": False}
     )
     assert placer.decide(gate_off, now_ms=10**13) == []
+
+
+def test_the_timeline_names_where_a_failed_nodes_pods_went() -> None:
+    """The demo timeline's line for a replacement (a fresh user could not see which nodes it chose): the new
+    nodes with their pod counts, and the node left."""
+    from kueue_es import timeline
+
+    state = _not_ready_x3([])
+    [decision] = placer.decide(state, now_ms=10**13)
+    verb, text = timeline.describe(decision, state) or ("", "")
+    assert (verb, text) == ("placed", "default/wl1: pod set main on x1 (1 pod), x4 (1 pod) (no longer on x3)")
