@@ -46,8 +46,8 @@ spec:
 """
 
 
-def _service_pid(parent: int, service: str) -> int | None:
-    """The pid of ``python -m kueue_es.cli service SERVICE ...`` started by ``parent``, or None."""
+def _child_pid(parent: int, matches: Callable[[list[bytes]], bool]) -> int | None:
+    """The pid of a process ``parent`` started whose argv ``matches``, or None."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -56,24 +56,19 @@ def _service_pid(parent: int, service: str) -> int | None:
             ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == parent and b"service" in argv and service.encode() in argv:
+        if ppid == parent and matches(argv):
             return int(entry.name)
     return None
+
+
+def _service_pid(parent: int, service: str) -> int | None:
+    """The pid of ``python -m kueue_es.cli service SERVICE ...`` started by ``parent``, or None."""
+    return _child_pid(parent, lambda argv: b"service" in argv and service.encode() in argv)
 
 
 def _server_pid(parent: int) -> int | None:
     """The pid of the nats-server ``parent`` started, or None."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == parent and argv and argv[0].endswith(b"nats-server"):
-            return int(entry.name)
-    return None
+    return _child_pid(parent, lambda argv: bool(argv) and argv[0].endswith(b"nats-server"))
 
 
 def _wait(
@@ -110,34 +105,27 @@ def test_a_killed_dispatcher_and_nats_server_are_restarted_and_the_next_jobs_sta
         new = int(restarted.group(1))
         assert new != old and _service_pid(demo.pid, "dispatcher") == new
         kubeconfig = f"--kubeconfig={run_dir / 'kubeconfig'}"
-        subprocess.run(["kubectl", kubeconfig, "create", "-f", "-"], input=JOB.encode(), check=True, timeout=60)
 
-        def started() -> bool:
-            got = subprocess.run(
-                ["kubectl", kubeconfig, "get", "job", "after-restart", "-o", "json"],
-                capture_output=True,
-                timeout=60,
+        def create_and_see_it_start(name: str, after: str) -> None:
+            manifest = JOB.replace("after-restart", name)
+            subprocess.run(
+                ["kubectl", kubeconfig, "create", "-f", "-"], input=manifest.encode(), check=True, timeout=60
             )
-            return got.returncode == 0 and json.loads(got.stdout)["spec"].get("suspend") is False
 
-        _wait(started, "the Job applied after the restart never started", out, demo)
+            def started() -> bool:
+                got = subprocess.run(
+                    ["kubectl", kubeconfig, "get", "job", name, "-o", "json"], capture_output=True, timeout=60
+                )
+                return got.returncode == 0 and json.loads(got.stdout)["spec"].get("suspend") is False
 
+            _wait(started, f"the Job applied after {after} never started", out, demo)
+
+        create_and_see_it_start("after-restart", "the dispatcher's restart")
         # nats-server too (a fault run found the kept demo dead after it): restarted on its store and port
         server = _wait(lambda: _server_pid(demo.pid), "no nats-server process", out, demo)
         os.kill(server, signal.SIGKILL)
         _wait(lambda: "nats-server restarted" in out.read_text(), "nats-server not restarted", out, demo)
-        second = JOB.replace("after-restart", "after-nats-restart")
-        subprocess.run(["kubectl", kubeconfig, "create", "-f", "-"], input=second.encode(), check=True, timeout=60)
-
-        def second_started() -> bool:
-            got = subprocess.run(
-                ["kubectl", kubeconfig, "get", "job", "after-nats-restart", "-o", "json"],
-                capture_output=True,
-                timeout=60,
-            )
-            return got.returncode == 0 and json.loads(got.stdout)["spec"].get("suspend") is False
-
-        _wait(second_started, "the Job applied after nats-server's restart never started", out, demo)
+        create_and_see_it_start("after-nats-restart", "nats-server's restart")
     finally:
         stopping = datetime.datetime.now(datetime.UTC).isoformat()
         demo.send_signal(signal.SIGTERM)

@@ -5,6 +5,7 @@ FindTopologyAssignmentsForFlavor with SkipReassignmentForPodOwnedWorkloads)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import yaml
@@ -108,8 +109,9 @@ def test_pod_group_and_job_owned_workloads_are_replaced() -> None:
 JOB = models.OwnerReference(api_version="batch/v1", kind="Job", name="j", uid="u")
 
 
-def _failed_after(event: types.Event) -> ClusterState:
-    """wl1 admitted on x3 and x1, then ``event`` about it, then x3 NotReady."""
+def _job_admitted_on_x3_and_x1() -> tuple[ClusterState, dict[str, Any], int]:
+    """wl1, a Job's, admitted on x3 and x1 (the scenario's first settle); the scenario's x3 NotReady manifest,
+    and the next log sequence."""
     doc = yaml.safe_load(SCENARIO.read_text())
     failure = doc.pop("events")[0]["apply"]
     del doc["expect"]
@@ -117,7 +119,12 @@ def _failed_after(event: types.Event) -> ClusterState:
     state = run.state
     wl = state.workloads["default/wl1"]
     wl.workload = msgspec.structs.replace(wl.workload, owner=JOB)
-    seq = len(run.messages) + 1
+    return state, failure, len(run.messages) + 1
+
+
+def _failed_after(event: types.Event) -> ClusterState:
+    """wl1 admitted on x3 and x1, then ``event`` about it, then x3 NotReady."""
+    state, failure, seq = _job_admitted_on_x3_and_x1()
     apply(state, event, seq=seq)
     apply(state, types.NodeObserved(node=manifests.parse_node(failure)), seq=seq + 1)
     return state
@@ -143,18 +150,12 @@ def test_a_finished_or_evicted_workload_gets_no_replacement() -> None:
 
 def _not_ready_x3(progressing: list[str], *, taint: dict[str, object] | None = None) -> ClusterState:
     """wl1 (a Job's) admitted on x3 and x1, then x3 NotReady (or Ready with ``taint``) with ``progressing``."""
-    doc = yaml.safe_load(SCENARIO.read_text())
-    failure = doc.pop("events")[0]["apply"]
-    del doc["expect"]
-    run = core_engine.run_scenario(parse_scenario(yaml.safe_dump(doc)))
-    state = run.state
-    wl = state.workloads["default/wl1"]
-    wl.workload = msgspec.structs.replace(wl.workload, owner=JOB)
+    state, failure, seq = _job_admitted_on_x3_and_x1()
     if taint is not None:
         failure["status"]["conditions"][0]["status"] = "True"
         failure["spec"] = {"taints": [taint]}
     node = msgspec.structs.replace(manifests.parse_node(failure), progressing_workloads=progressing)
-    apply(state, types.NodeObserved(node=node), seq=len(run.messages) + 1)
+    apply(state, types.NodeObserved(node=node), seq=seq)
     return state
 
 
