@@ -136,6 +136,7 @@ class TimelinePrinter:
         self.evicted: set[str] = set()
         self.changed = asyncio.Event()
         self.starts = timeline.JobStarts()  # which admitted workloads' jobs have not started yet
+        self._restated: list[types.Event] = []  # the last record's pending outcomes, not shown again
 
     def count(self, event: types.Event) -> None:
         """Note the workload an event admits (a reservation, or one WorkloadAdmitted standing for
@@ -160,10 +161,14 @@ class TimelinePrinter:
                 event = None  # the verifier still sees it: on a decision subject it breaks an open batch
                 self.state.last_seq = max(self.state.last_seq, message.seq)
 
-            def show(seq: int, one: types.Event, before: ClusterState, own: types.Event | None = event) -> None:
+            def show(seq: int, one: types.Event, before: ClusterState) -> None:
                 # only what the batch verifier accepts, as the services fold it: a record refused as a duplicate
-                # or a forgery (an orphan) admits nothing; a record's pending outcomes restate a reason
-                if isinstance(one, types.WorkloadInadmissible) and one is not own:
+                # or a forgery (an orphan) admits nothing; a record's pending outcomes restate a reason (its
+                # verifier releases them after its decisions: the inadmissible decisions it carries are shown)
+                if isinstance(one, types.DecisionRecord):
+                    self._restated = list(one.pending_decisions())
+                elif isinstance(one, types.WorkloadInadmissible) and one in self._restated:
+                    self._restated.remove(one)
                     return
                 line = timeline.describe(one, before, self.starts)
                 self.starts.note(one)

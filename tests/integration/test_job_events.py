@@ -420,13 +420,15 @@ async def test_a_job_holding_quota_with_a_new_shape_gets_a_new_workload(
             name,
             lambda o: o["metadata"]["uid"] != before["metadata"]["uid"] and reserved_object(o),
         )
-        queue_status = await until(
-            api,
-            resources.CLUSTER_QUEUES,
-            "cluster-queue",
-            lambda o: bool((o.get("status") or {}).get("reservingWorkloads") == 1),
-            namespace="",
-        )
+
+        def reserves_the_new_shape(obj: dict[str, Any]) -> bool:
+            # the old Workload reserved too (reservingWorkloads 1 before the reshape, and the status is coalesced):
+            # wait for the status written after the new one reserved, whose CPU is the new shape's
+            status = obj.get("status") or {}
+            totals = [r.get("total") for f in status.get("flavorsReservation") or [] for r in f.get("resources") or []]
+            return status.get("reservingWorkloads") == 1 and "1" in totals
+
+        queue_status = await until(api, resources.CLUSTER_QUEUES, "cluster-queue", reserves_the_new_shape, namespace="")
         events = await events_until(api, lambda s: [e[2] for e in s].count("CreatedWorkload") == 2)
         described = await kubectl.ok("describe", "job", "checked")
 
