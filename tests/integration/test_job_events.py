@@ -248,6 +248,9 @@ async def test_a_priority_class_label_change_gets_updated_workload(api, bus: Mem
         await until(api, resources.JOBS, "runner", lambda o: o["spec"]["suspend"] is False)
         await kube.apply_manifest(api, job("waiter", parallelism=1))
         [waiting] = await wait_for(bus, types.WorkloadInadmissible)
+        # the dispatcher writes the Workload object beside the decision: a label changed before it is written is
+        # the class it is created with (CreatedWorkload, no UpdatedWorkload), as on Kueue
+        await until(api, resources.WORKLOADS, waiting.workload.name, lambda o: True)
         for name, value in (("runner", "low"), ("waiter", "high")):
             patch = {"metadata": {"labels": {PRIORITY_LABEL: value}}}
             await kube.patch_object(api, resources.JOBS, namespace="default", name=name, patch=patch)
