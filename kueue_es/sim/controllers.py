@@ -1570,7 +1570,7 @@ class SimulatedControllers:
                     on_node[resource] = on_node.get(resource, 0) + amount
                 pod = self.objects["Pod"].get(_key(pod), pod)
             self._unschedulable_said.pop(str(pod["metadata"].get("uid")), None)
-            await self._write_status("Pod", pod, running_status(pod, now))
+            await self._write_pod_status(pod, running_status(pod, now))
 
     async def _unschedulable(self, pod: Object, message: str, now: str) -> None:
         """Leave ``pod`` Pending as kube-scheduler leaves a pod that fits no node: the PodScheduled condition False
@@ -1592,7 +1592,7 @@ class SimulatedControllers:
                 else now,
             }
             others = [c for c in conditions if c.get("type") != "PodScheduled"]
-            await self._write_status("Pod", pod, {"phase": "Pending", "conditions": [condition, *others]})
+            await self._write_pod_status(pod, {"phase": "Pending", "conditions": [condition, *others]})
         if self._unschedulable_said.get(uid) == message:
             return
         self._unschedulable_said[uid] = message
@@ -1660,20 +1660,38 @@ class SimulatedControllers:
         if current != status:
             await self._write_status(kind, obj, {**{key: None for key in current if key not in status}, **status})
 
-    async def _write_status(self, kind: str, obj: Object, status: Object) -> None:
+    async def _write_status(self, kind: str, obj: Object, status: Object, *, as_seen: bool = False) -> None:
+        """Merge ``status`` into ``obj``'s; ``as_seen``: only onto the object as this pass saw it (its
+        resourceVersion a precondition), raising ConflictError when it changed since. Gone: nothing."""
         meta = obj["metadata"]
+        patch: Object = {"status": status}
+        if as_seen:
+            patch["metadata"] = {"resourceVersion": meta.get("resourceVersion")}
         try:
             stored = await client.patch_object(
                 self._api,
                 self._kinds[kind],
                 namespace=meta.get("namespace"),
                 name=meta["name"],
-                patch={"status": status},
+                patch=patch,
                 subresource="status",
             )
         except errors.NotFoundError:
             return
         self._remember(kind, stored)
+
+    async def _write_pod_status(self, pod: Object, status: Object) -> None:
+        """The scheduler stand-in's write of a pending pod's status (Running, or Pending and unschedulable), onto
+        the pod as this pass saw it: the simulated kubelet writes pod status too (a Job's pods Succeeded), and a
+        write from a stale view would undo its (a finished pod Running again, for good). A pod changed since is
+        left for the pass its watch event wakes."""
+        try:
+            await self._write_status("Pod", pod, status, as_seen=True)
+        except errors.ApiError as err:
+            if err.status not in (409, 422):  # changed since (or finished: no container runs again)
+                raise
+            meta = pod["metadata"]
+            logger.info("sim_pod_status_stale", pod=f"{meta.get('namespace')}/{meta.get('name')}", error=str(err))
 
 
 def _key(obj: Mapping[str, Any]) -> Key:

@@ -442,6 +442,8 @@ class ObjectStore:
         _check_preconditions(ref, name, current=current, desired=desired)
         if subresource == "status":
             updated = _with_status_of(current, source=desired)
+            if ref == resources.PODS:
+                _check_pod_status_update(name, current=current, updated=updated)
         else:
             updated = _merged_main(self._stored_as[ref], current=current, desired=desired)
             if ref != resources.NAMESPACES:  # every write is defaulted as it is decoded, not only a create
@@ -837,6 +839,16 @@ def _check_annotations(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
                 ],
             },
         )
+
+
+def _check_pod_status_update(name: str, *, current: dict[str, Any], updated: dict[str, Any]) -> None:
+    """422 for a ``pods/status`` write that has a container which may not restart leave ``terminated``
+    (:func:`~kueue_es.sim.strategies.pod_status_transition_errors`)."""
+    wrong = strategies.pod_status_transition_errors(current, updated)
+    if wrong:
+        causes = [validation.Cause(field, validation.FORBIDDEN, f"Forbidden: {message}") for field, message in wrong]
+        error = validation.Invalid(kind="Pod", group="", name=name, causes=causes)
+        raise StoreError(status=422, reason="Invalid", message=error.message, details=error.details())
 
 
 def _check_preconditions(

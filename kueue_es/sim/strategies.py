@@ -16,6 +16,11 @@ after the mutating webhooks (Kueue's scheduling gates) and before validation:
   ``batch.kubernetes.io/job-name`` (its name), each unless the template has it, and ``spec.selector``
   matching ``batch.kubernetes.io/controller-uid``.
 
+and what its pod status strategy refuses on an update of ``pods/status``
+(:func:`pod_status_transition_errors`): a container that terminated and may not restart said to run again, as
+a stale status write (one simulated writer's Running after another's Succeeded) would otherwise revert a
+finished pod for good.
+
 Pure functions over plain dicts: the caller (:meth:`kueue_es.sim.store.ObjectStore.create`) gives the time.
 """
 
@@ -156,3 +161,47 @@ def _mapping(value: Any) -> Mapping[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+#: The message of a container status a status update takes out of ``terminated`` when it may not restart
+#: (Kubernetes pkg/apis/core/validation ValidateContainerStateTransition).
+NOT_TERMINATED_AGAIN = "may not be transitioned to non-terminated state"
+
+
+def pod_status_transition_errors(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(field, message)`` for each container of the Pod ``old`` whose status says it terminated and that the
+    status ``new`` would have running or waiting again, when it may not restart: the pod's ``restartPolicy`` is
+    Never, or OnFailure and the container exited 0 (Always: any may); an init container with its own
+    ``restartPolicy: Always`` (a sidecar) may too. Fields are ``status.containerStatuses[i].state`` (``i`` its
+    place in the old status), likewise ``initContainerStatuses``. Kubernetes validation.go
+    ValidatePodStatusUpdate, ValidateContainerStateTransition; [] when nothing is wrong."""
+    spec = _mapping(old.get("spec"))
+    policy = str(spec.get("restartPolicy") or "Always")
+    if policy == "Always":
+        return []
+    sidecars = {
+        str(c.get("name"))
+        for c in _list(spec.get("initContainers"))
+        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always"
+    }
+    old_status, new_status = _mapping(old.get("status")), _mapping(new.get("status"))
+    errors = []
+    for group in ("containerStatuses", "initContainerStatuses"):
+        running_again = {
+            str(c.get("name"))
+            for c in _list(new_status.get(group))
+            if isinstance(c, Mapping) and "terminated" not in _mapping(c.get("state"))
+        }
+        for index, before in enumerate(_list(old_status.get(group))):
+            if not isinstance(before, Mapping):
+                continue
+            terminated = _mapping(_mapping(before.get("state")).get("terminated"))
+            name = str(before.get("name"))
+            if not terminated or name not in running_again:
+                continue
+            if group == "initContainerStatuses" and name in sidecars:
+                continue
+            if policy == "OnFailure" and terminated.get("exitCode", 0) != 0:
+                continue
+            errors.append((f"status.{group}[{index}].state", NOT_TERMINATED_AGAIN))
+    return errors
