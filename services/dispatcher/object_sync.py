@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 
 import structlog
 
-from kueue_es.events import manifests, models, slices, subjects, types
+from kueue_es.events import labels, manifests, models, slices, subjects, types
 from kueue_es.events.bus.base import Bus
 from kueue_es.jobframework import integrations, prebuilt, workload_webhook, workloads
 from kueue_es.jobframework import pods as pod_integration
@@ -730,33 +730,38 @@ class WorkloadSync:
         StatefulSet's template spec as its one pod set (statefulset_reconciler.go constructWorkload); any other
         group, per role (pod set named by the role hash), the spec of its first pod, by name, that is neither
         Failed nor being deleted (pod_controller.go constructGroupPodSets, constructPodSet: ``Template.Spec`` is the
-        pod's). ``{}`` while no such pod is listed. Raises the API client's errors."""
+        pod's). ``{}`` while no such pod is listed. The pods labelled with the group's name are listed first; the
+        whole namespace only when they leave a role without a pod (members named by the annotation alone), so a
+        namespace of many groups is not listed whole for each. Raises the API client's errors."""
         meta = wl.workload.metadata
-        pods, _ = await self.stored.api.list_objects(resources.PODS, namespace=meta.namespace)
-        members = sorted(
-            (p for p in pods if pod_integration.group_name(p) == meta.name),
-            key=lambda p: str((p.get("metadata") or {}).get("name") or ""),
-        )
-        runnable = [
-            p
-            for p in members
-            if (p.get("status") or {}).get("phase") != "Failed"
-            and not (p.get("metadata") or {}).get("deletionTimestamp")
-        ]
         names = [ps.name for ps in wl.workload.spec.pod_sets]
+        found: dict[str, Any] = {}
+        if not labels.label_value_problems(meta.name):
+            selector = f"{pod_integration.GROUP_NAME_KEY}={meta.name}"
+            pods, _ = await self.stored.api.list_objects(
+                resources.PODS, namespace=meta.namespace, label_selector=selector
+            )
+            found = await self._templates_of(_runnable_members(pods, meta.name), names, namespace=meta.namespace)
+        if len(found) < len(names):
+            pods, _ = await self.stored.api.list_objects(resources.PODS, namespace=meta.namespace)
+            found = await self._templates_of(_runnable_members(pods, meta.name), names, namespace=meta.namespace)
+        return found
+
+    async def _templates_of(self, runnable: list[RawObject], names: list[str], *, namespace: str) -> dict[str, Any]:
+        """:meth:`_group_templates` given the group's ``runnable`` members and its pod sets' ``names``."""
         for pod in runnable:
             owner = next(
                 (o for o in (pod.get("metadata") or {}).get("ownerReferences") or [] if o.get("controller")), None
             )
             if owner is not None and owner.get("kind") == "StatefulSet" and len(names) == 1:
                 sts = await self.stored.api.get_object(
-                    resources.ref_for("apps/v1", "StatefulSet"), namespace=meta.namespace, name=owner["name"]
+                    resources.ref_for("apps/v1", "StatefulSet"), namespace=namespace, name=owner["name"]
                 )
                 spec = ((sts.get("spec") or {}).get("template") or {}).get("spec") or {}
                 return {names[0]: {"spec": dict(spec)}}
         found: dict[str, Any] = {}
         for pod in runnable:
-            role = ((pod.get("metadata") or {}).get("annotations") or {}).get(pod_integration.ROLE_HASH_ANNOTATION)
+            role = _role(pod)
             if role in names and role not in found:
                 found[role] = {"spec": dict(pod.get("spec") or {})}
         return found
@@ -1252,3 +1257,22 @@ def _owner_refs(obj: objects.StoredObject | RawObject | None) -> list[Any]:
 def _uid_owner(obj: objects.StoredObject | RawObject) -> list[Any]:
     meta: Any = obj.get("metadata") or {}
     return [ref.get("uid") for ref in meta.get("ownerReferences") or []]
+
+
+def _runnable_members(pods: Iterable[RawObject], group: str) -> list[RawObject]:
+    """The pods of pod group ``group`` (:func:`~kueue_es.jobframework.pods.group_name`) neither Failed nor being
+    deleted, by name."""
+    members = sorted(
+        (p for p in pods if pod_integration.group_name(p) == group),
+        key=lambda p: str((p.get("metadata") or {}).get("name") or ""),
+    )
+    return [
+        p
+        for p in members
+        if (p.get("status") or {}).get("phase") != "Failed" and not (p.get("metadata") or {}).get("deletionTimestamp")
+    ]
+
+
+def _role(pod: RawObject) -> str:
+    """A group member's role hash (its pod set's name), "" without one."""
+    return str(((pod.get("metadata") or {}).get("annotations") or {}).get(pod_integration.ROLE_HASH_ANNOTATION) or "")

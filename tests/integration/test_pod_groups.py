@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -157,7 +158,11 @@ async def test_a_group_named_by_annotation_gets_its_replacement_started(api, bus
         )
         await kube.apply_manifest(api, member("a-3", "ann", total=2, by_annotation=True))
         pods = await pods_until(api, lambda pods: "a-3" in ungated(pods))
+        workload = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="ann")
     assert pods["a-3"]["spec"].get("nodeSelector") == {"instance-type": "spot"}
+    # no member carries the label: the namespace's pods were read for the template, a member's spec
+    [pod_set] = workload["spec"]["podSets"]
+    assert [c["image"] for c in pod_set["template"]["spec"]["containers"]] == ["busybox"]
 
 
 async def workload_gone(api: Any, name: str) -> None:
@@ -270,10 +275,20 @@ async def test_a_groups_workload_collected_after_its_owner_pod_went_deletes_no_p
     assert set(left) == {"c-a", "c-b"} - owners and left  # the pod no owner reference names still runs
 
 
-async def test_a_groups_workload_names_every_pod_as_owner(api, bus: MemoryBus) -> None:
+async def test_a_groups_workload_names_every_pod_as_owner(api, bus: MemoryBus, monkeypatch: Any) -> None:
     """Kueue makes every pod of a group an owner of its Workload (not the controller), and adds a pod that joins
     (EnsureWorkloadOwnedByAllMembers), so the garbage collector keeps the Workload while any pod remains."""
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    listed: list[str | None] = []  # the label selector of each pod listing for the Workloads' templates
+    lister = type(dispatcher.workloads.stored.api)
+    list_objects = lister.list_objects
+
+    async def recorded(self: Any, ref: Any, **kw: Any) -> Any:
+        if ref == resources.PODS and sys._getframe(1).f_code.co_name == "_group_templates":
+            listed.append(kw.get("label_selector"))
+        return await list_objects(self, ref, **kw)
+
+    monkeypatch.setattr(lister, "list_objects", recorded)
     async with running(*services(bus, api, dispatcher, consumer)):
         await set_up_queues(api, cpu=9)
         for name in ("o-a", "o-b"):
@@ -300,6 +315,8 @@ async def test_a_groups_workload_names_every_pod_as_owner(api, bus: MemoryBus) -
         "busybox",
         "Never",
     )
+    # read from the pods labelled with the group's name, not the whole namespace
+    assert listed and set(listed) == {"kueue.x-k8s.io/pod-group-name=own"}
 
 
 async def succeed(api: Any, name: str) -> None:
