@@ -63,7 +63,7 @@ import kmock
 
 from kueue_es import validation
 from kueue_es.services.kube import resources
-from kueue_es.sim import defaulting, garbage, selectors, strategies
+from kueue_es.sim import defaulting, garbage, priority_admission, selectors, strategies
 
 #: Called on every create after defaulting, may mutate the object (a mutating admission webhook).
 CreateHook = Callable[[resources.ResourceRef, dict[str, Any]], None]
@@ -222,6 +222,8 @@ class ObjectStore:
         # the objects being deleted with an ``orphan`` or ``foregroundDeletion`` finalizer (an ordered set)
         self._gc_owners: dict[Any, None] = {}
         self._collecting = False
+        # the stored PriorityClasses, for the Priority admission of each Pod created (None: to be listed again)
+        self._priority_classes: list[dict[str, Any]] | None = None
         for ref in (resources.NAMESPACES, *refs):
             self.register(ref)
         for namespace in INITIAL_NAMESPACES:
@@ -250,6 +252,28 @@ class ObjectStore:
             }
             with contextlib.suppress(StoreError):  # made already
                 self.create(ref, namespace=None, body=body)
+
+    def _admit_priority(self, pod: dict[str, Any], name: str) -> None:
+        """The Priority admission plugin on a Pod about to be created (:func:`priority_admission.admit_pod`);
+        raises StoreError 403 as the plugin refuses a pod."""
+        if self._priority_classes is None:
+            served = resources.PRIORITY_CLASSES in self._keys
+            self._priority_classes = self.select(resources.PRIORITY_CLASSES) if served else []
+        try:
+            priority_admission.admit_pod(pod, self._priority_classes)
+        except priority_admission.PriorityRefused as err:
+            raise StoreError(
+                status=403,
+                reason="Forbidden",
+                message=f'pods "{name}" is forbidden: {err}',
+                details={"name": name, "kind": "pods"},
+            ) from err
+
+    def _priority_classes_changed(self, key: Any) -> None:
+        """Forget the PriorityClasses listed when ``key`` (an object just written or removed) is one: listing
+        them for each Pod created would read every stored object."""
+        if self._priority_classes is not None and key[0] == self._keys.get(resources.PRIORITY_CLASSES):
+            self._priority_classes = None
 
     @property
     def resource_version(self) -> int:
@@ -390,6 +414,8 @@ class ObjectStore:
         if namespace is not None:
             metadata["namespace"] = namespace
         apply_defaults(ref, obj)
+        if ref == resources.PODS:  # kube-apiserver's Priority admission plugin runs before the mutating webhooks
+            self._admit_priority(obj, name)
         for hook in self._create_hooks:
             hook(ref, obj)
         _omit_empty_metadata(obj)
@@ -446,6 +472,8 @@ class ObjectStore:
                 _check_pod_status_update(name, current=current, updated=updated)
         else:
             updated = _merged_main(self._stored_as[ref], current=current, desired=desired)
+            if ref == resources.PODS:  # the Priority plugin keeps the priority it set when an update leaves it out
+                _keep_pod_priority(current, updated)
             if ref != resources.NAMESPACES:  # every write is defaulted as it is decoded, not only a create
                 apply_defaults(ref, updated)
             _omit_empty_metadata(updated)
@@ -641,6 +669,7 @@ class ObjectStore:
         self._resource_version += 1
         obj["metadata"]["resourceVersion"] = str(self._resource_version)
         self._objects[key] = obj
+        self._priority_classes_changed(key)
         if garbage.orphans_dependents(obj) or garbage.waits_for_dependents(obj):
             self._gc_owners[key] = None
         else:
@@ -655,6 +684,7 @@ class ObjectStore:
         gone["metadata"]["resourceVersion"] = str(self._resource_version)
         del self._objects[key]
         self._gc_owners.pop(key, None)
+        self._priority_classes_changed(key)
         self.log(ref).append(LoggedEvent(resource_version=self._resource_version, type="DELETED", object=gone))
         if key[1] is not None:  # the last object of a terminating namespace lets it go
             self._finalize_namespace(key[1])
@@ -839,6 +869,14 @@ def _check_annotations(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
                 ],
             },
         )
+
+
+def _keep_pod_priority(current: dict[str, Any], updated: dict[str, Any]) -> None:
+    """A Pod update without ``spec.priority`` keeps the stored one (the Priority plugin's admitPod on update)."""
+    spec = updated.get("spec")
+    before = (current.get("spec") or {}).get("priority")
+    if isinstance(spec, dict) and spec.get("priority") is None and before is not None:
+        spec["priority"] = before
 
 
 def _check_pod_status_update(name: str, *, current: dict[str, Any], updated: dict[str, Any]) -> None:

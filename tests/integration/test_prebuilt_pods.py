@@ -66,8 +66,9 @@ def pod(name: str, workload: str, *, group: str = "", total: int = 0) -> dict[st
     }
 
 
-ROLE = pod_integration.role_hash(pod("any", "any"))
-"""The role (pod set name) of every pod of these groups: Kueue's hash of their shape."""
+ROLE = pod_integration.role_hash({**pod("any", "any"), "spec": {**pod("any", "any")["spec"], "priority": 0}})
+"""The role (pod set name) of every pod of these groups: Kueue's hash of their shape, as the pod webhook sees it
+(after the API server's Priority admission gave it ``priority: 0``)."""
 
 
 def prebuilt_workload(name: str, *, pod_set: str = "main", count: int = 1, cpu: str = "1") -> dict[str, Any]:

@@ -1,0 +1,128 @@
+"""The emulated API server runs kube-apiserver's Priority admission plugin on every Pod it creates, as the real one
+does, seen through the real kubectl: ``spec.priority`` and ``spec.preemptionPolicy`` from the PriorityClass (or the
+global default one, or 0), and 403 for a class that does not exist or a priority the pod gives itself.
+
+Before, emulated pods had no ``spec.priority``: the emulated kube-scheduler's queue order (higher priority first)
+never saw a PriorityClass, and Kueue's pod role hash (which hashes ``priority``) differed from a real cluster's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kueue_es.jobframework import pods as pod_integration
+from kueue_es.sim import emulator
+from tests.kube.test_kubectl import Kubectl
+
+pytestmark = [
+    pytest.mark.timeout(30),
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH: these tests run the real one"),
+]
+
+
+def priority_class(name: str, value: int, **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, **fields}  # fmt: skip
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}], **spec},
+    }
+
+
+async def apply(kubectl: Kubectl, tmp_path: Path, *objects: dict[str, Any]) -> tuple[int, str, str]:
+    path = tmp_path / "objects.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return await kubectl.run("apply", "-f", str(path))
+
+
+async def spec_of(kubectl: Kubectl, name: str) -> dict[str, Any]:
+    return dict(json.loads(await kubectl.ok("get", "pod", name, "-o", "json"))["spec"])
+
+
+async def test_a_pod_gets_its_classs_priority_or_zero(cluster: emulator.ClusterEmulator, tmp_path: Path) -> None:
+    kubectl = Kubectl(cluster.url, tmp_path)
+    high = priority_class("high", 1000, preemptionPolicy="Never")
+    code, _, err = await apply(kubectl, tmp_path, high, pod("plain"), pod("urgent", priorityClassName="high"))
+    assert code == 0, err
+    plain, urgent = await spec_of(kubectl, "plain"), await spec_of(kubectl, "urgent")
+    critical = pod("critical", priorityClassName="system-cluster-critical")
+    assert (await apply(kubectl, tmp_path, critical))[0] == 0
+
+    assert (plain.get("priorityClassName"), plain["priority"], plain["preemptionPolicy"]) == (
+        None,
+        0,
+        "PreemptLowerPriority",
+    )
+    assert (urgent["priority"], urgent["preemptionPolicy"]) == (1000, "Never")
+    assert (await spec_of(kubectl, "critical"))["priority"] == 2000000000
+    # Kueue's pod webhook, after the plugin, hashes the priority into the role (GenerateRoleHash)
+    assert pod_integration.spec_role_hash(plain) != pod_integration.spec_role_hash(urgent)
+
+
+async def test_the_global_default_class_names_itself(cluster: emulator.ClusterEmulator, tmp_path: Path) -> None:
+    kubectl = Kubectl(cluster.url, tmp_path)
+    defaults = (priority_class("batch", 50, globalDefault=True), priority_class("low", 10, globalDefault=False))
+    assert (await apply(kubectl, tmp_path, *defaults))[0] == 0
+    assert (await apply(kubectl, tmp_path, pod("p")))[0] == 0
+
+    spec = await spec_of(kubectl, "p")
+
+    assert (spec["priorityClassName"], spec["priority"], spec["preemptionPolicy"]) == (
+        "batch",
+        50,
+        "PreemptLowerPriority",
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"priorityClassName": "nope"}, 'pods "p" is forbidden: no PriorityClass with name nope was found'),
+        (
+            {"priority": 7},
+            'pods "p" is forbidden: the integer value of priority (7) must not be provided in pod spec; priority '
+            "admission controller computed 0 from the given PriorityClass name",
+        ),
+        (
+            {"preemptionPolicy": "Never"},
+            'pods "p" is forbidden: the string value of PreemptionPolicy (Never) must not be provided in pod spec; '
+            "priority admission controller computed PreemptLowerPriority from the given PriorityClass name",
+        ),
+    ],
+)
+async def test_a_pod_the_plugin_refuses_is_not_created(
+    cluster: emulator.ClusterEmulator, tmp_path: Path, spec: dict[str, Any], message: str
+) -> None:
+    kubectl = Kubectl(cluster.url, tmp_path)
+
+    code, _, err = await apply(kubectl, tmp_path, pod("p", **spec))
+    listed = await kubectl.ok("get", "pods", "-o", "name")
+
+    assert code != 0
+    assert f'Error from server (Forbidden): error when creating "{tmp_path / "objects.yaml"}": {message}' in err
+    assert listed.strip() == ""
+
+
+async def test_an_update_without_the_priority_keeps_it(cluster: emulator.ClusterEmulator, tmp_path: Path) -> None:
+    """``kubectl replace`` of a pod as it was written (no ``priority``): the plugin keeps the stored one."""
+    kubectl = Kubectl(cluster.url, tmp_path)
+    assert (await apply(kubectl, tmp_path, priority_class("high", 1000), pod("p", priorityClassName="high")))[0] == 0
+    stored = json.loads(await kubectl.ok("get", "pod", "p", "-o", "json"))
+    del stored["spec"]["priority"]
+    stored["metadata"].setdefault("labels", {})["edited"] = "yes"
+    path = tmp_path / "replace.json"
+    path.write_text(json.dumps(stored))
+
+    await kubectl.ok("replace", "-f", str(path))
+
+    assert (await spec_of(kubectl, "p"))["priority"] == 1000
