@@ -611,12 +611,16 @@ class WorkloadSync:
                 return wanted
             condition: dict[str, Any] | None = existing  # kept as it is (it is ours: the status is applied whole)
         else:
-            record = self.view.records.get(wl.key)
-            evicted = record.conditions.get("Evicted") if record is not None else None
+            # the Evicted condition as written (its message names the preemptor's Workload object UID, which the
+            # log's record does not have): Kueue copies it verbatim
+            evicted = next(
+                (c for c in wanted.get("conditions", []) if c.get("type") == "Evicted" and c.get("status") == "True"),
+                None,
+            )
             condition = pod_integration.replacement_condition(
                 existing,
                 absent=absent,
-                evicted=(evicted.reason, evicted.message) if evicted is not None and evicted.status else None,
+                evicted=(str(evicted.get("reason", "")), str(evicted.get("message", ""))) if evicted else None,
                 generation=generation,
                 now=manifests.format_time_ms(wall_clock_ms()),
             )

@@ -16,16 +16,19 @@ from typing import Any
 
 import pytest
 
+from kueue_es import deciders
 from kueue_es.events import types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
+from kueue_es.services.runtime import DeciderLoop
 from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.kubelet import SIM_DURATION_ANNOTATION, SimulatedKubelet
 from tests.integration.harness import (
     admitter,
+    cluster_queue,
     dispatcher_with_consumer,
     events_of,
     running,
@@ -482,6 +485,46 @@ async def test_a_deleted_member_waits_for_its_replacement(api, bus: MemoryBus) -
     assert (replaced["reason"], replaced["message"]) == ("PodsReady", "No pods need replacement")
     assert set(started) == {"r-b", "r-c"}
     assert released == []  # never evicted: the group kept its quota
+
+
+async def test_a_preempted_groups_replacement_condition_copies_its_eviction(api, bus: MemoryBus) -> None:
+    """A running pod group preempted by a pod of a higher PriorityClass: its pods are stopped, and its
+    WaitingForReplacementPods condition copies the Evicted condition's reason and message verbatim
+    (pod_controller.go), the preemptor named by its Workload object's UID. Before, the condition's message named the
+    preemptor's pod UID twice (the log's UID, not the object's)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    preemptor = DeciderLoop(bus=bus, decider=deciders.PREEMPTOR, wakeup=0.05)
+    async with running(*services(bus, api, dispatcher, consumer), preemptor.run()):
+        await set_up_queues(api, cpu=2)
+        queue = cluster_queue("cluster-queue", flavor_name="spot", cpu=2)
+        queue["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+        await kube.apply_manifest(api, queue)
+        high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}}
+        await kube.apply_manifest(api, {**high, "value": 1000})
+        for name in ("v-a", "v-b"):
+            await kube.apply_manifest(api, member(name, "victim", total=2))
+        await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        await pods_until(api, lambda pods: ungated(pods) == {"v-a", "v-b"})
+        preemptor = member("boss", "", total=1, cpu="2")
+        preemptor["spec"]["priorityClassName"] = "high"
+        await kube.apply_manifest(api, preemptor)
+        waiting = await replacement_condition(api, "victim", "True")
+        pod_uid = (await all_pods(api))["boss"]["metadata"]["uid"]
+        victim = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="victim")
+        async with asyncio.timeout(10):
+            while not (boss := await workload_of_pod(api, "boss")):
+                await asyncio.sleep(0.05)
+    evicted = next(c for c in victim["status"]["conditions"] if c["type"] == "Evicted")
+    assert (waiting["reason"], waiting["message"]) == (evicted["reason"], evicted["message"])
+    assert f"(UID: {boss['metadata']['uid']}, JobUID: {pod_uid})" in waiting["message"]
+    assert boss["metadata"]["uid"] != pod_uid
+
+
+async def workload_of_pod(api: Any, pod: str) -> dict[str, Any] | None:
+    """The Workload object of single pod ``pod`` of ``default``, None while there is none."""
+    listed, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+    owned = [w for w in listed if any(r.get("name") == pod for r in w["metadata"].get("ownerReferences") or [])]
+    return owned[0] if owned else None
 
 
 async def test_a_finished_single_pod_loses_kueues_finalizer(api, bus: MemoryBus) -> None:
