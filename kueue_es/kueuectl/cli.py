@@ -355,6 +355,40 @@ async def run(args: argparse.Namespace, *, stdin: IO[str], out: IO[str], err: IO
         await cluster.close()
 
 
+#: What Go's strconv.ParseBool reads, which cobra's bool flags take after ``=``.
+_PARSE_BOOL = {v: True for v in ("1", "t", "T", "TRUE", "true", "True")} | {
+    v: False for v in ("0", "f", "F", "FALSE", "false", "False")
+}
+
+
+def cobra_bool_values(words: list[str], top: argparse.ArgumentParser) -> list[str]:
+    """``words`` with each ``--flag=VALUE`` of a boolean flag of ``top``'s commands written as cobra reads it
+    (``--keep-already-running=false``): ``--flag`` for a true value, nothing for a false one. Raises
+    ValueError, in cobra's words, for a value ParseBool does not read."""
+    flags: set[str] = set()
+    pending = [top]
+    while pending:
+        current = pending.pop()
+        for action in current._actions:
+            if isinstance(action, argparse._StoreTrueAction):
+                flags.update(o for o in action.option_strings if o.startswith("--"))
+            elif isinstance(action, argparse._SubParsersAction):
+                pending.extend(action.choices.values())
+    out = []
+    for word in words:
+        flag, equals, value = word.partition("=")
+        if not equals or flag not in flags:
+            out.append(word)
+            continue
+        if value not in _PARSE_BOOL:
+            raise ValueError(
+                f'invalid argument "{value}" for "{flag}" flag: strconv.ParseBool: parsing "{value}": invalid syntax'
+            )
+        if _PARSE_BOOL[value]:
+            out.append(flag)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kubectl-kueue`` console script; returns the exit code (see the module)."""
     words = list(sys.argv[1:] if argv is None else argv)
@@ -362,7 +396,12 @@ def main(argv: list[str] | None = None) -> int:
         return forward(words)
     if _passthrough_kind(words) is not None:
         return pass_through(words)
-    args = parser().parse_args(words)
+    built = parser()
+    try:
+        words = cobra_bool_values(words, built)
+    except ValueError as err:
+        built.error(str(err))
+    args = built.parse_args(words)
     if args.command in ("get", "describe", "edit", "patch"):
         sys.stderr.write(
             f"Error: {args.command} takes a Kueue kind: workload, clusterqueue, localqueue or resourceflavor\n"

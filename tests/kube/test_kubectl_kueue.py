@@ -401,9 +401,22 @@ async def test_list_workload_columns_filters_and_stop_resume_delete(
         )
         cq = await client.get_object(api, resources.CLUSTER_QUEUES, name="cluster-queue")
         assert cq["spec"]["stopPolicy"] == "Hold"
-        await plugin.ok("stop", "lq", "user-queue")
+        await plugin.ok("stop", "lq", "user-queue", "--keep-already-running=true")
+        lq = await client.get_object(api, resources.LOCAL_QUEUES, namespace="default", name="user-queue")
+        assert lq["spec"]["stopPolicy"] == "Hold"
+        # cobra's bool flags take =false (kubectl kueue's, too): the drain, not Hold
+        await plugin.ok("stop", "lq", "user-queue", "--keep-already-running=false")
         lq = await client.get_object(api, resources.LOCAL_QUEUES, namespace="default", name="user-queue")
         assert lq["spec"]["stopPolicy"] == "HoldAndDrain"
+        code, _, err = await plugin.run("stop", "lq", "user-queue", "--keep-already-running=maybe")
+        assert (
+            code == 1
+            and (
+                'Error: invalid argument "maybe" for "--keep-already-running" flag: strconv.ParseBool: parsing "maybe": '
+                "invalid syntax"
+            )
+            in err
+        )
         await plugin.ok("resume", "cq", "cluster-queue")
         cq = await client.get_object(api, resources.CLUSTER_QUEUES, name="cluster-queue")
         assert cq["spec"]["stopPolicy"] == "None"
