@@ -74,3 +74,83 @@ def admit_pod(pod: dict[str, Any], classes: Iterable[Mapping[str, Any]]) -> None
 def _value(priority_class: Mapping[str, Any]) -> int:
     value = priority_class.get("value")
     return value if isinstance(value, int) else 0
+
+
+#: The highest value a PriorityClass that is not a system one may have (scheduling.HighestUserDefinablePriority).
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+#: The prefix of the system PriorityClasses' names (scheduling.SystemPriorityClassPrefix).
+SYSTEM_PREFIX = "system-"
+#: The system PriorityClasses every API server makes, by name: their values (pkg/apis/scheduling/v1/helpers.go).
+SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
+PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
+
+
+def priority_class_causes(
+    priority_class: Mapping[str, Any], old: Mapping[str, Any] | None = None
+) -> list[tuple[str, str, str]]:
+    """What kube-apiserver's validation refuses in ``priority_class`` (created, or updated over ``old``), as
+    ``(field, cause type, message)`` for a 422 (pkg/apis/scheduling/validation ValidatePriorityClass,
+    ValidatePriorityClassUpdate): a ``system-`` name that is not a system class of that value (and
+    ``globalDefault`` false); a value above 1000000000 on another; a ``preemptionPolicy`` that is not one of
+    :data:`PREEMPTION_POLICIES`; on update, a changed ``value`` or ``preemptionPolicy``. Cause types are
+    Kubernetes' (``FieldValueForbidden``...); [] when nothing is wrong."""
+    causes: list[tuple[str, str, str]] = []
+    name = str((priority_class.get("metadata") or {}).get("name") or "")
+    value = _value(priority_class)
+    if name.startswith(SYSTEM_PREFIX):
+        known = SYSTEM_CLASSES.get(name)
+        if known is None:
+            why = f"{name} is not a known system priority class"
+        elif known != value:
+            why = f"value of {name} PriorityClass must be {known}"
+        elif priority_class.get("globalDefault") is True:
+            why = f"globalDefault of {name} PriorityClass must be false"
+        else:
+            why = ""
+        if why:
+            reserved = f"priority class names with '{SYSTEM_PREFIX}' prefix are reserved for system use only. error: "
+            causes.append(("metadata.name", "FieldValueForbidden", f"Forbidden: {reserved}{why}"))
+    elif value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        causes.append(
+            (
+                "value",
+                "FieldValueForbidden",
+                f"Forbidden: maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}",
+            )
+        )
+    policy = priority_class.get("preemptionPolicy")
+    if policy is not None and policy not in PREEMPTION_POLICIES:
+        supported = ", ".join(f'"{p}"' for p in PREEMPTION_POLICIES)
+        causes.append(
+            (
+                "preemptionPolicy",
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: {supported}',
+            )
+        )
+    if old is not None:
+        if _value(old) != value:
+            causes.append(("value", "FieldValueForbidden", "Forbidden: may not be changed in an update."))
+        if old.get("preemptionPolicy") != policy:
+            shown = f'"{policy}"' if isinstance(policy, str) else "null"
+            causes.append(("preemptionPolicy", "FieldValueInvalid", f"Invalid value: {shown}: field is immutable"))
+    return causes
+
+
+def second_default(priority_class: Mapping[str, Any], classes: Iterable[Mapping[str, Any]]) -> str | None:
+    """The Priority plugin's refusal (403) of ``priority_class`` made the global default while another of
+    ``classes`` (the stored ones) is: ``PriorityClass NAME is already marked as default. Only one default can
+    exist`` (validatePriorityClass); None otherwise."""
+    if priority_class.get("globalDefault") is not True:
+        return None
+    name = (priority_class.get("metadata") or {}).get("name")
+    for other in classes:
+        other_name = (other.get("metadata") or {}).get("name")
+        if other.get("globalDefault") is True and other_name != name:
+            return f"PriorityClass {other_name} is already marked as default. Only one default can exist"
+    return None
+
+
+def system_class_deletion(name: str) -> str | None:
+    """The refusal (403) of deleting a system PriorityClass (priorityclass storage.go Delete); None for others."""
+    return "this is a system priority class and cannot be deleted" if name in SYSTEM_CLASSES else None

@@ -91,7 +91,7 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 #: pkg/registry/core/node/strategy.go PrepareForCreate: "Nodes allow *all* fields, including status, to be
 #: set on create"). Every other kind's create strategy resets it.
 STATUS_KEPT_ON_CREATE = frozenset({resources.NODES})
-INITIAL_PRIORITY_CLASSES = (("system-cluster-critical", 2000000000), ("system-node-critical", 2000001000))
+INITIAL_PRIORITY_CLASSES = tuple(priority_admission.SYSTEM_CLASSES.items())
 """The PriorityClasses every Kubernetes API server makes at start-up (pkg/apis/scheduling SystemPriorityClasses)."""
 
 
@@ -269,6 +269,23 @@ class ObjectStore:
                 details={"name": name, "kind": "pods"},
             ) from err
 
+    def _check_priority_class(self, priority_class: dict[str, Any], *, old: dict[str, Any] | None) -> None:
+        """kube-apiserver's validation (422) and Priority plugin (403: a second global default) of a PriorityClass
+        about to be stored (:mod:`~kueue_es.sim.priority_admission`); ``old``: the stored one it updates."""
+        name = str(priority_class["metadata"].get("name") or "")
+        causes = priority_admission.priority_class_causes(priority_class, old)
+        if causes:
+            error = validation.Invalid(
+                kind="PriorityClass",
+                group="scheduling.k8s.io",
+                name=name,
+                causes=[validation.Cause(field, kind, message) for field, kind, message in causes],
+            )
+            raise StoreError(status=422, reason="Invalid", message=error.message, details=error.details())
+        refusal = priority_admission.second_default(priority_class, self.select(resources.PRIORITY_CLASSES))
+        if refusal:
+            raise _forbidden(resources.PRIORITY_CLASSES, name, refusal)
+
     def _priority_classes_changed(self, key: Any) -> None:
         """Forget the PriorityClasses listed when ``key`` (an object just written or removed) is one: listing
         them for each Pod created would read every stored object."""
@@ -427,6 +444,8 @@ class ObjectStore:
         strategies.prepare_for_create(ref, obj, now=metadata["creationTimestamp"])
         if check is not None:
             check(obj)
+        if ref == resources.PRIORITY_CLASSES:
+            self._check_priority_class(obj, old=None)
         if dry_run:
             return obj
         self._write(ref, key, obj, event_type="ADDED")
@@ -482,6 +501,8 @@ class ObjectStore:
             track(current, updated)
         if check is not None:
             check(updated)
+        if ref == resources.PRIORITY_CLASSES and subresource is None:
+            self._check_priority_class(updated, old=current)
         if _same_content(updated, current):
             return current
         if _spec_of(ref, updated) != _spec_of(ref, current):
@@ -525,6 +546,8 @@ class ObjectStore:
         for field, expected in (preconditions or {}).items():
             if expected is not None and current["metadata"].get(field) != expected:
                 raise _conflict(ref, name, f"precondition failed: {field} is not {expected}")
+        if ref == resources.PRIORITY_CLASSES and (refusal := priority_admission.system_class_deletion(name)):
+            raise _forbidden(ref, name, refusal)
         metadata = current["metadata"]
         finalizers = garbage.deletion_finalizers(metadata.get("finalizers") or [], propagation)
         if dry_run:
@@ -869,6 +892,17 @@ def _check_annotations(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
                 ],
             },
         )
+
+
+def _forbidden(ref: resources.ResourceRef, name: str, why: str) -> StoreError:
+    """403 as admission.NewForbidden and apierrors.NewForbidden word it: ``<plural.group> "<name>" is forbidden:
+    <why>``."""
+    return StoreError(
+        status=403,
+        reason="Forbidden",
+        message=f'{ref.qualified_plural} "{name}" is forbidden: {why}',
+        details=_details(ref, name),
+    )
 
 
 def _keep_pod_priority(current: dict[str, Any], updated: dict[str, Any]) -> None:

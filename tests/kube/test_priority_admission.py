@@ -126,3 +126,78 @@ async def test_an_update_without_the_priority_keeps_it(cluster: emulator.Cluster
     await kubectl.ok("replace", "-f", str(path))
 
     assert (await spec_of(kubectl, "p"))["priority"] == 1000
+
+
+@pytest.mark.parametrize(
+    ("objects", "message"),
+    [
+        (
+            [priority_class("system-foo", 5)],
+            'The PriorityClass "system-foo" is invalid: metadata.name: Forbidden: priority class names with '
+            "'system-' prefix are reserved for system use only. error: system-foo is not a known system priority "
+            "class",
+        ),
+        (
+            [priority_class("huge", 2000000000)],
+            'The PriorityClass "huge" is invalid: value: Forbidden: maximum allowed value of a user defined '
+            "priority is 1000000000",
+        ),
+        (
+            [priority_class("odd", 5, preemptionPolicy="Foo")],
+            'The PriorityClass "odd" is invalid: preemptionPolicy: Unsupported value: "Foo": supported values: '
+            '"Never", "PreemptLowerPriority"',
+        ),
+        (
+            [priority_class("first", 5, globalDefault=True), priority_class("second", 6, globalDefault=True)],
+            'priorityclasses.scheduling.k8s.io "second" is forbidden: PriorityClass first is already marked as '
+            "default. Only one default can exist",
+        ),
+    ],
+)
+async def test_a_priority_class_the_api_server_refuses(
+    cluster: emulator.ClusterEmulator, tmp_path: Path, objects: list[dict[str, Any]], message: str
+) -> None:
+    """kube-apiserver's PriorityClass validation (pkg/apis/scheduling/validation) and Priority plugin (one global
+    default)."""
+    kubectl = Kubectl(cluster.url, tmp_path)
+
+    code, _, err = await apply(kubectl, tmp_path, *objects)
+
+    assert code != 0
+    assert message in err
+
+
+async def test_a_priority_classs_value_and_policy_are_immutable_and_system_ones_stay(
+    cluster: emulator.ClusterEmulator, tmp_path: Path
+) -> None:
+    kubectl = Kubectl(cluster.url, tmp_path)
+    await kubectl.ok("create", "priorityclass", "high", "--value=1000")
+
+    value = await kubectl.run("patch", "priorityclass", "high", "--type=merge", "-p", '{"value":2000}')
+    policy = await kubectl.run("patch", "priorityclass", "high", "--type=merge", "-p", '{"preemptionPolicy":"Never"}')
+    described = await kubectl.ok("patch", "priorityclass", "high", "--type=merge", "-p", '{"description":"d"}')
+    system = await kubectl.run("delete", "priorityclass", "system-node-critical")
+    left = await kubectl.ok("get", "priorityclass", "system-node-critical", "high", "-o", "name")
+
+    assert (
+        value[0] != 0
+        and 'The PriorityClass "high" is invalid: value: Forbidden: may not be changed in an update.' in value[2]
+    )
+    assert (
+        policy[0] != 0
+        and ('The PriorityClass "high" is invalid: preemptionPolicy: Invalid value: "Never": field is immutable')
+        in policy[2]
+    )
+    assert "patched" in described
+    assert (
+        system[0] != 0
+        and (
+            'Error from server (Forbidden): priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: '
+            "this is a system priority class and cannot be deleted"
+        )
+        in system[2]
+    )
+    assert left.split() == [
+        "priorityclass.scheduling.k8s.io/system-node-critical",
+        "priorityclass.scheduling.k8s.io/high",
+    ]
