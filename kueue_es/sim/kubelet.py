@@ -70,7 +70,9 @@ The Job controller's Events on a Job are recorded as Kubernetes records them (so
 :func:`job_event`), so ``kubectl describe job`` lists what Kueue's "Run a Kubernetes Job" page shows:
 ``Suspended`` ("Job suspended") when the Job's ``Suspended`` condition becomes True, ``Resumed`` ("Job
 resumed") when it turns False, ``SuccessfulCreate`` ("Created pod: NAME") and ``SuccessfulDelete``
-("Deleted pod: NAME") for each pod made or removed, and ``Completed`` ("Job completed"); pods get none.
+("Deleted pod: NAME") for each pod made or removed, Warning ``FailedCreate`` ("Error creating: <the API
+server's refusal>", once per reason) for a pod the API server refuses, and ``Completed`` ("Job completed");
+pods get none.
 
 A Job whose ``spec.managedBy`` names another controller than Kubernetes' Job
 controller (MultiKueue's ``kueue.x-k8s.io/multikueue`` on a manager cluster) is left
@@ -108,6 +110,7 @@ import asyncio
 import datetime
 import functools
 import itertools
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -123,6 +126,8 @@ from kueue_es.sim import controllers, store, training
 
 logger = structlog.get_logger(__name__)
 
+#: The pod an API refusal names (``pods "NAME" is forbidden: ...``): a retry names another.
+_REFUSED_POD = re.compile(r'^pods "[^"]*" ')
 SIM_DURATION_ANNOTATION = "kueue-es.dev/sim-duration-seconds"
 #: Seconds a replacement pod of a running Job takes to start and pass readiness (its Job's ``status.ready`` counts
 #: it only then; a kubelet pulls, starts and probes a container in about that time).
@@ -182,6 +187,8 @@ class SimulatedKubelet:
         # they finish, so ready + succeeded stays the pod count (Kueue's Job PodsReady adds both)
         self._succeeded_pods: dict[str, set[str]] = {}
         self._counting: dict[str, tuple[dict[str, Any], tuple[int, int]]] = {}
+        # Job UID -> the last refusal of a pod of it recorded as FailedCreate (the recorder folds repeats)
+        self._failed_create_said: dict[str, str] = {}
 
     def start(self) -> None:
         """Run ``run()`` in a background task (idempotent)."""
@@ -213,6 +220,7 @@ class SimulatedKubelet:
                 self._cancel_run(_uid(item.object))
                 self._failed_pods.pop(_uid(item.object), None)
                 self._succeeded_pods.pop(_uid(item.object), None)
+                self._failed_create_said.pop(_uid(item.object), None)
             else:
                 await self._reconcile(item.object)
 
@@ -594,6 +602,13 @@ class SimulatedKubelet:
                 )
             except errors.KubeError as exc:
                 self._log.warning("sim_job_pod_not_created", job=metadata["name"], error=str(exc))
+                # the Job controller's Warning (FailedCreatePodReason, "Error creating: <err>"), once per reason
+                # whatever pod it names: its retries back off and its recorder folds the repeats
+                said = exc.message if isinstance(exc, errors.ApiError) else str(exc)
+                why = _REFUSED_POD.sub("", said)
+                if self._failed_create_said.get(_uid(job)) != why:
+                    self._failed_create_said[_uid(job)] = why
+                    await self._record(job, "FailedCreate", f"Error creating: {said}", kind="Warning")
                 continue
             await self._record(job, "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
             out.append(created)

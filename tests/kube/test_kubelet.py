@@ -584,3 +584,27 @@ async def test_a_running_pod_deleted_under_a_finalizer_is_terminated_failed(api:
     await client.patch_object(
         api, resources.PODS, namespace="default", name="held", patch={"metadata": {"finalizers": None}}
     )
+
+
+async def test_a_refused_pod_is_the_jobs_failed_create_event(
+    api: k8s_client.ApiClient, sim_kubelet: kubelet.SimulatedKubelet
+) -> None:
+    """A Job whose pod template names a PriorityClass that does not exist: the API server refuses each pod (the
+    Priority admission plugin) and the Job controller records Warning FailedCreate "Error creating: <the
+    refusal>", once however often it tries (its recorder folds repeats). Before, nothing said why no pod came."""
+    body = job("badpc", suspend=False, duration=30, parallelism=2)
+    body["spec"]["template"]["spec"]["priorityClassName"] = "nope"
+    await client.create_object(api, resources.JOBS, namespace="default", body=body)
+    async with asyncio.timeout(5):
+        while not any(e[2] == "FailedCreate" for e in await job_events(api, "badpc")):
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)  # more tries, no more Events
+    events = [e for e in await job_events(api, "badpc") if e[2] == "FailedCreate"]
+    pods, _ = await client.list_objects(api, resources.PODS, namespace="default")
+
+    assert len(events) == 1
+    [(source, kind, _, message)] = events
+    assert (source, kind) == ("job-controller", "Warning")
+    assert message.startswith('Error creating: pods "badpc-')
+    assert message.endswith('" is forbidden: no PriorityClass with name nope was found')
+    assert pods == []
