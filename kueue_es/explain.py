@@ -773,11 +773,14 @@ JOB_TYPE_MAX_LENGTH = 20
 
 
 def _job_type(api_version: str, kind: str) -> str:
-    """kueuectl's JOB TYPE of one owner: its singular resource name and API group (``job.batch``, ``pod``;
-    the singular name of every kind Kueue integrates is its kind in lower case), cut to 20 characters and
-    ``...`` as kueuectl cuts it (``pytorchjob.kubeflow....``; list_workload_printer.go apiResourceType)."""
-    group = api_version.rpartition("/")[0]
-    text = f"{kind.lower()}.{group}" if group else kind.lower()
+    """kueuectl's JOB TYPE of one owner (``api_version`` unused: kept for the call sites' shape): its singular
+    resource name (``job``, ``pod``, ``pytorchjob``; the singular name of every kind Kueue integrates is its kind
+    in lower case), cut to 20 characters and ``...`` as kueuectl cuts it. kueuectl adds ``.GROUP`` only when
+    the discovery entry names a group, which an API server leaves empty for a resource of its own group
+    (list_workload_printer.go apiResourceType), so a Job is ``job``, as ``kubectl kueue list workload`` prints
+    it."""
+    del api_version
+    text = kind.lower()
     return f"{text[:JOB_TYPE_MAX_LENGTH]}..." if len(text) > JOB_TYPE_MAX_LENGTH else text
 
 

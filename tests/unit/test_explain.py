@@ -133,7 +133,7 @@ def test_list_and_status_print_whole_columns_as_kubectl_does(
         == "NAME JOB TYPE JOB NAME LOCALQUEUE CLUSTERQUEUE STATUS POSITION IN QUEUE EXEC TIME AGE".split()
     )
     waiting = next(line for line in lines if line.startswith("waiting "))
-    assert waiting.split()[:7] == ["waiting", "job.batch", "train", "a", "team-a-cq", "PENDING", "0"]
+    assert waiting.split()[:7] == ["waiting", "job", "train", "a", "team-a-cq", "PENDING", "0"]
     code, out, _ = _run(capsys, "list", "workload", "-A", "--file", str(path))
     assert out.splitlines()[0].startswith("NAMESPACE   NAME") and "\ndefault     waiting " in out
     code, out, _ = _run(capsys, "list", "cq", "--file", str(path))
@@ -308,7 +308,7 @@ def test_list_and_status_from_the_log(
     rows = {row["NAME"]: row for row in json.loads(out)}
     assert rows["low"]["STATUS"] == "ADMITTED" and rows["borrower"]["CLUSTERQUEUE"] == "team-b-cq"
     assert rows["waiting"]["STATUS"] == "PENDING" and rows["waiting"]["JOB NAME"] == "train"
-    assert rows["waiting"]["POSITION IN QUEUE"] == 0 and rows["waiting"]["JOB TYPE"] == "job.batch"
+    assert rows["waiting"]["POSITION IN QUEUE"] == 0 and rows["waiting"]["JOB TYPE"] == "job"
     code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "--at", str(before), "-o", "json")
     assert "waiting" not in {row["NAME"] for row in json.loads(out)}
     code, out, _ = _run(capsys, "list", "cq", "--file", str(path), "-o", "json")
@@ -898,11 +898,11 @@ def test_list_joins_every_owner_the_log_knows_as_kueuectl_joins_owner_references
         state.workloads[wl.workload.key] = wl
     rows = {row["NAME"]: row for row in explain.list_rows(state, "workload", namespace=None, now_ms=NOW)}
     assert (rows["pod-web-3c1a7"]["JOB TYPE"], rows["pod-web-3c1a7"]["JOB NAME"]) == (
-        "pod, statefulset.apps",
+        "pod, statefulset",
         "web, web-0",
     )
     assert (rows["pytorchjob-trainer-5b2e9"]["JOB TYPE"], rows["pytorchjob-trainer-5b2e9"]["JOB NAME"]) == (
-        "pytorchjob.kubeflow....",
+        "pytorchjob",
         "trainer",
     )
 
@@ -937,7 +937,7 @@ def test_explain_and_list_name_a_statefulsets_workload_by_its_statefulset(
     assert report["story"][0]["text"].startswith(f"Workload default/{name} for StatefulSet default/nginx-statefulset")
     code, out, _ = _run(capsys, "list", "workload", "--file", str(path), "-o", "json")
     [row] = [row for row in json.loads(out) if row["NAME"] == name]
-    assert (row["JOB TYPE"], row["JOB NAME"]) == ("pod, statefulset.apps", "nginx-statefulset, nginx-statefulset-0")
+    assert (row["JOB TYPE"], row["JOB NAME"]) == ("pod, statefulset", "nginx-statefulset, nginx-statefulset-0")
 
 
 def _group_pod(name: str, created: str) -> dict[str, Any]:
