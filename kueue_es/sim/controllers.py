@@ -1308,7 +1308,7 @@ class SimulatedControllers:
             # the Job controller's counts follow its pods (a scale-up's pods once ungated and ready), so the
             # job's PodsReady can hold for the new count (the kubelet stub wrote only the first count)
             live = [p for p in self._owned("Pod", job) if is_active(p)]
-            await self._status("Job", job, {"active": len(live), "ready": sum(1 for p in live if is_ready(p))})
+            await self._status("Job", job, {"active": len(live) or None, "ready": sum(1 for p in live if is_ready(p))})
 
     async def _ray_cluster(self, cluster: Object) -> None:
         """KubeRay's pass over one RayCluster (:mod:`kueue_es.sim.kuberay`): its head and worker pods made or

@@ -826,7 +826,7 @@ def _failed_status(job: dict[str, Any], *, failed: int, now: datetime.datetime) 
             conditions,
             _condition(kind, status="True", reason="BackoffLimitExceeded", message=BACKOFF_LIMIT_MESSAGE, now=now),
         )
-    return {"failed": failed, "active": 0, "ready": 0, "conditions": conditions}
+    return {"failed": failed, "active": None, "ready": 0, "conditions": conditions}
 
 
 def _uid(job: dict[str, Any]) -> str:
@@ -1014,7 +1014,7 @@ def _started_status(job: dict[str, Any], *, now: datetime.datetime, ready: int |
     when None: a cluster without Nodes runs them at once), the Suspended condition turned False."""
     status: dict[str, Any] = {
         "startTime": store.format_timestamp(now),
-        "active": _pod_count(job),
+        "active": _pod_count(job) or None,
         "ready": _pod_count(job) if ready is None else ready,
     }
     if any(condition.get("type") == "Suspended" for condition in _conditions_of(job)):
@@ -1027,7 +1027,7 @@ def _started_status(job: dict[str, Any], *, now: datetime.datetime, ready: int |
 
 def _suspended_status(job: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
     return {
-        "active": 0,
+        "active": None,
         "ready": 0,
         "startTime": None,
         "conditions": _with_condition(
@@ -1058,7 +1058,7 @@ def _succeeded_status(job: dict[str, Any], *, started_at: datetime.datetime, now
         "startTime": store.format_timestamp(started_at),
         "completionTime": store.format_timestamp(now),
         "succeeded": succeeded,
-        "active": 0,
+        "active": None,  # JobStatus.active is omitempty: a Job with none reads back without it
         "ready": 0,
         "terminating": 0,
         "uncountedTerminatedPods": {},
