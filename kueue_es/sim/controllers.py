@@ -1608,11 +1608,21 @@ class SimulatedControllers:
     # -- writes ---------------------------------------------------------------------------------
 
     async def _create(self, kind: str, body: Object) -> Object | None:
-        """Create ``body``; the stored object, or None when one of that name exists."""
+        """Create ``body``; the stored object, or None when one of that name exists or the API server refuses it
+        (403, 422: a pod naming a PriorityClass that does not exist, a webhook's denial). A refusal is logged and
+        the owner tried again on a later pass, as a controller retries: raising it would stop the pass, and with it
+        every other object's controller, until the owner changed."""
         ref = self._kinds[kind]
         try:
             created = await client.create_object(self._api, ref, namespace=body["metadata"].get("namespace"), body=body)
         except errors.ConflictError:
+            return None
+        except errors.ApiError as err:
+            if err.status not in (403, 422):
+                raise
+            meta = body["metadata"]
+            name = meta.get("name") or meta.get("generateName") or ""
+            logger.warning("sim_create_refused", kind=kind, name=f"{meta.get('namespace')}/{name}", error=err.message)
             return None
         self._remember(kind, created)
         logger.info(

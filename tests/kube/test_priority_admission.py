@@ -8,6 +8,7 @@ never saw a PriorityClass, and Kueue's pod role hash (which hashes ``priority``)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -17,7 +18,10 @@ import pytest
 import yaml
 
 from kueue_es.jobframework import pods as pod_integration
+from kueue_es.services.kube import client, resources
+from kueue_es.services.runtime import cancel_and_wait
 from kueue_es.sim import emulator
+from kueue_es.sim.controllers import SimulatedControllers
 from tests.kube.test_kubectl import Kubectl
 
 pytestmark = [
@@ -201,3 +205,39 @@ async def test_a_priority_classs_value_and_policy_are_immutable_and_system_ones_
         "priorityclass.scheduling.k8s.io/system-node-critical",
         "priorityclass.scheduling.k8s.io/high",
     ]
+
+
+async def test_a_replica_set_whose_pods_are_refused_holds_up_no_other(api: Any) -> None:
+    """A ReplicaSet whose template names a PriorityClass that does not exist gets no pods (each is refused, 403),
+    and the simulated controllers go on with the others: another ReplicaSet's pods are made. Before, the
+    refusal stopped every reconcile pass at that ReplicaSet, and no controller made anything more."""
+
+    def replica_set(name: str, **spec: Any) -> dict[str, Any]:
+        template_spec = {"containers": [{"name": "c", "image": "busybox"}], **spec}
+        labels = {"app": name}
+        return {
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": labels},
+                "template": {"metadata": {"labels": labels}, "spec": template_spec},
+            },
+        }
+
+    await client.create_object(
+        api, resources.REPLICA_SETS, namespace="default", body=replica_set("bad", priorityClassName="nope")
+    )
+    await client.create_object(api, resources.REPLICA_SETS, namespace="default", body=replica_set("good"))
+    sim = SimulatedControllers(api, lws=False, ray=False, watch_options={"timeout_seconds": 5})
+    task = asyncio.create_task(sim.run())
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                pods, _ = await client.list_objects(api, resources.PODS, namespace="default")
+                if len([p for p in pods if p["metadata"]["name"].startswith("good-")]) == 2:
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        await cancel_and_wait([task])
+
+    assert not [p for p in pods if p["metadata"]["name"].startswith("bad-")]
