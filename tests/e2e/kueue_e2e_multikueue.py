@@ -304,11 +304,15 @@ async def multikueue_and_regular_job_on_one_cluster(system: System) -> None:
         body=_job("job-regular", s.ns, regular, requests={"cpu": "1", "memory": "2G"}, seconds=4),
     )
     assert not plain["spec"].get("managedBy"), plain["spec"]
+
+    def ran(job: Any) -> bool:
+        # running, or already done: the jobs run 4 s, and job-regular may finish while job-mk is waited for
+        status = (job or {}).get("status", {})
+        return not (job or {}).get("spec", {}).get("suspend") and (status.get("active") == 1 or status.get("succeeded"))
+
     for name in ("job-mk", "job-regular"):
         await eventually(
-            lambda n=name: _get(system.manager, resources.JOBS, s.ns, n),
-            lambda j: not (j or {}).get("spec", {}).get("suspend") and (j or {}).get("status", {}).get("active") == 1,
-            what=f"{name} unsuspended and running",
+            lambda n=name: _get(system.manager, resources.JOBS, s.ns, n), ran, what=f"{name} unsuspended and running"
         )
     worker, _ = await _admitted_on(system, s, s.ns, "job-mk")
     assert worker == s.clusters[1], worker
