@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kueue_es import validation
+
 #: The priority of a pod with no class when no PriorityClass is the global default
 #: (scheduling.DefaultPriorityWhenNoDefaultClassExists).
 NO_DEFAULT_CLASS_PRIORITY = 0
@@ -93,7 +95,7 @@ def priority_class_causes(
     ValidatePriorityClassUpdate): a ``system-`` name that is not a system class of that value (and
     ``globalDefault`` false); a value above 1000000000 on another; a ``preemptionPolicy`` that is not one of
     :data:`PREEMPTION_POLICIES`; on update, a changed ``value`` or ``preemptionPolicy``. Cause types are
-    Kubernetes' (``FieldValueForbidden``...); [] when nothing is wrong."""
+    :mod:`kueue_es.validation`'s (Kubernetes' ``FieldValueForbidden``...); [] when nothing is wrong."""
     causes: list[tuple[str, str, str]] = []
     name = str((priority_class.get("metadata") or {}).get("name") or "")
     value = _value(priority_class)
@@ -109,12 +111,12 @@ def priority_class_causes(
             why = ""
         if why:
             reserved = f"priority class names with '{SYSTEM_PREFIX}' prefix are reserved for system use only. error: "
-            causes.append(("metadata.name", "FieldValueForbidden", f"Forbidden: {reserved}{why}"))
+            causes.append(("metadata.name", validation.FORBIDDEN, f"Forbidden: {reserved}{why}"))
     elif value > HIGHEST_USER_DEFINABLE_PRIORITY:
         causes.append(
             (
                 "value",
-                "FieldValueForbidden",
+                validation.FORBIDDEN,
                 f"Forbidden: maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}",
             )
         )
@@ -124,16 +126,16 @@ def priority_class_causes(
         causes.append(
             (
                 "preemptionPolicy",
-                "FieldValueNotSupported",
+                validation.NOT_SUPPORTED,
                 f'Unsupported value: "{policy}": supported values: {supported}',
             )
         )
     if old is not None:
         if _value(old) != value:
-            causes.append(("value", "FieldValueForbidden", "Forbidden: may not be changed in an update."))
+            causes.append(("value", validation.FORBIDDEN, "Forbidden: may not be changed in an update."))
         if old.get("preemptionPolicy") != policy:
             shown = f'"{policy}"' if isinstance(policy, str) else "null"
-            causes.append(("preemptionPolicy", "FieldValueInvalid", f"Invalid value: {shown}: field is immutable"))
+            causes.append(("preemptionPolicy", validation.INVALID, f"Invalid value: {shown}: field is immutable"))
     return causes
 
 

@@ -275,13 +275,7 @@ class ObjectStore:
         name = str(priority_class["metadata"].get("name") or "")
         causes = priority_admission.priority_class_causes(priority_class, old)
         if causes:
-            error = validation.Invalid(
-                kind="PriorityClass",
-                group="scheduling.k8s.io",
-                name=name,
-                causes=[validation.Cause(field, kind, message) for field, kind, message in causes],
-            )
-            raise StoreError(status=422, reason="Invalid", message=error.message, details=error.details())
+            raise invalid_causes(resources.PRIORITY_CLASSES, name, causes)
         refusal = priority_admission.second_default(priority_class, self.select(resources.PRIORITY_CLASSES))
         if refusal:
             raise _forbidden(resources.PRIORITY_CLASSES, name, refusal)
@@ -854,8 +848,13 @@ def invalid(ref: resources.ResourceRef, name: str, field: str, cause_type: str, 
     """422 Invalid as apimachinery's ``errors.NewInvalid`` words it: ``Kind.group "name" is invalid: field:
     message``, with details naming the kind (not the plural) and the cause, which kubectl prints (without
     a cause it prints only ``The <kind> "<name>" is invalid``)."""
+    return invalid_causes(ref, name, [(field, cause_type, message)])
+
+
+def invalid_causes(ref: resources.ResourceRef, name: str, causes: Iterable[tuple[str, str, str]]) -> StoreError:
+    """:func:`invalid` with several causes, ``(field, cause type, message)`` each (``[a, b]`` in the message)."""
     error = validation.Invalid(
-        kind=ref.kind, group=ref.group, name=name, causes=[validation.Cause(field, cause_type, message)]
+        kind=ref.kind, group=ref.group, name=name, causes=[validation.Cause(*cause) for cause in causes]
     )
     return StoreError(status=422, reason="Invalid", message=error.message, details=error.details())
 
@@ -918,9 +917,8 @@ def _check_pod_status_update(name: str, *, current: dict[str, Any], updated: dic
     (:func:`~kueue_es.sim.strategies.pod_status_transition_errors`)."""
     wrong = strategies.pod_status_transition_errors(current, updated)
     if wrong:
-        causes = [validation.Cause(field, validation.FORBIDDEN, f"Forbidden: {message}") for field, message in wrong]
-        error = validation.Invalid(kind="Pod", group="", name=name, causes=causes)
-        raise StoreError(status=422, reason="Invalid", message=error.message, details=error.details())
+        causes = [(field, validation.FORBIDDEN, f"Forbidden: {message}") for field, message in wrong]
+        raise invalid_causes(resources.PODS, name, causes)
 
 
 def _check_preconditions(
