@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -202,15 +204,55 @@ async def demo_system(
     """``kueue-es demo --keep --jobs 0`` in ``run_dir`` for the block (``--feature-gates``, ``--config`` when
     given), and :class:`E2E` on it; stopped after."""
     demo = Demo(run_dir, jobs=0, feature_gates=feature_gates, config=config)
+    waiting: list[str] = []
     try:
         kubectl = await demo.start()
         api = await kube.make_api_client(kubeconfig=run_dir / "kubeconfig")
         try:
             yield E2E(kubectl, api, run_dir)
+        except Exception:
+            waiting = await _show_workloads(kubectl)
+            raise
         finally:
             await api.close()
     finally:
         await demo.stop()
+        await _explain_stopped(run_dir, waiting)
+
+
+#: How many of the Workloads not admitted when a case failed :func:`_explain_stopped` tells the story of.
+EXPLAINED_AT_MOST = 8
+
+
+async def _show_workloads(kubectl: Kubectl) -> list[str]:
+    """After a failure: print every Workload with its conditions (pytest shows it with the failure: a case that
+    failed once in CI is then explained by its own run); returns those not admitted, ``namespace/name``."""
+    code, out, _ = await kubectl.run("get", "workloads", "-A", "-o", "json")
+    if code != 0:
+        print("post-mortem: kubectl get workloads failed")
+        return []
+    waiting = []
+    print("post-mortem: the Workloads when the case failed")
+    for item in json.loads(out).get("items", []):
+        meta, conditions = item["metadata"], (item.get("status") or {}).get("conditions") or []
+        key = f"{meta['namespace']}/{meta['name']}"
+        said = "; ".join(f"{c['type']}={c['status']} {c.get('reason', '')}: {c.get('message', '')}" for c in conditions)
+        print(f"  {key} queue={item['spec'].get('queueName')} {said}")
+        if not any(c["type"] == "Admitted" and c["status"] == "True" for c in conditions):
+            waiting.append(key)
+    return waiting
+
+
+async def _explain_stopped(run_dir: Path, waiting: list[str]) -> None:
+    """After a failure, once the demo stopped: ``kueue-es explain`` of the Workloads not admitted, from the
+    log the demo left in ``run_dir``."""
+    for key in waiting[:EXPLAINED_AT_MOST]:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "kueue_es", "explain", key, "--store", str(run_dir / "nats"),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+        out, _ = await process.communicate()
+        print(f"post-mortem: kueue-es explain {key}\n{out.decode(errors='replace')}")
 
 
 Step = Callable[[E2E], Awaitable[None]]
