@@ -10,13 +10,17 @@ from the job's stored (so defaulted) template.
 Only built-in kinds are defaulted so: a pod template inside a custom resource (a JobSet's, a
 LeaderWorkerSet's) is not, as kube-apiserver does not know its schema; the Jobs and pods made from it are.
 Pure functions over plain dicts that only fill in what is absent, so defaulting again changes nothing (every
-write is decoded, so defaulted, again).
+write is decoded, so defaulted, again). Quantities are the one rewrite: kube-apiserver decodes each into a
+``resource.Quantity`` and encodes it back in its canonical form (``cpu: 0.5`` reads back ``500m``, ``cpu: 1``
+``"1"``, ``1024Mi`` ``1Gi``), which is a fixed point too.
 """
 
 from __future__ import annotations
 
 from collections.abc import MutableMapping
 from typing import Any
+
+from kueue_es.events import quantities
 
 #: SetDefaults_PodSpec's values (k8s.io/api core/v1 types.go: DNSClusterFirst, RestartPolicyAlways,
 #: DefaultTerminationGracePeriodSeconds, DefaultSchedulerName).
@@ -31,6 +35,8 @@ _POD_SPEC_DEFAULTS: dict[str, Any] = {
 _CONTAINER_DEFAULTS = {"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}
 #: The container lists of a pod spec that SetObjectDefaults_* default container by container.
 _CONTAINER_LISTS = ("initContainers", "containers")
+#: Every container list of a pod spec, whose resources are quantities (ephemeral containers have resources too).
+_ALL_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
 def default_pod(pod: MutableMapping[str, Any]) -> None:
@@ -91,6 +97,42 @@ def default_pod_spec(spec: MutableMapping[str, Any]) -> None:
         for port in container.get("ports") or []:
             if isinstance(port, MutableMapping) and not port.get("protocol"):
                 port["protocol"] = "TCP"
+    canonical_quantities(spec)
+
+
+def canonical_quantities(spec: MutableMapping[str, Any]) -> None:
+    """Write every quantity of a pod spec in the form kube-apiserver stores it (``resource.Quantity``'s
+    String, :func:`kueue_es.events.quantities.canonical`): each container's (init and ephemeral too)
+    requests and limits, the pod-level ``resources``, ``overhead`` and each ``emptyDir.sizeLimit``. A value
+    that is not a quantity is left as sent, for validation to refuse by its field (kube-apiserver refuses it
+    while decoding, with the same words)."""
+    lists: list[MutableMapping[str, Any] | None] = [_mapping_at(spec, "overhead")]
+    holders = [_mapping_at(spec, "resources")]
+    holders += [
+        _mapping_at(container, "resources")
+        for group in _ALL_CONTAINER_LISTS
+        for container in spec.get(group) or []
+        if isinstance(container, MutableMapping)
+    ]
+    for holder in holders:
+        if holder is not None:
+            lists += [_mapping_at(holder, "requests"), _mapping_at(holder, "limits")]
+    for values in lists:
+        for name, value in list((values or {}).items()):
+            assert values is not None
+            values[name] = _canonical(value)
+    for volume in spec.get("volumes") or []:
+        empty_dir = _mapping_at(volume, "emptyDir")
+        if empty_dir is not None and empty_dir.get("sizeLimit") is not None:
+            empty_dir["sizeLimit"] = _canonical(empty_dir["sizeLimit"])
+
+
+def _canonical(value: Any) -> Any:
+    """``value`` as a canonical quantity string, or as it is when it is not a quantity."""
+    try:
+        return quantities.canonical(value)
+    except quantities.QuantityError:
+        return value
 
 
 def image_pull_policy(image: Any) -> str:

@@ -50,6 +50,11 @@ def prepare_for_create(ref: resources.ResourceRef, obj: dict[str, Any], *, now: 
         obj["status"] = pending_status(obj.get("spec") or {}, now=now)
     elif ref == resources.JOBS:
         generate_job_selector(obj)
+        # SetDefaults_Job copies the template's labels to a Job that has none; kube-apiserver decodes (so
+        # defaults) every object it reads back from storage, so a client sees the generated ones there too
+        template_labels = ((obj["spec"].get("template") or {}).get("metadata") or {}).get("labels")
+        if template_labels and not obj["metadata"].get("labels"):
+            obj["metadata"]["labels"] = dict(template_labels)
 
 
 def pending_status(spec: Mapping[str, Any], *, now: str) -> dict[str, Any]:

@@ -52,3 +52,41 @@ def test_defaulting_again_changes_nothing_and_keeps_what_was_set() -> None:
     pod_spec = spec["template"]["spec"]
     assert pod_spec["terminationGracePeriodSeconds"] == 0 and pod_spec["containers"][0]["imagePullPolicy"] == "Never"
     assert "labels" not in job["metadata"]  # a template without labels gives the Job none
+
+
+def test_quantities_are_stored_in_their_canonical_form() -> None:
+    """kube-apiserver decodes every quantity of a pod spec into a resource.Quantity and encodes it back
+    canonically: numbers become strings, ``0.5`` is ``500m``, ``1024Mi`` is ``1Gi``, ``1000`` is ``1k``;
+    what is not a quantity is left for validation to name. Defaulting again changes nothing."""
+    pod = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "i",
+                    "resources": {"requests": {"cpu": 0.5, "memory": "1024Mi"}, "limits": {"cpu": 1}},
+                }
+            ],
+            "initContainers": [{"name": "i", "image": "i", "resources": {"requests": {"example.com/dev": "1000"}}}],
+            "ephemeralContainers": [{"name": "e", "image": "i", "resources": {"limits": {"cpu": "1.5"}}}],
+            "overhead": {"memory": "1.5Gi"},
+            "resources": {"requests": {"cpu": "2000m"}},
+            "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "0.5Gi"}}, {"name": "w", "emptyDir": {}}],
+        }
+    }
+    pod["spec"]["containers"].append({"name": "bad", "image": "i", "resources": {"requests": {"cpu": "two"}}})
+    defaulting.default_pod(pod)
+    spec = pod["spec"]
+    assert spec["containers"][0]["resources"] == {
+        "requests": {"cpu": "500m", "memory": "1Gi"},
+        "limits": {"cpu": "1"},
+    }
+    assert spec["containers"][1]["resources"] == {"requests": {"cpu": "two"}}
+    assert spec["initContainers"][0]["resources"] == {"requests": {"example.com/dev": "1k"}}
+    assert spec["ephemeralContainers"][0]["resources"] == {"limits": {"cpu": "1500m"}}
+    assert spec["overhead"] == {"memory": "1536Mi"}
+    assert spec["resources"] == {"requests": {"cpu": "2"}}
+    assert spec["volumes"] == [{"name": "v", "emptyDir": {"sizeLimit": "512Mi"}}, {"name": "w", "emptyDir": {}}]
+    again = copy.deepcopy(pod)
+    defaulting.default_pod(again)
+    assert again == pod

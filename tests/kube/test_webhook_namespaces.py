@@ -193,7 +193,7 @@ async def test_the_emulator_s_webhooks_follow_the_selector_and_manage_option() -
             opted_job = await create(job("opted"))
             assert opted_job["metadata"]["labels"] == {QUEUE: "default"} and opted_job["spec"]["suspend"] is True
             other_job = await create(job("other"))
-            assert not other_job["metadata"].get("labels") and not other_job["spec"].get("suspend")
+            assert QUEUE not in other_job["metadata"]["labels"] and not other_job["spec"].get("suspend")
             queued = await create(job("other", queue="q", name="k"))  # suspended wherever it is, as above
             assert queued["spec"]["suspend"] is True
         finally:
