@@ -95,6 +95,7 @@ def run(
     fit_clears_reasons: bool = True,
     victims_once: bool = True,
     tas_topologies: bool = True,
+    release_requeues: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -281,7 +282,14 @@ def run(
     Evicted condition someone other than kueue-es set True (a WorkloadEvictionObserved, ``state.evicted_by_others``)
     is evicted with that condition's reason, message and time, ``observed`` (:func:`_observed_evictions`), and keeps
     its quota until its job stops, as Kueue's job reconciler carries out an Evicted condition whoever wrote it
-    (jobframework/reconciler.go "6. handle eviction"); 44 and earlier ignored the condition."""
+    (jobframework/reconciler.go "6. handle eviction"); 44 and earlier ignored the condition.
+
+    ``release_requeues`` (admitter logic 52; False: 51 and earlier, for replay): the quota the cycle gives back
+    first (finished, deleted and drained workloads) requeues the workloads parked in those ClusterQueues' cohort
+    trees for this very cycle (:func:`kueue_es.scheduling.queues.with_releases`), as Kueue requeues them while
+    the workload leaves its cache, before its next cycle; 51 and earlier left them parked until the release's
+    record was folded, so a workload that happened to be ready (requeued earlier, not tried since) took the
+    freed quota ahead of them, whatever the queue order (admission fair sharing, priority) said."""
     decisions: list[types.Output] = []
     released: list[str] = []
     for key in sorted(state.releasable):
@@ -367,6 +375,7 @@ def run(
         kueue_misconfigured=kueue_misconfigured,
         concurrent_admission=concurrent_admission,
         tas_topologies=tas_topologies,
+        released_in=_cluster_queues_of(state, released) if release_requeues else (),
     )
     for wl, why in plan.unqueued:
         if why is queues.PARENT:
@@ -1382,3 +1391,13 @@ def _release(wl: WorkloadState, *, now_ms: int) -> types.QuotaReleased | types.F
     return types.QuotaReleased(
         workload=wl.ref, cluster_queue=wl.reservation.cluster_queue, reason=reason, cause_seq=cause, at_ms=now_ms
     )
+
+
+def _cluster_queues_of(state: ClusterState, keys: list[str]) -> set[str]:
+    """The ClusterQueues the workloads of ``keys`` hold their reservations in."""
+    out = set()
+    for key in keys:
+        reservation = state.workloads[key].reservation
+        if reservation is not None:
+            out.add(reservation.cluster_queue)
+    return out

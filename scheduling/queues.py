@@ -70,6 +70,7 @@ def plan(
     kueue_misconfigured: bool = True,
     concurrent_admission: bool = True,
     tas_topologies: bool = True,
+    released_in: Iterable[str] = (),
 ) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
@@ -93,6 +94,12 @@ def plan(
     True keeps it out of the heads, as Kueue's queue manager never pushes a parent (its variants are queued
     instead), and notes it in ``unqueued`` with :data:`PARENT` (no decision is written for it).
     ``tas_topologies`` False (admitter logic 50 and earlier, for replay): see :func:`inactive_reason`.
+    ``released_in``: the ClusterQueues whose quota this cycle gave back before planning (a finished or deleted
+    workload's, :func:`kueue_es.scheduling.cycle.run`): the workloads parked in their cohort trees are requeued
+    for this cycle already (:func:`with_releases`), as Kueue's workload controller requeues a tree's inadmissible
+    workloads while it takes a finished or deleted workload out of its cache, "before the next scheduling cycle"
+    (workload_controller.go Update and Delete, QueueAssociatedInadmissibleWorkloadsAfter). Empty (admitter logic
+    51 and earlier, for replay): they wait for the release's own trigger, once its record is folded.
     """
     result = Plan()
     gated = admission_gated_by and state.configuration.feature_gates.get(ADMISSION_GATED_BY_GATE, True)
@@ -109,7 +116,7 @@ def plan(
     unusable, by_cq = layout.grouped
     for queue, why in unusable:
         result.unqueued.extend((state.workloads[order[-1]], why) for order in state.queued[queue])
-    triggers = layout.triggers
+    triggers = with_releases(layout.triggers, released_in, state=state, tree=tree)
     sticky = (
         sticky_preemptors(state, deferred=deferred_sticky, apart=apart)
         if state.preemptors or state.nominations or (deferred_sticky and state.deferred)
@@ -999,6 +1006,25 @@ def requeue_triggers(state: ClusterState, tree: quota.QuotaTree) -> dict[str, in
     """Per ClusterQueue, the log sequence of the latest requeue trigger in its cohort tree (SEMANTICS
     §3.6): a workload parked at or after it is still on Kueue's inadmissible list."""
     return _trigger_seq_by_cq(state, tree)
+
+
+def with_releases(
+    triggers: dict[str, int], released_in: Iterable[str], *, state: ClusterState, tree: quota.QuotaTree
+) -> dict[str, int]:
+    """``triggers`` (ClusterQueue -> its latest requeue trigger) with a trigger just past the fold's last
+    sequence for every ClusterQueue in the cohort tree of one of ``released_in``, whose quota the cycle
+    gave back: everything parked so far there is tried again. The fold records the release's own trigger
+    at its record's sequence, later still, so what this cycle requeues stays requeued. ``triggers`` itself
+    is left as it is (it is the layout's)."""
+    roots = {id(tree.cluster_queues[name].root()) for name in released_in if name in tree.cluster_queues}
+    if not roots:
+        return triggers
+    now = state.last_seq + 1
+    out = dict(triggers)
+    for name, node in tree.cluster_queues.items():
+        if id(node.root()) in roots and out.get(name, 0) < now:
+            out[name] = now
+    return out
 
 
 def _trigger_seq_by_cq(

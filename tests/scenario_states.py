@@ -13,10 +13,19 @@ from kueue_es.scenarios.loading import load_scenario
 def before_first_record(path: Path, role: str) -> tuple[ClusterState, int, str]:
     """The state folded from the scenario at ``path``'s log up to its first DecisionRecord of ``role``, and
     that record's cycle time (ms) and partition. Raises StopIteration when no record of ``role`` is logged."""
+    return before_record(path, role, 0)
+
+
+def before_record(path: Path, role: str, index: int) -> tuple[ClusterState, int, str]:
+    """:func:`before_first_record` for the scenario's DecisionRecord of ``role`` number ``index`` (0: the
+    first). Raises ValueError when it logs fewer."""
     run = run_scenario(load_scenario(path))
-    first = next(
+    records = [
         i for i, (_, event) in enumerate(run.log) if isinstance(event, types.DecisionRecord) and event.role == role
-    )
+    ]
+    if index >= len(records):
+        raise ValueError(f"{path}: {len(records)} records of {role}, not {index + 1}")
+    first = records[index]
     state = ClusterState()
     for seq, event in run.log[:first]:
         apply(state, event, seq=seq)

@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues, slices
 
-LOGIC_VERSION = 51
+LOGIC_VERSION = 52
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -70,8 +70,13 @@ EARLIER_LOGIC_VERSIONS = (
     48,
     49,
     50,
+    51,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 50 and earlier admitted into
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 51 and earlier left the
+workloads parked in a cohort tree parked through the cycle that gave back a finished or deleted workload's quota
+there (52 requeues them for that cycle, as Kueue's workload controller does before its next cycle: the freed quota
+goes to the queue order's first, not to a workload that happened to be ready; :func:`kueue_es.scheduling.queues.
+with_releases`). 50 and earlier admitted into
 a ClusterQueue with a TAS flavor whose Topology does not exist (51 takes it as inactive, TopologyNotFound, and
 admits nothing there, as Kueue's cache: :func:`kueue_es.scheduling.queues.missing_tas_topologies`). 49 and earlier took a
 flavor naming a topology as a TAS flavor with the gate TopologyAwareScheduling off (50 reads the gate: off, no
@@ -250,6 +255,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         afs_fresh=True,
         elastic_default_on=True,
         tas_topologies=True,
+        release_requeues=True,
     )
 
 
@@ -298,6 +304,7 @@ def _decide(
     afs_fresh: bool,
     elastic_default_on: bool,
     tas_topologies: bool,
+    release_requeues: bool,
 ) -> list[types.Output]:
     if not elastic_default_on:  # 48 and earlier took ElasticJobsViaWorkloadSlices as off unless set
         state = slices.with_gate_off_unless_set(state)
@@ -361,6 +368,7 @@ def _decide(
             fit_clears_reasons=fit_clears_reasons,
             victims_once=victims_once,
             tas_topologies=tas_topologies,
+            release_requeues=release_requeues,
         )
     finally:
         tree.rollback()
@@ -377,6 +385,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 51 left a cohort tree's parked workloads parked through the cycle that released quota there.
     Versions 9 to 50 admitted into a ClusterQueue with a TAS flavor whose Topology does not exist.
     Versions 9 to 49 took a flavor naming a topology as a TAS flavor with the gate TopologyAwareScheduling off.
     Versions 9 to 48 took the gate ElasticJobsViaWorkloadSlices as off when the Configuration did not set it.
@@ -463,6 +472,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
     afs_fresh = version >= 48
     elastic_default_on = version >= 49
     tas_topologies = version >= 51
+    release_requeues = version >= 52
 
     def decide_earlier(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGACY) -> list[types.Output]:
         """:func:`decide` as logic ``version`` decided and wrote it."""
@@ -511,6 +521,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             afs_fresh=afs_fresh,
             elastic_default_on=elastic_default_on,
             tas_topologies=tas_topologies,
+            release_requeues=release_requeues,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

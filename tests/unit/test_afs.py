@@ -351,6 +351,11 @@ def test_admitter_48_orders_a_recreated_local_queue_as_new_and_47_by_its_history
         return [o.workload.key for o in outputs if isinstance(o, types.QuotaReserved | types.WorkloadAdmitted)]
 
     assert reserved(admitter.decide(at, now_ms=record.now_ms, partition=record.partition)) == ["default/a-2"]
+    # logic 47 requeues a-2 and b-1 only on the release's own trigger (logic 52 in the releasing cycle): compared
+    # once c-1's release is folded
+    for folded in with_releases(record)[1:]:
+        apply(at, folded, seq=run.log[index][0])
+    assert reserved(admitter.decide(at, now_ms=record.now_ms, partition=record.partition)) == ["default/a-2"]
     earlier = admitter.decide_as(47)(at, now_ms=record.now_ms, partition=record.partition)
     assert reserved(earlier) == ["default/b-1"]
     assert admitter.LOGIC_VERSION >= 48 and 47 in admitter.EARLIER_LOGIC_VERSIONS
