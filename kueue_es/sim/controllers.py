@@ -89,6 +89,7 @@ import datetime
 import hashlib
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -113,6 +114,9 @@ from kueue_es.sim import (
     training,
 )
 
+#: The pod an API refusal names (``pods "NAME" is forbidden: ...``): a retry names another, so a FailedCreate
+#: Event is recorded once per what follows it.
+REFUSED_POD = re.compile(r'^pods "[^"]*" ')
 logger = structlog.get_logger(__name__)
 
 LWS_REF = resources.ResourceRef(
@@ -886,6 +890,8 @@ class SimulatedControllers:
         self._crds_changed = asyncio.Event()
         self.next_schedule: datetime.datetime | None = None
         self._unschedulable_said: dict[str, str] = {}  # pod UID -> the FailedScheduling message recorded
+        # owner UID -> the refusal of one of its pods last recorded as FailedCreate (recorders fold the repeats)
+        self._failed_create_said: dict[str, str] = {}
         self._event_serial = itertools.count()  # keeps Event names apart within one clock tick
 
     async def run(self) -> None:
@@ -1188,7 +1194,8 @@ class SimulatedControllers:
         for _ in range(wanted - len(pods)):
             pod = pod_from_template(_template(rs), namespace=rs["metadata"].get("namespace", ""), owner=rs)
             pod["metadata"]["generateName"] = f"{rs['metadata']['name']}-"
-            await self._create("Pod", pod)
+            # the ReplicaSet controller's Warning (controller_utils.go CreatePodsWithGenerateName)
+            await self._create("Pod", pod, refused=(rs, "ReplicaSet", "replicaset-controller", "Error creating: {}"))
         for extra in scale_in_order(pods)[: max(0, len(pods) - wanted)]:
             await self._delete("Pod", dict(extra))
         pods = [p for p in self._owned("Pod", rs) if is_active(p)]
@@ -1392,7 +1399,12 @@ class SimulatedControllers:
         for ordinal in wanted:
             pod = pods.get(f"{sts['metadata']['name']}-{ordinal}")
             if pod is None:
-                await self._create("Pod", statefulset_pod(sts, ordinal))
+                # the StatefulSet controller's Warning (stateful_pod_control.go recordPodEvent)
+                name = f"{sts['metadata']['name']}-{ordinal}"
+                said = f"create Pod {name} in StatefulSet {sts['metadata']['name']} failed error: {{}}"
+                await self._create(
+                    "Pod", statefulset_pod(sts, ordinal), refused=(sts, "StatefulSet", "statefulset-controller", said)
+                )
                 if not parallel:
                     break
             elif not parallel and not is_ready(pod):
@@ -1607,11 +1619,15 @@ class SimulatedControllers:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    async def _create(self, kind: str, body: Object) -> Object | None:
+    async def _create(
+        self, kind: str, body: Object, *, refused: tuple[Object, str, str, str] | None = None
+    ) -> Object | None:
         """Create ``body``; the stored object, or None when one of that name exists or the API server refuses it
         (403, 422: a pod naming a PriorityClass that does not exist, a webhook's denial). A refusal is logged and
         the owner tried again on a later pass, as a controller retries: raising it would stop the pass, and with it
-        every other object's controller, until the owner changed."""
+        every other object's controller, until the owner changed. ``refused``: (the owner, its kind, the
+        controller, the message with ``{}`` for the API server's) to record a Warning ``FailedCreate`` about the
+        owner on a refusal, once per reason (:meth:`_failed_create`)."""
         ref = self._kinds[kind]
         try:
             created = await client.create_object(self._api, ref, namespace=body["metadata"].get("namespace"), body=body)
@@ -1623,12 +1639,39 @@ class SimulatedControllers:
             meta = body["metadata"]
             name = meta.get("name") or meta.get("generateName") or ""
             logger.warning("sim_create_refused", kind=kind, name=f"{meta.get('namespace')}/{name}", error=err.message)
+            if refused is not None:
+                await self._failed_create(*refused, said=err.message)
             return None
         self._remember(kind, created)
         logger.info(
             "sim_created", kind=kind, name=f"{created['metadata'].get('namespace')}/{created['metadata']['name']}"
         )
         return created
+
+    async def _failed_create(self, owner: Object, kind: str, component: str, message: str, *, said: str) -> None:
+        """Record the Warning ``FailedCreate`` of ``owner`` (a ``kind`` of apps/v1) whose pod the API server
+        refused, saying ``said``: ``message`` with it in place of ``{}``, reported by ``component``. Once per
+        reason whatever pod it names, as the controllers' retries back off and their recorders fold repeats."""
+        why = REFUSED_POD.sub("", said)
+        uid = str(owner["metadata"].get("uid"))
+        if self._failed_create_said.get(uid) == why:
+            return
+        self._failed_create_said[uid] = why
+        body = core_event(
+            owner,
+            api_version="apps/v1",
+            kind=kind,
+            event_type="Warning",
+            reason="FailedCreate",
+            message=message.format(said),
+            component=component,
+            now=self._clock(),
+            serial=next(self._event_serial),
+        )
+        try:
+            await client.create_object(self._api, resources.EVENTS, namespace=body["metadata"]["namespace"], body=body)
+        except errors.KubeError as err:  # best effort, as an Event recorder
+            logger.info("sim_event_dropped", reason="FailedCreate", error=str(err))
 
     async def _delete(self, kind: str, obj: Object, *, precondition: bool = False) -> None:
         """Delete ``obj``; with ``precondition``, only as it is (its UID and resourceVersion: a change since leaves

@@ -110,7 +110,6 @@ import asyncio
 import datetime
 import functools
 import itertools
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -126,8 +125,6 @@ from kueue_es.sim import controllers, store, training
 
 logger = structlog.get_logger(__name__)
 
-#: The pod an API refusal names (``pods "NAME" is forbidden: ...``): a retry names another.
-_REFUSED_POD = re.compile(r'^pods "[^"]*" ')
 SIM_DURATION_ANNOTATION = "kueue-es.dev/sim-duration-seconds"
 #: Seconds a replacement pod of a running Job takes to start and pass readiness (its Job's ``status.ready`` counts
 #: it only then; a kubelet pulls, starts and probes a container in about that time).
@@ -605,7 +602,7 @@ class SimulatedKubelet:
                 # the Job controller's Warning (FailedCreatePodReason, "Error creating: <err>"), once per reason
                 # whatever pod it names: its retries back off and its recorder folds the repeats
                 said = exc.message if isinstance(exc, errors.ApiError) else str(exc)
-                why = _REFUSED_POD.sub("", said)
+                why = controllers.REFUSED_POD.sub("", said)
                 if self._failed_create_said.get(_uid(job)) != why:
                     self._failed_create_said[_uid(job)] = why
                     await self._record(job, "FailedCreate", f"Error creating: {said}", kind="Warning")

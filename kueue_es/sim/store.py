@@ -403,6 +403,8 @@ class ObjectStore:
         obj = _as_object(body)
         metadata = obj["metadata"]
         namespace = self._namespace_for_create(ref, url_namespace=namespace, metadata=metadata)
+        # what admission errors name: the name sent, else its generateName (apiserver admission extractResourceName)
+        named = str(metadata.get("name") or metadata.get("generateName") or "")
         name = metadata.get("name") or self._generated_name(ref, namespace=namespace, metadata=metadata)
         _check_name(ref, name)
         key = self._key(ref, namespace=namespace, name=name)
@@ -426,7 +428,7 @@ class ObjectStore:
             metadata["namespace"] = namespace
         apply_defaults(ref, obj)
         if ref == resources.PODS:  # kube-apiserver's Priority admission plugin runs before the mutating webhooks
-            self._admit_priority(obj, name)
+            self._admit_priority(obj, named or name)
         for hook in self._create_hooks:
             hook(ref, obj)
         _omit_empty_metadata(obj)

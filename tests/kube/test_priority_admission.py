@@ -241,3 +241,44 @@ async def test_a_replica_set_whose_pods_are_refused_holds_up_no_other(api: Any) 
         await cancel_and_wait([task])
 
     assert not [p for p in pods if p["metadata"]["name"].startswith("bad-")]
+
+
+async def test_a_refused_pod_is_a_failed_create_event_of_its_replica_set_or_stateful_set(api: Any) -> None:
+    """The ReplicaSet and StatefulSet controllers record Warning ``FailedCreate`` on their object when the API
+    server refuses a pod, in their own words (controller_utils.go "Error creating: <err>"; stateful_pod_control.go
+    "create Pod <pod> in StatefulSet <set> failed error: <err>"), once per reason however often they retry."""
+    labels = {"app": "x"}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    template["spec"]["priorityClassName"] = "nope"
+    spec = {"replicas": 2, "selector": {"matchLabels": labels}, "template": template}
+    await client.create_object(
+        api, resources.REPLICA_SETS, namespace="default", body={"metadata": {"name": "rs"}, "spec": spec}
+    )
+    sts = {"metadata": {"name": "web"}, "spec": {**spec, "serviceName": "web"}}
+    await client.create_object(api, resources.STATEFUL_SETS, namespace="default", body=sts)
+    sim = SimulatedControllers(api, lws=False, ray=False, watch_options={"timeout_seconds": 5})
+    task = asyncio.create_task(sim.run())
+    forbidden = "is forbidden: no PriorityClass with name nope was found"
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                events, _ = await client.list_objects(api, resources.EVENTS, namespace="default")
+                failed = {e["involvedObject"]["kind"]: e for e in events if e["reason"] == "FailedCreate"}
+                if len(failed) == 2:
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)  # its retries meanwhile say nothing new
+            events, _ = await client.list_objects(api, resources.EVENTS, namespace="default")
+    finally:
+        await cancel_and_wait([task])
+    failed_events = [e for e in events if e["reason"] == "FailedCreate"]
+    assert sorted(e["involvedObject"]["name"] for e in failed_events) == ["rs", "web"]
+    by_kind = {e["involvedObject"]["kind"]: e for e in failed_events}
+    assert by_kind["ReplicaSet"]["type"] == "Warning"
+    # a pod made from generateName is named by it in the refusal, as kube-apiserver's admission errors do
+    assert by_kind["ReplicaSet"]["message"] == f'Error creating: pods "rs-" {forbidden}'
+    assert by_kind["ReplicaSet"]["source"]["component"] == "replicaset-controller"
+    assert by_kind["StatefulSet"]["message"] == (
+        f'create Pod web-0 in StatefulSet web failed error: pods "web-0" {forbidden}'
+    )
+    assert by_kind["StatefulSet"]["source"]["component"] == "statefulset-controller"
