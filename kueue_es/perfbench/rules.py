@@ -42,7 +42,7 @@ from kueue_es.events import types
 from kueue_es.perfbench.generator import Generated, PlannedWorkload, object_facts, workload_fact
 from kueue_es.projections import partitions
 from kueue_es.projections.cluster import ClusterState, apply, apply_outputs
-from kueue_es.services.runtime import YIELD_SECONDS, Decider, slow_down_seconds
+from kueue_es.services.runtime import RECORD_CARRIED, YIELD_SECONDS, Decider, slow_down_seconds
 
 START_MS = 1_000_000_000_000
 """The virtual clock's start (ms since the epoch): the streams start here."""
@@ -357,9 +357,11 @@ class _Run:
                 continue
             decided = sum(type(e) is not types.PendingOutcome for e in outputs)
             self.result.decisions += decided
-            # a record of pending outcomes only is committed too, and the next cycle slows down after it
-            # as the runner's does (Kueue's backoff after a cycle that admits nothing: runtime.slow_down_seconds)
-            step = self.slow_steps[decider.role] = 0 if decided else self.slow_steps[decider.role] + 1
+            # a record of pending outcomes and finished releases only is committed too, and the next cycle slows
+            # down after it as the runner's does (Kueue's backoff after a cycle that admits nothing, the release
+            # being its workload controller's: runtime.slow_down_seconds, runtime.RECORD_CARRIED)
+            acted = any(not isinstance(e, RECORD_CARRIED) for e in outputs)
+            step = self.slow_steps[decider.role] = 0 if acted else self.slow_steps[decider.role] + 1
             slow_ms = round(slow_down_seconds(step - 1) * 1000) if step else 0
             self.busy_until[decider.role] = now + hop + slow_ms
             self._at(now + hop, "commit", outputs)
