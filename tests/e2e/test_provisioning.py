@@ -183,7 +183,7 @@ async def test_pending_then_ready_and_the_job_starts_with_the_pod_set_updates(tm
         assert template["metadata"]["name"] == f"ppt-{pr['metadata']['name']}-main"
         [c] = template["template"]["spec"]["containers"]  # the Job's container, image and all
         assert (c["name"], c["image"]) == ("dummy-job", "registry.k8s.io/e2e-test-images/agnhost:2.53")
-        assert c["resources"]["requests"]["nvidia.com/gpu"] == 1
+        assert c["resources"]["requests"]["nvidia.com/gpu"] == "1"  # stored as the API server writes a quantity
 
         async def started() -> dict[str, Any] | None:
             job = await kube.get_object(api, resources.JOBS, namespace="default", name="gpu")
