@@ -105,22 +105,19 @@ def canonical_quantities(spec: MutableMapping[str, Any]) -> None:
     String, :func:`kueue_es.events.quantities.canonical`): each container's (init and ephemeral too)
     requests and limits, the pod-level ``resources``, ``overhead`` and each ``emptyDir.sizeLimit``. A value
     that is not a quantity is left as sent, for validation to refuse by its field (kube-apiserver refuses it
-    while decoding, with the same words)."""
-    lists: list[MutableMapping[str, Any] | None] = [_mapping_at(spec, "overhead")]
-    holders = [_mapping_at(spec, "resources")]
+    while decoding, 400 "quantities must match the regular expression ...")."""
+    holders = [spec.get("resources")]
     holders += [
-        _mapping_at(container, "resources")
-        for group in _ALL_CONTAINER_LISTS
-        for container in spec.get(group) or []
-        if isinstance(container, MutableMapping)
+        container.get("resources") for group in _ALL_CONTAINER_LISTS for container in _containers_of(spec, group)
     ]
-    for holder in holders:
-        if holder is not None:
-            lists += [_mapping_at(holder, "requests"), _mapping_at(holder, "limits")]
+    lists = [spec.get("overhead")]
+    lists += [
+        holder.get(part) for holder in holders if isinstance(holder, MutableMapping) for part in ("requests", "limits")
+    ]
     for values in lists:
-        for name, value in list((values or {}).items()):
-            assert values is not None
-            values[name] = _canonical(value)
+        if isinstance(values, MutableMapping):
+            for name, value in list(values.items()):
+                values[name] = _canonical(value)
     for volume in spec.get("volumes") or []:
         empty_dir = _mapping_at(volume, "emptyDir")
         if empty_dir is not None and empty_dir.get("sizeLimit") is not None:
@@ -203,6 +200,10 @@ def default_jobset(jobset: MutableMapping[str, Any]) -> None:
 def _mapping_at(obj: Any, key: str) -> MutableMapping[str, Any] | None:
     value = obj.get(key) if isinstance(obj, MutableMapping) else None
     return value if isinstance(value, MutableMapping) else None
+
+
+def _containers_of(spec: MutableMapping[str, Any], group: str) -> list[MutableMapping[str, Any]]:
+    return [container for container in spec.get(group) or [] if isinstance(container, MutableMapping)]
 
 
 def _containers(spec: MutableMapping[str, Any]) -> list[MutableMapping[str, Any]]:
