@@ -2430,10 +2430,19 @@ def _json_body(call: _ApiCall) -> Any:
         ) from exc
 
 
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, when PyYAML was built with it
+
+
 def _apply_config(call: _ApiCall) -> dict[str, Any]:
     """The applied configuration of an apply PATCH: a YAML (or JSON) object for the URL's object."""
     try:
-        config = yaml.safe_load(call.body or b"") or {}
+        # clients send JSON (YAML's subset), which the json module reads a hundred times faster than PyYAML
+        config = json.loads(call.body) if call.body else {}
+    except ValueError:
+        config = None
+    try:
+        if config is None:
+            config = yaml.load(call.body, Loader=_YAML_LOADER) or {}  # noqa: S506 -- a safe loader
     except yaml.YAMLError as exc:
         raise store.StoreError(
             status=400, reason="BadRequest", message=f"the apply body is not valid YAML: {exc}"

@@ -8,8 +8,10 @@ applies Workload objects and queue status.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import aiohttp
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
@@ -149,3 +151,29 @@ async def test_apply_of_a_namespaced_kind_writes_once_per_change(api: k8s_client
     stored = await client.get_object(api, ref, namespace="default", name="lq")
     assert stored["spec"]["stopPolicy"] == "Hold" and stored["metadata"]["generation"] == 2
     assert int(stored["metadata"]["resourceVersion"]) == int(version) + 2
+
+
+async def test_an_apply_body_is_read_as_json_or_as_yaml(cluster: emulator.ClusterEmulator) -> None:
+    """An apply body in block YAML (as a hand-written ``curl`` sends it) and one in JSON (as clients send it) are
+    the same configuration; a body that is neither is refused with 400 BadRequest, nothing written."""
+    url = f"{cluster.url}/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cq?fieldManager={MANAGER}"
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    as_yaml = (
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata:\n  name: cq\n"
+        "spec:\n  namespaceSelector: {}\n  cohortName: team\n"
+    )
+    async with aiohttp.ClientSession() as session:
+        async with session.patch(url, data=as_yaml, headers=headers) as response:
+            assert response.status == 201, await response.text()
+            created = await response.json()
+        as_json = json.dumps(cluster_queue(cohortName="team"))
+        async with session.patch(url, data=as_json, headers=headers) as response:
+            assert response.status == 200, await response.text()
+            again = await response.json()
+        version = cluster.resource_version
+        async with session.patch(url, data="spec: [unclosed", headers=headers) as response:
+            refused = (response.status, await response.json())
+    assert created["spec"]["cohortName"] == "team"
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]  # the same: no write
+    assert refused[0] == 400 and refused[1]["reason"] == "BadRequest" and "not valid YAML" in refused[1]["message"]
+    assert cluster.resource_version == version
