@@ -11,6 +11,7 @@ and a later ``capture_logs`` would see nothing from its module.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +23,11 @@ import structlog
 # recorded: every test, and every process it starts, records in a directory of the session's instead.
 os.environ["KUEUE_ES_STATE_DIR"] = tempfile.mkdtemp(prefix="kueue-es-test-state-")
 os.environ.pop("KUEUE_ES_CURRENT", None)
+# Bytecode caches are written even where the environment says not to (PYTHONDONTWRITEBYTECODE, set on some CI
+# machines): the tests start hundreds of service processes, and without the caches each one compiles the
+# project's modules again (about a second of CPU each; a bus-engine scenario took 8 s instead of 5.6 s).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 # A terminal width from the environment (a user's shell; pytest-xdist's workers get COLUMNS=80) would wrap
 # the console output tests read (kueue-es explain, tables): a test that wants a width sets its own.
 for _name in ("COLUMNS", "LINES"):
