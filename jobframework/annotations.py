@@ -53,6 +53,10 @@ the dispatcher removes it)."""
 IS_GROUP_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/is-group-workload"
 """On the Workload of a pod group (Kueue IsGroupWorkloadAnnotationKey): its pods are the group's, not one owner's."""
 
+POD_GROUP_POD_INDEX_LABEL = "kueue.x-k8s.io/pod-group-pod-index"
+"""The label Kueue's pod webhook copies a pod's index into under TAS (Kueue PodGroupPodIndexLabel); also the
+``podIndexLabel`` of a pod's or pod group's Workload pod set (pod_controller.go constructPodSet)."""
+
 PODSET_LABEL = "kueue.x-k8s.io/podset"
 """The pod label naming a started pod's pod set (Kueue constants.PodSetLabel): the dispatcher puts it into each
 template it starts and takes it out at the stop (the ungater lists pods by it); the watcher reads it as the

@@ -29,7 +29,12 @@ import msgspec
 
 from kueue_es.events import job_owners, manifests, models, quantities, types
 from kueue_es.jobframework import integrations, workloads
-from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL, SCHEDULING_GATE
+from kueue_es.jobframework.annotations import (
+    IS_GROUP_WORKLOAD_ANNOTATION,
+    POD_GROUP_POD_INDEX_LABEL,
+    PODSET_LABEL,
+    SCHEDULING_GATE,
+)
 from kueue_es.jobframework.integrations import serving
 
 POD_API = "v1"
@@ -241,7 +246,7 @@ def pod_workload(pod: Mapping[str, Any], *, context: workloads.Context) -> model
         pod_spec=pod_spec,
         where="spec",
         context=context,
-        topology_request=_topology_request(ref, count=1),
+        topology_request=_topology_request(ref, count=1, context=context),
     )
     return workloads.new_workload(
         ref,
@@ -758,7 +763,7 @@ def _group_workload(
                     pod_spec=pod_spec,
                     where="spec",
                     context=context,
-                    topology_request=_topology_request(member, count=total if fast else count),
+                    topology_request=_topology_request(member, count=total if fast else count, context=context),
                     index=len(pod_sets),
                 )
             )
@@ -976,9 +981,19 @@ def _ref(pod: Mapping[str, Any]) -> workloads.JobRef:
     return workloads.job_ref(pod, kind="Pod", api_version=POD_API)
 
 
-def _topology_request(ref: workloads.JobRef, *, count: int) -> models.PodSetTopologyRequest | None:
-    """The TAS request of a pod's own annotations (Kueue pod_controller.go PodSets; no rank hints)."""
-    return workloads.topology_request(ref, ref.annotations, where="metadata.annotations", count=count)
+def _topology_request(
+    ref: workloads.JobRef, *, count: int, context: workloads.Context
+) -> models.PodSetTopologyRequest | None:
+    """The TAS request of a pod's own annotations, its rank hint the pod group index label; none with the gate
+    TopologyAwareScheduling off (Kueue pod_controller.go constructPodSet)."""
+    return workloads.topology_request(
+        ref,
+        ref.annotations,
+        where="metadata.annotations",
+        count=count,
+        pod_index_label=POD_GROUP_POD_INDEX_LABEL,
+        context=context,
+    )
 
 
 def _spec(ref: workloads.JobRef, pod: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 from kueue_es.events import labels, manifests, slices, tas_requests
 from kueue_es.jobframework import integrations, jobs, pods, workloads
+from kueue_es.jobframework.annotations import POD_GROUP_POD_INDEX_LABEL
 from kueue_es.jobframework.integrations import ray, serving
 
 QUEUE_LABEL: Final = workloads.QUEUE_LABEL
@@ -44,8 +45,6 @@ PREBUILT_WORKLOAD_KEY: Final = "kueue.x-k8s.io/prebuilt-workload-name"
 #: The scheduling gates Kueue's pod webhook adds (kueue.x-k8s.io/admission; TopologySchedulingGate).
 ADMISSION_GATE: Final = "kueue.x-k8s.io/admission"
 TOPOLOGY_GATE: Final = "kueue.x-k8s.io/topology"
-#: The label Kueue's pod webhook copies a pod's index into under TAS (kueue.PodGroupPodIndexLabel).
-POD_GROUP_POD_INDEX_LABEL: Final = "kueue.x-k8s.io/pod-group-pod-index"
 
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS1123_SUBDOMAIN_MESSAGE = (

@@ -653,24 +653,34 @@ def topology_request(
 
     ``where`` is the field path of the annotations (``spec.template.metadata.annotations``); the rank hints
     (``pod_index_label``, ``sub_group_*``) are the integration's (Job: the completion index label; JobSet: plus
-    the job index label and the replica count) and are added only to an explicit request. Raises ManifestError
-    naming the annotation for what Kueue's job webhooks reject (A.4.2; jobframework/tas_validation.go).
+    the job index label and the replica count). With the gate on, a pod set whose annotations ask for no
+    topology still gets a request holding those hints alone, as Kueue writes on every Job's Workload (its
+    builder's Build returns nil only when there are no hints either); such a request is not a TAS request
+    (:func:`kueue_es.events.tas_requests.requests_tas`). Raises ManifestError naming the annotation for what
+    Kueue's job webhooks reject (A.4.2; jobframework/tas_validation.go).
     """
     if context is not None and not context.topology_aware_scheduling:
         return None
-    try:
-        request = tas.topology_request_from_annotations(annotations)
-        if request is None:
-            return None
-        tas.validate_topology_request(request, count=count, field="topologyRequest")
-    except tas.TopologyRequestError as err:
-        raise ref.error(field=f"{where}[{_annotation_of(err.field)}]", problem=err.problem) from err
-    hints = {
+    hints: dict[str, Any] = {
         "pod_index_label": pod_index_label,
         "sub_group_index_label": sub_group_index_label,
         "sub_group_count": sub_group_count if sub_group_index_label else None,
     }
-    return msgspec.structs.replace(request, **{k: v for k, v in hints.items() if v is not None})
+    given = {k: v for k, v in hints.items() if v is not None}
+    try:
+        request = tas.topology_request_from_annotations(annotations)
+        if request is None:
+            if not given:
+                return None
+            return models.PodSetTopologyRequest(
+                pod_index_label=pod_index_label,
+                sub_group_index_label=sub_group_index_label,
+                sub_group_count=hints["sub_group_count"],
+            )
+        tas.validate_topology_request(request, count=count, field="topologyRequest")
+    except tas.TopologyRequestError as err:
+        raise ref.error(field=f"{where}[{_annotation_of(err.field)}]", problem=err.problem) from err
+    return msgspec.structs.replace(request, **given)
 
 
 def _annotation_of(field: str) -> str:

@@ -23,6 +23,7 @@ import msgspec
 
 from kueue_es.events import manifests, models
 from kueue_es.events.quantities import UNLIMITED, is_milli_resource, parse_decimal, to_amount
+from kueue_es.events.tas_requests import requests_tas
 from kueue_es.projections import afs, cluster, quota
 from kueue_es.projections.cluster import PRIORITY_TRIGGER, ClusterState, WorkloadState
 from kueue_es.scheduling import concurrent_admission as ca
@@ -761,7 +762,7 @@ def _plain_shared(
             return None
     signature: list[object] = []
     for ps in wl.workload.spec.pod_sets:
-        if ps.node_selector or ps.tolerations or ps.required_node_affinity or ps.topology_request is not None:
+        if ps.node_selector or ps.tolerations or ps.required_node_affinity or requests_tas(ps.topology_request):
             return None
         count, min_count = ps.count, ps.min_count
         requests = tuple(sorted((r, v if v > 0 else 0) for r, v in ps.requests.items()))
@@ -772,9 +773,18 @@ def _plain_shared(
                 requests,
                 frozenset(ps.requests),
                 min_count if min_count is None else min(min_count, count),
+                _rank_hints(ps.topology_request),
             )
         )
     return shared.get(tuple(signature))
+
+
+def _rank_hints(request: models.PodSetTopologyRequest | None) -> tuple[str | None, str | None, int | None] | None:
+    """The rank hints of a request that asks for no topology (Kueue writes them on every Job's pod sets), which
+    two pod sets must share to share their requests; None for no request."""
+    if request is None:
+        return None
+    return request.pod_index_label, request.sub_group_index_label, request.sub_group_count
 
 
 def _shared(
@@ -783,9 +793,18 @@ def _shared(
     """The list in ``shared`` equal to ``requests`` (added when there is none and room)."""
     signature: list[object] = []
     for ps in requests:
-        if ps.node_selector or ps.tolerations or ps.affinity or ps.topology_request is not None:
+        if ps.node_selector or ps.tolerations or ps.affinity or requests_tas(ps.topology_request):
             return requests  # compared by value only where that is cheap and certain
-        signature.append((ps.name, ps.count, tuple(ps.requests.items()), ps.raw_resources, ps.min_count))
+        signature.append(
+            (
+                ps.name,
+                ps.count,
+                tuple(ps.requests.items()),
+                ps.raw_resources,
+                ps.min_count,
+                _rank_hints(ps.topology_request),
+            )
+        )
     key = tuple(signature)
     found = shared.get(key)
     if found is not None:

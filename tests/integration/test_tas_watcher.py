@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kueue_es.events import tas, types
+from kueue_es.events import models, tas, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
@@ -232,7 +232,9 @@ async def test_job_tas_annotations_become_the_topology_request(emu: ClusterEmula
         rejected = await wait_for(bus, types.ObjectRejected, count=2)
 
     requests = {wl.workload.owner.name: wl.workload.spec.pod_sets[0].topology_request for wl in observed}
-    assert requests["plain"] is None
+    # no annotation: the rank hint alone, which asks for no topology (Kueue's job_controller.go PodSets)
+    assert requests["plain"] == models.PodSetTopologyRequest(pod_index_label="batch.kubernetes.io/job-completion-index")
+    assert not tas.requests_tas(requests["plain"])
     slices = requests["slices"]
     assert slices is not None and slices.preferred == RACK
     assert (slices.pod_set_slice_required_topology, slices.pod_set_slice_size) == (HOST, 2)

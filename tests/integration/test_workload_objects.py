@@ -199,7 +199,15 @@ async def test_admitted_and_pending_workloads_and_queue_status_as_kueue_writes_t
         "spec": job_a["spec"]["template"]["spec"],
     }
     assert workload_a["spec"] == {
-        "podSets": [{"name": "main", "count": 3, "template": workload_template}],
+        # the rank hint Kueue's job controller writes with the gate TopologyAwareScheduling on (the default)
+        "podSets": [
+            {
+                "name": "main",
+                "count": 3,
+                "template": workload_template,
+                "topologyRequest": {"podIndexLabel": "batch.kubernetes.io/job-completion-index"},
+            }
+        ],
         "queueName": "user-queue",
         "priority": 0,
         "active": True,
@@ -1441,6 +1449,7 @@ async def test_a_single_pods_workload_object_carries_the_pods_spec(api, bus: Mem
     assert pod_set["name"] == "main"
     assert pod_set["template"]["spec"]["containers"] == stored["spec"]["containers"]
     assert pod_set["template"]["spec"]["containers"][0]["image"] == "busybox"
+    assert pod_set["topologyRequest"] == {"podIndexLabel": "kueue.x-k8s.io/pod-group-pod-index"}
 
 
 async def _pending_or_admitted(bus: MemoryBus, job_name: str) -> types.WorkloadRef:
