@@ -661,7 +661,7 @@ def topology_request(
     """
     if context is not None and not context.topology_aware_scheduling:
         return None
-    hints: dict[str, Any] = {
+    hints = {
         "pod_index_label": pod_index_label,
         "sub_group_index_label": sub_group_index_label,
         "sub_group_count": sub_group_count if sub_group_index_label else None,
@@ -669,15 +669,12 @@ def topology_request(
     given = {k: v for k, v in hints.items() if v is not None}
     try:
         request = tas.topology_request_from_annotations(annotations)
+        if request is None and not given:
+            return None
         if request is None:
-            if not given:
-                return None
-            return models.PodSetTopologyRequest(
-                pod_index_label=pod_index_label,
-                sub_group_index_label=sub_group_index_label,
-                sub_group_count=hints["sub_group_count"],
-            )
-        tas.validate_topology_request(request, count=count, field="topologyRequest")
+            request = models.PodSetTopologyRequest()  # the hints alone
+        else:
+            tas.validate_topology_request(request, count=count, field="topologyRequest")
     except tas.TopologyRequestError as err:
         raise ref.error(field=f"{where}[{_annotation_of(err.field)}]", problem=err.problem) from err
     return msgspec.structs.replace(request, **given)
