@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from kueue_es.events import models, tas, types
 from kueue_es.events.quantities import format_amount
+from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import lifecycle
 
@@ -61,7 +62,7 @@ def describe(event: types.Event, before: ClusterState, starts: JobStarts | None 
             waits = f", waiting for admission checks {', '.join(checks)}" if checks else ""
             return verb, (
                 f"{event.workload.key} in ClusterQueue {event.cluster_queue}, flavor {', '.join(flavors)} ({usage})"
-                f"{waits}"
+                f"{_borrowing(event, cq, before)}{waits}"
             )
         case types.WorkloadAdmitted():
             known = before.workloads.get(event.workload.key)
@@ -173,3 +174,20 @@ def _placement(event: types.TopologyAssigned, before: ClusterState) -> str:
                 text += f" (no longer on {', '.join(left)})"
         parts.append(text)
     return "; ".join(parts)
+
+
+def _borrowing(reservation: types.QuotaReserved, cq: models.ClusterQueue | None, before: ClusterState) -> str:
+    """``, borrowing cpu 1 from cohort team`` when the reservation takes its ClusterQueue above its nominal quota
+    (what ``status.flavorsUsage[].resources[].borrowed`` grows by), else ``""``."""
+    if cq is None or not cq.spec.cohort_name:
+        return ""
+    tree = quota.cached(before)
+    if reservation.cluster_queue not in tree.cluster_queues:
+        return ""
+    taken = []
+    for fr, amount in sorted(quota.reservation_usage(reservation).items()):
+        used, nominal = tree.usage(reservation.cluster_queue, fr), tree.nominal(reservation.cluster_queue, fr)
+        borrowed = max(0, used + amount - nominal) - max(0, used - nominal)
+        if borrowed > 0:
+            taken.append(f"{fr[1]} {format_amount(fr[1], borrowed)}")
+    return f", borrowing {', '.join(taken)} from cohort {cq.spec.cohort_name}" if taken else ""
