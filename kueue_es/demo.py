@@ -367,6 +367,8 @@ async def run_demo(
             await api.close()
             if not replaying:  # stopped (SIGTERM, Ctrl-C) or failed: close before nats-server stops
                 await close_bus(bus)
+                if keep:
+                    console.print(_kept_stop_line(printer, run_dir), highlight=False)
         crashed = {name: code for name, code in codes.items() if code not in (0, None)}
         for event in restarts:  # exited and restarted while kept: still a crash to report
             crashed.setdefault(event.service, -1 if event.code is None else event.code)
@@ -387,6 +389,16 @@ async def run_demo(
     _print_report(console, report)
     log_file.close()
     return 0 if done and report.ok and not crashed else 1
+
+
+def _kept_stop_line(printer: TimelinePrinter, run_dir: Path) -> str:
+    """What a stopped ``demo --keep`` prints last: its counts, and how to read its log again (the store stays in
+    ``run_dir``; ``--dir`` with the same path resumes it)."""
+    return (
+        f"stopped: {len(printer.admitted)} workloads admitted, {len(printer.evicted)} evicted by preemption, "
+        f"{len(printer.finished & printer.released)} finished. The log stays in {run_dir / 'nats'}: "
+        f"kueue-es replay --store {run_dir / 'nats'}"
+    )
 
 
 async def close_bus(bus: Bus, *, timeout: float = 5.0) -> None:

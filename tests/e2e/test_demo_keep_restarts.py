@@ -140,6 +140,9 @@ def test_a_killed_dispatcher_and_nats_server_are_restarted_and_the_next_jobs_sta
     # to the stopped server, and once kept the process alive through SIGTERM), well inside the stop deadline
     assert demo.returncode == 130, out.read_text()
     assert "still stopping" not in out.read_text()
+    # and it says what it leaves: the two Jobs it admitted, and where its log stays to be replayed
+    assert "stopped: 2 workloads admitted, 0 evicted by preemption" in out.read_text(), out.read_text()
+    assert f"kueue-es replay --store {run_dir / 'nats'}" in out.read_text()
     # (while the killed nats-server was down the demo's connection did retry, and said so: not after the stop)
     errors = [
         entry["timestamp"]
