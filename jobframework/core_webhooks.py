@@ -121,28 +121,36 @@ def default(kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def validate(kind: str, obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None) -> list[Refusal]:
     """Every refusal of Kueue's validating webhook of ``kind`` (ClusterQueue, Cohort, ResourceFlavor; ``[]`` for
-    another kind) for ``obj``, created, or updated from ``old`` (both with the CRD's defaults).
+    another kind) for ``obj``, created, or updated from ``old`` (both with the CRD's defaults), in Kueue's order.
 
-    The checks a schema cannot say (pkg/webhooks clusterqueue_webhook.go, cohort_webhook.go, common.go,
-    resourceflavor_webhook.go): a covered resource is a label key and is covered once, a flavor is named once,
-    a quota's name is its covered resource, a ClusterQueue's lendingLimit is at most its nominalQuota, its
-    namespaceSelector is a label selector and its admission checks' onFlavors are its flavors; a
-    ResourceFlavor's node labels, taints and tolerations. The rules kueue-es's CRDs carry as CEL rules
-    (non-negative quotas, weights, limits without a cohort) are the schema's and not repeated here."""
+    The checks a schema cannot say (pkg/webhooks clusterqueue_webhook.go validateClusterQueueSpec,
+    cohort_webhook.go validateCohort, common.go, resourceflavor_webhook.go): per quota its name is its covered
+    resource, its nominalQuota, borrowingLimit and lendingLimit are not negative, a limit only with a cohort
+    (a Cohort's: with a parent), a ClusterQueue's lendingLimit at most its nominalQuota; a covered resource is a
+    label key and is covered once, a flavor is named once; at most 256 flavors and 256 covered resources in all
+    and 512 flavor-resource pairs a group; a ClusterQueue's namespaceSelector is a label selector and its
+    admission checks' onFlavors are its flavors; a fair-sharing weight is not negative and, when not 0, above
+    1n; a ResourceFlavor's node labels, taints and tolerations. What Kueue's CRDs say themselves (a
+    ClusterQueue's borrowingLimit without a cohort, the preemption and flavor fungibility rules) is the
+    schema's and not repeated here. Quantities are named in their canonical form (``1000m`` as ``"1"``)."""
     refusals: list[Refusal] = []
     spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     if kind == "ClusterQueue":
-        old_spec = None if old is None else (old.get("spec") or {})
-        refusals += _admission_check_on_flavors(spec, old_spec=old_spec)
+        refusals += _resource_groups(spec, has_parent=bool(spec.get("cohortName")), cohort=False)
         if isinstance(spec.get("namespaceSelector"), Mapping):
             refusals += _refusals(
                 workload_webhook.label_selector_errors(spec["namespaceSelector"], "spec.namespaceSelector")
             )
+        refusals += _fair_sharing(spec)
+        refusals += _totals(spec)
+        old_spec = None if old is None else (old.get("spec") or {})
+        refusals += _admission_check_on_flavors(spec, old_spec=old_spec)
+    if kind == "Cohort":
+        refusals += _fair_sharing(spec)
+        refusals += _resource_groups(spec, has_parent=bool(spec.get("parentName")), cohort=True)
     if kind == "ResourceFlavor":
         refusals += _resource_flavor(spec)
-    if kind in ("ClusterQueue", "Cohort"):
-        refusals += _resource_groups(kind, spec)
     return refusals
 
 
@@ -219,9 +227,11 @@ def concurrent_admission_refusals(spec: Mapping[str, Any], *, gates: Mapping[str
     return refusals
 
 
-def _resource_groups(kind: str, spec: Mapping[str, Any]) -> list[Refusal]:
-    """common.go validateResourceGroups, validateResourceName (a resource name is a label key), and the unique
-    covered resources and flavors of validateTotalCoveredResources and validateTotalFlavors."""
+def _resource_groups(spec: Mapping[str, Any], *, has_parent: bool, cohort: bool) -> list[Refusal]:
+    """common.go validateResourceGroups and validateFlavorQuotas, in their order: per group its covered resources
+    (each a label key, each once in the spec), then per flavor its quotas (:func:`_quota`) and its name (once in
+    the spec). ``has_parent``: the ClusterQueue has a cohort, or the Cohort a parent; ``cohort``: the spec is a
+    Cohort's (its limits' message says "parent", and its lendingLimit may exceed its nominalQuota)."""
     refusals: list[Refusal] = []
     seen_resources: set[Any] = set()
     seen_flavors: set[Any] = set()
@@ -239,31 +249,125 @@ def _resource_groups(kind: str, spec: Mapping[str, Any]) -> list[Refusal]:
             if not isinstance(flavor, Mapping):
                 continue
             where = f"spec.resourceGroups[{g}].flavors[{f}]"
+            for q, quota in enumerate(_list(flavor.get("resources"))[: len(covered)]):
+                if isinstance(quota, Mapping):
+                    refusals += _quota(quota, covered[q], f"{where}.resources[{q}]", has_parent, cohort)
             if flavor.get("name") in seen_flavors:
                 refusals.append(Refusal(f"{where}.name", DUPLICATE, f"Duplicate value: {_show(flavor.get('name'))}"))
             seen_flavors.add(flavor.get("name"))
-            for q, quota in enumerate(_list(flavor.get("resources"))[: len(covered)]):
-                if not isinstance(quota, Mapping):
-                    continue
-                lending: Any = quota.get("lendingLimit")
-                nominal: Any = quota.get("nominalQuota")
-                if kind == "ClusterQueue" and parses_as_quantity(lending) and parses_as_quantity(nominal):
-                    if quantities.parse_decimal(lending) > quantities.parse_decimal(nominal):
-                        refusals.append(
-                            Refusal(
-                                f"{where}.resources[{q}].lendingLimit",
-                                INVALID,
-                                f'Invalid value: "{lending}": must be less than or equal to the nominalQuota',
-                            )
-                        )
-                if quota.get("name") != covered[q]:
-                    refusals.append(
-                        Refusal(
-                            f"{where}.resources[{q}].name",
-                            INVALID,
-                            f"Invalid value: {_show(quota.get('name'))}: must match the name in coveredResources",
-                        )
+    return refusals
+
+
+def _quota(quota: Mapping[str, Any], covered: Any, where: str, has_parent: bool, cohort: bool) -> list[Refusal]:
+    """common.go validateFlavorQuotas for one quota at ``where``: its name is ``covered``; nominalQuota not
+    negative; a borrowingLimit only with a parent (validateLimit), not negative; a lendingLimit not negative,
+    only with a parent, and for a ClusterQueue at most the nominalQuota (validateLendingLimit)."""
+    refusals: list[Refusal] = []
+    if quota.get("name") != covered:
+        refusals.append(
+            Refusal(
+                f"{where}.name",
+                INVALID,
+                f"Invalid value: {_show(quota.get('name'))}: must match the name in coveredResources",
+            )
+        )
+    nominal = quota.get("nominalQuota")
+    refusals += _negative(nominal, f"{where}.nominalQuota")
+    without_parent = f"must be nil when {'parent' if cohort else 'cohort'} is empty"
+    if (borrowing := quota.get("borrowingLimit")) is not None:
+        if not has_parent:
+            refusals.append(
+                Refusal(f"{where}.borrowingLimit", INVALID, f"Invalid value: {_quantity(borrowing)}: {without_parent}")
+            )
+        refusals += _negative(borrowing, f"{where}.borrowingLimit")
+    if (lending := quota.get("lendingLimit")) is not None:
+        refusals += _negative(lending, f"{where}.lendingLimit")
+        if not has_parent:
+            refusals.append(
+                Refusal(f"{where}.lendingLimit", INVALID, f"Invalid value: {_quantity(lending)}: {without_parent}")
+            )
+        if not cohort and parses_as_quantity(lending) and parses_as_quantity(nominal if nominal is not None else 0):
+            if quantities.parse_decimal(lending) > quantities.parse_decimal(nominal if nominal is not None else 0):
+                refusals.append(
+                    Refusal(
+                        f"{where}.lendingLimit",
+                        INVALID,
+                        f"Invalid value: {_quantity(lending)}: must be less than or equal to the nominalQuota",
                     )
+                )
+    return refusals
+
+
+def _negative(value: Any, where: str) -> list[Refusal]:
+    """validateResourceQuantity: ``value`` (a quantity) at ``where`` is not negative."""
+    if parses_as_quantity(value) and quantities.parse_decimal(value) < 0:
+        return [Refusal(where, INVALID, f"Invalid value: {_quantity(value)}: must be greater than or equal to 0")]
+    return []
+
+
+def _fair_sharing(spec: Mapping[str, Any]) -> list[Refusal]:
+    """common.go validateFairSharing, on ``spec.fairSharing`` (a ClusterQueue's or a Cohort's; Kueue has no
+    webhook for LocalQueues, whose weight is not checked): the weight is not negative, and when above 0 it is
+    above 1n (a smaller one collapses to 0 in the share's arithmetic, kueue#6986)."""
+    fair_sharing = spec.get("fairSharing")
+    weight = fair_sharing.get("weight") if isinstance(fair_sharing, Mapping) else None
+    if not parses_as_quantity(weight):
+        return []
+    number = quantities.parse_decimal(weight)
+    refusals = _negative(weight, "spec.fairSharing")
+    if 0 < number <= NANO:
+        refusals.append(
+            Refusal(
+                "spec.fairSharing", INVALID, f"Invalid value: {_quantity(weight)}: When not 0, weight must be > 10e-9"
+            )
+        )
+    return refusals
+
+
+NANO: Final = quantities.parse_decimal("1n")
+MAX_TOTAL_FLAVORS: Final = 256
+MAX_TOTAL_COVERED_RESOURCES: Final = 256
+MAX_FLAVOR_RESOURCES_PER_GROUP: Final = 512
+
+
+def _totals(spec: Mapping[str, Any]) -> list[Refusal]:
+    """clusterqueue_webhook.go validateTotalFlavors, validateTotalCoveredResources and
+    validateFlavorResourceCombinations: the bounds the CRD's per-list limits leave open."""
+    refusals: list[Refusal] = []
+    groups = [g for g in _list(spec.get("resourceGroups")) if isinstance(g, Mapping)]
+    flavors = sum(len(_list(g.get("flavors"))) for g in groups)
+    if flavors > MAX_TOTAL_FLAVORS:
+        refusals.append(
+            Refusal(
+                "spec.resourceGroups",
+                INVALID,
+                f"Invalid value: {flavors}: total number of flavors across all resourceGroups must be "
+                f"≤ {MAX_TOTAL_FLAVORS}, got {flavors}",
+            )
+        )
+    covered = sum(len(_list(g.get("coveredResources"))) for g in groups)
+    if covered > MAX_TOTAL_COVERED_RESOURCES:
+        refusals.append(
+            Refusal(
+                "spec.resourceGroups",
+                INVALID,
+                f"Invalid value: {covered}: total number of covered resources across all resourceGroups must be "
+                f"≤ {MAX_TOTAL_COVERED_RESOURCES}, got {covered}",
+            )
+        )
+    for g, group in enumerate(_list(spec.get("resourceGroups"))):
+        if not isinstance(group, Mapping):
+            continue
+        pairs = sum(len(_list(f.get("resources"))) for f in _list(group.get("flavors")) if isinstance(f, Mapping))
+        if pairs > MAX_FLAVOR_RESOURCES_PER_GROUP:
+            refusals.append(
+                Refusal(
+                    f"spec.resourceGroups[{g}]",
+                    INVALID,
+                    f"Invalid value: {pairs}: number of flavor-resource combinations in a resourceGroup must be "
+                    f"≤ {MAX_FLAVOR_RESOURCES_PER_GROUP}, got {pairs}",
+                )
+            )
     return refusals
 
 
@@ -360,6 +464,14 @@ def parses_as_quantity(value: Any) -> bool:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _quantity(value: Any) -> str:
+    """A quantity as Kueue's webhooks name it in a field error: ``resource.Quantity.String()``, quoted."""
+    try:
+        return json.dumps(quantities.canonical(value))
+    except (quantities.QuantityError, ValueError, TypeError, ArithmeticError):
+        return _show(value)
 
 
 def _show(value: Any) -> str:

@@ -159,20 +159,6 @@ def _is_quantity(value: Any) -> bool:
     return not isinstance(value, bool)
 
 
-def _non_negative(value: Any, _old: Any = None) -> bool:
-    return not _is_quantity(value) or quantities.parse_decimal(value) >= 0
-
-
-def _weight_not_collapsed(fair_sharing: Any, _old: Any = None) -> bool:
-    # A weight in (0, 1n] collapses to zero where Kueue divides by it (a share of
-    # usage/weight), so its webhook refuses it (kueue#6986); 0 itself is a valid weight.
-    weight = fair_sharing.get("weight") if isinstance(fair_sharing, dict) else None
-    if weight is None or not _is_quantity(weight):
-        return True
-    value = quantities.parse_decimal(weight)
-    return value <= 0 or value > quantities.parse_decimal("1n")
-
-
 def _quotas(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [
         quota
@@ -226,19 +212,6 @@ class Rule:
         return {"rule": self.rule, "message": self.message}
 
 
-_NON_NEGATIVE = Rule(
-    "!isQuantity(string(self)) || quantity(string(self)).sign() >= 0",
-    "must be greater than or equal to 0",
-    _non_negative,
-    source="Kueue pkg/webhooks/clusterqueue_webhook.go validateResourceQuantity, common.go validateFairSharing",
-)
-_WEIGHT_NOT_COLLAPSED = Rule(
-    "!has(self.weight) || !isQuantity(string(self.weight)) || quantity(string(self.weight)).sign() <= 0"
-    " || quantity(string(self.weight)).compareTo(quantity('1n')) > 0",
-    "When not 0, weight must be > 10e-9",
-    _weight_not_collapsed,
-    source="Kueue pkg/webhooks/common.go validateFairSharing (ClusterQueue and Cohort webhooks; kueue#6986)",
-)
 _IMMUTABLE = Rule(
     "self == oldSelf",
     "field is immutable",
@@ -367,13 +340,6 @@ _WORKLOAD_RULES: tuple[Rule, ...] = (
 
 #: CEL rules per model struct (by class name) and property (``""``: the struct itself).
 RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
-    ("ResourceQuota", "nominalQuota"): (_NON_NEGATIVE,),
-    ("ResourceQuota", "borrowingLimit"): (_NON_NEGATIVE,),
-    ("ResourceQuota", "lendingLimit"): (_NON_NEGATIVE,),
-    ("FairSharing", "weight"): (_NON_NEGATIVE,),
-    # Kueue's ClusterQueue and Cohort webhooks only: a LocalQueue's weight has no such bound.
-    ("ClusterQueueSpec", "fairSharing"): (_WEIGHT_NOT_COLLAPSED,),
-    ("CohortSpec", "fairSharing"): (_WEIGHT_NOT_COLLAPSED,),
     ("ResourceGroup", ""): (
         Rule(
             "self.flavors.all(x, size(x.resources) == size(self.coveredResources))",
@@ -392,29 +358,6 @@ RULES: dict[tuple[str, str], tuple[Rule, ...]] = {
             "borrowingLimit must be nil when cohort is empty",
             _no_limit_without("cohortName", "borrowingLimit"),
             source="Kueue clusterqueue_types.go ClusterQueueSpec (XValidation)",
-        ),
-        Rule(
-            "!has(self.cohortName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, "
-            "f.resources.all(r, !has(r.lendingLimit)))) : true",
-            "lendingLimit must be nil when cohort is empty",
-            _no_limit_without("cohortName", "lendingLimit"),
-            source="Kueue pkg/webhooks/clusterqueue_webhook.go validateLimit",
-        ),
-    ),
-    ("CohortSpec", ""): (
-        Rule(
-            "!has(self.parentName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, "
-            "f.resources.all(r, !has(r.borrowingLimit)))) : true",
-            "borrowingLimit must be nil when parent is empty",
-            _no_limit_without("parentName", "borrowingLimit"),
-            source="Kueue pkg/webhooks/cohort_webhook.go validateLimit",
-        ),
-        Rule(
-            "!has(self.parentName) && has(self.resourceGroups) ? self.resourceGroups.all(rg, rg.flavors.all(f, "
-            "f.resources.all(r, !has(r.lendingLimit)))) : true",
-            "lendingLimit must be nil when parent is empty",
-            _no_limit_without("parentName", "lendingLimit"),
-            source="Kueue pkg/webhooks/cohort_webhook.go validateLimit",
         ),
     ),
     ("FlavorFungibility", ""): (

@@ -54,21 +54,15 @@ def job(cpu: str, name: str = "neg") -> dict[str, Any]:
     }
 
 
-async def test_negative_quota_is_refused_with_422_and_kueues_field_path(api: k8s_client.ApiClient) -> None:
+async def test_negative_quota_is_denied_by_kueues_webhook_with_its_field_path(api: k8s_client.ApiClient) -> None:
+    """Kueue's CRD takes any quantity; its ClusterQueue webhook refuses a negative one (clusterqueue_webhook.go
+    validateResourceQuantity): 403, kube-apiserver's denial of ``vclusterqueue.kb.io`` with the field error."""
     with pytest.raises(errors.ApiError) as refused:
         await client.create_object(api, resources.CLUSTER_QUEUES, body=cluster_queue(quota=-1))
-    assert refused.value.status == 422 and refused.value.reason == "Invalid"
-    details = refused.value.body["details"]
-    assert details["kind"] == "ClusterQueue" and details["name"] == "cq" and details["group"] == "kueue.x-k8s.io"
-    assert details["causes"] == [
-        {
-            "reason": "FieldValueInvalid",
-            "message": 'Invalid value: "-1": must be greater than or equal to 0',
-            "field": QUOTA_FIELD,
-        }
-    ]
+    assert refused.value.status == 403 and refused.value.reason == "Forbidden"
     assert refused.value.body["message"] == (
-        f'ClusterQueue.kueue.x-k8s.io "cq" is invalid: {QUOTA_FIELD}: Invalid value: "-1": must be greater than or equal to 0'
+        'admission webhook "vclusterqueue.kb.io" denied the request: '
+        f'{QUOTA_FIELD}: Invalid value: "-1": must be greater than or equal to 0'
     )
     with pytest.raises(errors.NotFoundError):
         await client.get_object(api, resources.CLUSTER_QUEUES, name="cq")
@@ -80,7 +74,7 @@ async def test_an_update_is_validated_too(api: k8s_client.ApiClient) -> None:
     patch = {"spec": {"resourceGroups": cluster_queue(quota="-2")["spec"]["resourceGroups"]}}
     with pytest.raises(errors.ApiError) as refused:
         await client.patch_object(api, resources.CLUSTER_QUEUES, name="cq", patch=patch)
-    assert refused.value.status == 422
+    assert refused.value.status == 403
     stored = await client.get_object(api, resources.CLUSTER_QUEUES, name="cq")
     assert stored["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == "4"
 
@@ -275,9 +269,10 @@ async def test_kubectl_prints_the_refusal(cluster: emulator.ClusterEmulator, tmp
     code, _, err = await run(KUBECTL, "--kubeconfig", str(kubeconfig), "apply", "--validate=false", "-f", str(bad))
     assert code == 1
     assert (
-        f'The ClusterQueue "cq" is invalid: {QUOTA_FIELD}: Invalid value: "-1": must be greater than or equal to 0'
-        in err
-    )
+        'Error from server (Forbidden): error when creating "' + str(bad) + '": admission webhook '
+        f'"vclusterqueue.kb.io" denied the request: {QUOTA_FIELD}: Invalid value: "-1": must be greater than or '
+        "equal to 0"
+    ) in err
     bad_job = write(tmp_path / "job.yaml", job("-1"))
     code, _, err = await run(KUBECTL, "--kubeconfig", str(kubeconfig), "create", "--validate=false", "-f", str(bad_job))
     assert code == 1

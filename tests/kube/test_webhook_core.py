@@ -89,12 +89,12 @@ CASES = [
     (
         "Should have non-negative borrowing limit",
         cq(group(quotas("x86", ("cpu", "2", "-1"))), cohortName="cohort"),
-        refused((f"{QUOTA0}.borrowingLimit", 'Invalid value: "-1": must be greater than or equal to 0')),
+        denied((f"{QUOTA0}.borrowingLimit", 'Invalid value: "-1": must be greater than or equal to 0')),
     ),
     (
         "Should have non-negative quota value",
         cq(group(quotas("x86", ("cpu", "-1")))),
-        refused((f"{QUOTA0}.nominalQuota", 'Invalid value: "-1": must be greater than or equal to 0')),
+        denied((f"{QUOTA0}.nominalQuota", 'Invalid value: "-1": must be greater than or equal to 0')),
     ),
     (
         "Should have at least one flavor",
@@ -305,14 +305,14 @@ CASES = [
         (
             f"Should forbid {what} FairSharing weight",
             cq(fairSharing={"weight": weight}),
-            refused(("spec.fairSharing", "When not 0, weight must be > 10e-9")),
+            denied(("spec.fairSharing", 'Invalid value: "1n": When not 0, weight must be > 10e-9')),
         )
         for what, weight in (("threshold", "1n"), ("collapsed", "0.0000000001"))
     ],
     (
         "Should forbid negative FairSharing weight",
         cq(fairSharing={"weight": "-1"}),
-        refused(("spec.fairSharing.weight", 'Invalid value: "-1": must be greater than or equal to 0')),
+        denied(("spec.fairSharing", 'Invalid value: "-1": must be greater than or equal to 0')),
     ),
     # cohort_test.go "Validate Cohort on creation"
     ("Cohort: Should allow default Cohort", cohort(), STORED),
@@ -370,28 +370,28 @@ CASES = [
     (
         "Cohort: Should reject negative nominal quota",
         cohort(group(quotas("x86", ("cpu", "-1")))),
-        refused((f"{QUOTA0}.nominalQuota", "must be greater than or equal to 0")),
+        denied((f"{QUOTA0}.nominalQuota", 'Invalid value: "-1": must be greater than or equal to 0')),
     ),
     (
         "Cohort: Should reject negative borrowing limit",
         cohort(group(quotas("x86", ("cpu", "1", "-1")))),
-        refused(
-            (f"{QUOTA0}.borrowingLimit", "must be greater than or equal to 0"),
-            ("spec", "borrowingLimit must be nil when parent is empty"),
+        denied(
+            (f"{QUOTA0}.borrowingLimit", 'Invalid value: "-1": must be nil when parent is empty'),
+            (f"{QUOTA0}.borrowingLimit", 'Invalid value: "-1": must be greater than or equal to 0'),
         ),
     ),
     (
         "Cohort: Should reject negative lending limit",
         cohort(group(quotas("x86", ("cpu", "1", "", "-1")))),
-        refused(
-            (f"{QUOTA0}.lendingLimit", "must be greater than or equal to 0"),
-            ("spec", "lendingLimit must be nil when parent is empty"),
+        denied(
+            (f"{QUOTA0}.lendingLimit", 'Invalid value: "-1": must be greater than or equal to 0'),
+            (f"{QUOTA0}.lendingLimit", 'Invalid value: "-1": must be nil when parent is empty'),
         ),
     ),
     (
         "Cohort: Should reject borrowingLimit when no parent",
         cohort(group(quotas("x86", ("cpu", "1", "1")))),
-        refused(("spec", "borrowingLimit must be nil when parent is empty")),
+        denied((f"{QUOTA0}.borrowingLimit", 'Invalid value: "1": must be nil when parent is empty')),
     ),
     (
         "Cohort: Should allow borrowingLimit 0 when parent exists",
@@ -401,7 +401,7 @@ CASES = [
     (
         "Cohort: Should reject lendingLimit when no parent",
         cohort(group(quotas("x86", ("cpu", "1", "", "1")))),
-        refused(("spec", "lendingLimit must be nil when parent is empty")),
+        denied((f"{QUOTA0}.lendingLimit", 'Invalid value: "1": must be nil when parent is empty')),
     ),
     (
         "Cohort: Should allow lendingLimit 0 when parent exists",
@@ -429,12 +429,12 @@ CASES = [
     (
         "Cohort: Should forbid collapsed FairSharing weight",
         cohort(fairSharing={"weight": "0.0000000001"}),
-        refused(("spec.fairSharing", "When not 0, weight must be > 10e-9")),
+        denied(("spec.fairSharing", 'Invalid value: "1n": When not 0, weight must be > 10e-9')),
     ),
     (
         "Cohort: Should forbid negative FairSharing weight",
         cohort(fairSharing={"weight": "-1"}),
-        refused(("spec.fairSharing.weight", "must be greater than or equal to 0")),
+        denied(("spec.fairSharing", 'Invalid value: "-1": must be greater than or equal to 0')),
     ),
     # resourceflavor_test.go
     (
