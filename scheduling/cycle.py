@@ -96,6 +96,7 @@ def run(
     victims_once: bool = True,
     tas_topologies: bool = True,
     release_requeues: bool = True,
+    kueue_namespace_message: bool = True,
 ) -> list[types.Output]:
     """One scheduling cycle over ``state`` at ``now_ms`` (ms since the epoch), booking its
     releases and admissions in ``tree`` (the caller rolls them back: they are what-ifs until
@@ -284,6 +285,8 @@ def run(
     its quota until its job stops, as Kueue's job reconciler carries out an Evicted condition whoever wrote it
     (jobframework/reconciler.go "6. handle eviction"); 44 and earlier ignored the condition.
 
+    ``kueue_namespace_message`` (admitter logic 53; False: 52 and earlier, for replay): see
+    :func:`kueue_es.scheduling.queues.plan`.
     ``release_requeues`` (admitter logic 52; False: 51 and earlier, for replay): the quota the cycle gives back
     first (finished, deleted and drained workloads) requeues the workloads parked in those ClusterQueues' cohort
     trees for this very cycle (:func:`kueue_es.scheduling.queues.with_releases`), as Kueue requeues them while
@@ -376,6 +379,7 @@ def run(
         concurrent_admission=concurrent_admission,
         tas_topologies=tas_topologies,
         released_in=_cluster_queues_of(state, released) if release_requeues else (),
+        kueue_namespace_message=kueue_namespace_message,
     )
     for wl, why in plan.unqueued:
         if why is queues.PARENT:

@@ -72,6 +72,7 @@ def plan(
     concurrent_admission: bool = True,
     tas_topologies: bool = True,
     released_in: Iterable[str] = (),
+    kueue_namespace_message: bool = True,
 ) -> Plan:
     """The heads of this cycle and the workloads that cannot be queued at all.
 
@@ -95,6 +96,8 @@ def plan(
     True keeps it out of the heads, as Kueue's queue manager never pushes a parent (its variants are queued
     instead), and notes it in ``unqueued`` with :data:`PARENT` (no decision is written for it).
     ``tas_topologies`` False (admitter logic 50 and earlier, for replay): see :func:`inactive_reason`.
+    ``kueue_namespace_message`` False (admitter logic 52 and earlier, for replay): a workload whose namespace its
+    ClusterQueue does not select is pending with :data:`NAMESPACE_MISMATCH_BEFORE_53`'s message, not Kueue's.
     ``released_in``: the ClusterQueues whose quota this cycle gave back before planning (a finished or deleted
     workload's, :func:`kueue_es.scheduling.cycle.run`): the workloads parked in their cohort trees are requeued
     for this cycle already (:func:`with_releases`), as Kueue's workload controller requeues a tree's inadmissible
@@ -199,6 +202,8 @@ def plan(
             mismatch = mismatches.get(selected, _UNKNOWN)
             if mismatch is _UNKNOWN:
                 mismatch = mismatches[selected] = _namespace_mismatch(head, cq, state)
+        if mismatch is NAMESPACE_MISMATCH and not kueue_namespace_message:
+            mismatch = NAMESPACE_MISMATCH_BEFORE_53
         if mismatch is None:  # misconfigured (SEMANTICS §4.3)
             shape = memo if memo is not None else _shape(head)
             mismatch = None if shape[1] is None else shape[1][1 if kueue_misconfigured else 0]
@@ -1006,13 +1011,22 @@ def _resolve_local_queue(state: ClusterState, *, namespace: str, queue_name: str
     return lq.spec.cluster_queue, None
 
 
+NAMESPACE_MISMATCH = Why("Misconfigured", "workload namespace doesn't match ClusterQueue selector", parked=True)
+"""Kueue's pending reason for a workload whose namespace its ClusterQueue's namespaceSelector does not select
+(pkg/workload/resources.go ErrNamespaceMismatch, written as it is)."""
+NAMESPACE_MISMATCH_BEFORE_53 = Why(
+    "Misconfigured", "Workload namespace doesn't match ClusterQueue selector", parked=True
+)
+"""The same as admitter logic 52 and earlier wrote it, for replay."""
+
+
 def _namespace_mismatch(wl: WorkloadState, cq: models.ClusterQueue, state: ClusterState) -> Why | None:
     selector = cq.spec.namespace_selector
     namespace = wl.workload.metadata.namespace
     obj = state.namespaces.get(namespace)
     labels = {**(obj.metadata.labels if obj else {}), METADATA_NAME_LABEL: namespace}
     if selector is None or not matches(selector, labels):
-        return Why("Misconfigured", "Workload namespace doesn't match ClusterQueue selector", parked=True)
+        return NAMESPACE_MISMATCH
     return None
 
 

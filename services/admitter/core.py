@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues, slices
 
-LOGIC_VERSION = 52
+LOGIC_VERSION = 53
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -71,8 +71,11 @@ EARLIER_LOGIC_VERSIONS = (
     49,
     50,
     51,
+    52,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 51 and earlier left the
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 52 and earlier wrote a
+workload whose namespace its ClusterQueue does not select as "Workload namespace doesn't match ClusterQueue
+selector" (53 writes Kueue's ``workload namespace ...``, pkg/workload/resources.go ErrNamespaceMismatch). 51 and earlier left the
 workloads parked in a cohort tree parked through the cycle that gave back a finished or deleted workload's quota
 there (52 requeues them for that cycle, as Kueue's workload controller does before its next cycle: the freed quota
 goes to the queue order's first, not to a workload that happened to be ready; :func:`kueue_es.scheduling.queues.
@@ -256,6 +259,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         elastic_default_on=True,
         tas_topologies=True,
         release_requeues=True,
+        kueue_namespace_message=True,
     )
 
 
@@ -305,6 +309,7 @@ def _decide(
     elastic_default_on: bool,
     tas_topologies: bool,
     release_requeues: bool,
+    kueue_namespace_message: bool,
 ) -> list[types.Output]:
     if not elastic_default_on:  # 48 and earlier took ElasticJobsViaWorkloadSlices as off unless set
         state = slices.with_gate_off_unless_set(state)
@@ -369,6 +374,7 @@ def _decide(
             victims_once=victims_once,
             tas_topologies=tas_topologies,
             release_requeues=release_requeues,
+            kueue_namespace_message=kueue_namespace_message,
         )
     finally:
         tree.rollback()
@@ -385,6 +391,7 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 52 capitalised the namespace mismatch message (``Workload namespace doesn't match ...``).
     Versions 9 to 51 left a cohort tree's parked workloads parked through the cycle that released quota there.
     Versions 9 to 50 admitted into a ClusterQueue with a TAS flavor whose Topology does not exist.
     Versions 9 to 49 took a flavor naming a topology as a TAS flavor with the gate TopologyAwareScheduling off.
@@ -522,6 +529,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             elastic_default_on=elastic_default_on,
             tas_topologies=tas_topologies,
             release_requeues=release_requeues,
+            kueue_namespace_message=version >= 53,
         ):
             if version < 13 and isinstance(out, types.WorkloadAdmitted):
                 held = state.workloads.get(out.workload.key)

@@ -270,7 +270,7 @@ async def test_a_namespace_selector_on_a_custom_label(tmp_path: Path) -> None:
         assert ours["status"]["admission"]["clusterQueue"] == "cq"
         assert conditions(theirs)["QuotaReserved"]["status"] == "False"
         assert (
-            conditions(theirs)["QuotaReserved"]["message"] == "Workload namespace doesn't match ClusterQueue selector"
+            conditions(theirs)["QuotaReserved"]["message"] == "workload namespace doesn't match ClusterQueue selector"
         )
         assert (await system.job("team-b", "theirs"))["spec"]["suspend"] is True
         observed = {

@@ -473,7 +473,7 @@ def test_no_event_for_what_kueues_workload_controller_only_marks() -> None:
     for second, (reason, message) in enumerate(quiet, start=1):
         event = types.WorkloadInadmissible(workload=ref, reason=reason, message=message, at_ms=at(second))
         assert _events(log, event) == [], message
-    mismatch = "Workload namespace doesn't match ClusterQueue selector"
+    mismatch = "workload namespace doesn't match ClusterQueue selector"
     event = types.WorkloadInadmissible(workload=ref, reason="Misconfigured", message=mismatch, at_ms=at(9))
     assert _events(log, event) == [(ref.name, "Warning", "Misconfigured", mismatch)]
 
