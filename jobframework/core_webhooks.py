@@ -335,26 +335,14 @@ def _totals(spec: Mapping[str, Any]) -> list[Refusal]:
     validateFlavorResourceCombinations: the bounds the CRD's per-list limits leave open."""
     refusals: list[Refusal] = []
     groups = [g for g in _list(spec.get("resourceGroups")) if isinstance(g, Mapping)]
-    flavors = sum(len(_list(g.get("flavors"))) for g in groups)
-    if flavors > MAX_TOTAL_FLAVORS:
-        refusals.append(
-            Refusal(
-                "spec.resourceGroups",
-                INVALID,
-                f"Invalid value: {flavors}: total number of flavors across all resourceGroups must be "
-                f"≤ {MAX_TOTAL_FLAVORS}, got {flavors}",
-            )
-        )
-    covered = sum(len(_list(g.get("coveredResources"))) for g in groups)
-    if covered > MAX_TOTAL_COVERED_RESOURCES:
-        refusals.append(
-            Refusal(
-                "spec.resourceGroups",
-                INVALID,
-                f"Invalid value: {covered}: total number of covered resources across all resourceGroups must be "
-                f"≤ {MAX_TOTAL_COVERED_RESOURCES}, got {covered}",
-            )
-        )
+    for what, field, limit in (
+        ("flavors", "flavors", MAX_TOTAL_FLAVORS),
+        ("covered resources", "coveredResources", MAX_TOTAL_COVERED_RESOURCES),
+    ):
+        total = sum(len(_list(g.get(field))) for g in groups)
+        if total > limit:
+            message = f"total number of {what} across all resourceGroups must be ≤ {limit}, got {total}"
+            refusals.append(Refusal("spec.resourceGroups", INVALID, f"Invalid value: {total}: {message}"))
     for g, group in enumerate(_list(spec.get("resourceGroups"))):
         if not isinstance(group, Mapping):
             continue
