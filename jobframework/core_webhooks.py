@@ -310,7 +310,7 @@ def _fair_sharing(spec: Mapping[str, Any]) -> list[Refusal]:
     webhook for LocalQueues, whose weight is not checked): the weight is not negative, and when above 0 it is
     above 1n (a smaller one collapses to 0 in the share's arithmetic, kueue#6986)."""
     fair_sharing = spec.get("fairSharing")
-    weight = fair_sharing.get("weight") if isinstance(fair_sharing, Mapping) else None
+    weight: Any = fair_sharing.get("weight") if isinstance(fair_sharing, Mapping) else None
     if not parses_as_quantity(weight):
         return []
     number = quantities.parse_decimal(weight)
