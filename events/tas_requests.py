@@ -191,7 +191,9 @@ def topology_request_from_annotations(
     """The topology request a pod template's annotations ask for (A.4.1), or None when they
     ask for none (Kueue jobframework/tas.go NewPodSetTopologyRequest).
 
-    Precedence required > preferred > unconstrained; the group name is kept only with
+    ``unconstrained: "false"`` is kept (``unconstrained: false``: not a TAS request, but Kueue's PodSetUpdate
+    then injects no ``"true"`` of its own, pkg/podset/podset.go FromAssignment, which would conflict with the
+    template's annotation). Precedence required > preferred > unconstrained; the group name is kept only with
     required/preferred; the multi-layer JSON is read only when ``multi_layer`` (the
     TASMultiLayerTopology gate) is on. Rank hints (podIndexLabel ...) are the integration's
     business and are not set here. Raises TopologyRequestError naming the annotation for a
@@ -237,6 +239,6 @@ def topology_request_from_annotations(
     if not fields:
         return None
     request = models.PodSetTopologyRequest(**fields)  # type: ignore[arg-type]
-    if not requests_tas(request):
+    if not requests_tas(request) and request.unconstrained is None:
         return None
     return request

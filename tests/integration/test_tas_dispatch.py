@@ -197,6 +197,33 @@ async def test_indexed_job_is_started_gated_and_its_pods_ungated_by_rank(api, bu
     assert core.PODSET_LABEL not in (stopped_template.get("metadata", {}).get("labels") or {})
 
 
+async def test_a_job_saying_unconstrained_false_starts_under_implied_tas(api, bus: MemoryBus) -> None:
+    """``podset-unconstrained-topology: "false"`` asks for no topology, yet Kueue keeps it in the request
+    (jobframework/tas.go Build), so its PodSetUpdate adds no ``"true"`` of its own (podset.go FromAssignment):
+    placed by a TAS flavor, the Job starts with its own annotation (it failed FailedToStart on the conflict)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    manifest = tas_job("not-unconstrained", pods=2, indexed=True)
+    manifest["spec"]["template"]["metadata"] = {"annotations": {tas.UNCONSTRAINED_ANNOTATION: "false"}}
+    async with running(*watcher_and_ungating_dispatcher(api, bus, dispatcher, consumer)):
+        await set_up_queues(api)
+        await kube.apply_manifest(api, manifest)
+        [observed] = await wait_for(bus, types.WorkloadObserved)
+        wl = observed.workload
+        ref = types.WorkloadRef(namespace="default", name=wl.metadata.name, uid=wl.metadata.uid)
+        await admit_with_topology(bus, ref, assignment(("node-a", 2)), count=2)
+        [applied] = await wait_for(bus, types.DispatchApplied)
+        started = await kube.get_object(api, JOBS, namespace="default", name="not-unconstrained")
+        workload = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=wl.metadata.name)
+
+    request = wl.spec.pod_sets[0].topology_request
+    assert request == models.PodSetTopologyRequest(unconstrained=False, pod_index_label=INDEX_LABEL)
+    assert not tas.requests_tas(request)
+    assert applied.action == "StartJob" and started["spec"]["suspend"] is False
+    assert started["spec"]["template"]["metadata"]["annotations"][tas.UNCONSTRAINED_ANNOTATION] == "false"
+    assert started["spec"]["template"]["spec"]["schedulingGates"] == [{"name": core.TOPOLOGY_GATE}]
+    assert workload["spec"]["podSets"][0]["topologyRequest"]["unconstrained"] is False
+
+
 async def test_unindexed_pods_fill_domains_greedily_around_pods_already_placed(api, bus: MemoryBus) -> None:
     dispatcher, consumer = await dispatcher_with_consumer(bus, api)
     ta = assignment(("node-a", 2), ("node-b", 3))

@@ -284,7 +284,9 @@ def test_annotations_to_topology_request() -> None:
     assert f({tas.UNCONSTRAINED_ANNOTATION: "true", tas.GROUP_NAME_ANNOTATION: "g"}) == models.PodSetTopologyRequest(
         unconstrained=True
     )
-    assert f({tas.UNCONSTRAINED_ANNOTATION: "false"}) is None
+    # kept: not a TAS request, but Kueue keeps it so that it injects no "true" of its own
+    assert f({tas.UNCONSTRAINED_ANNOTATION: "false"}) == models.PodSetTopologyRequest(unconstrained=False)
+    assert not tas.requests_tas(f({tas.UNCONSTRAINED_ANNOTATION: "false"}))
     assert f({tas.SLICE_REQUIRED_ANNOTATION: H, tas.SLICE_SIZE_ANNOTATION: "2"}) == models.PodSetTopologyRequest(
         pod_set_slice_required_topology=H, pod_set_slice_size=2
     )
