@@ -103,12 +103,15 @@ def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
     except BusError as err:
         if args.command == "service":  # a service's failure is its supervisor's to report, with the traceback
             raise
+        from kueue_es.services.runtime import LogPurgedError
+
         print(f"error: {err}", file=sys.stderr)
-        print(
-            "hint: a NATS server started by kueue-es up or demo refuses connections without a user: "
-            f"set {CREDENTIAL_ENV_HINT}",
-            file=sys.stderr,
-        )
+        if not isinstance(err, LogPurgedError):  # connected, with a user: the log's start is the problem
+            print(
+                "hint: a NATS server started by kueue-es up or demo refuses connections without a user: "
+                f"set {CREDENTIAL_ENV_HINT}",
+                file=sys.stderr,
+            )
         code = 2
         return code
     finally:

@@ -388,3 +388,72 @@ def test_a_dispatcher_section_written_before_its_last_fields_still_loads() -> No
     loaded = snapshots.DispatchFold.loads(older, where="older")
     assert loaded.view.unwritten_releases == {}
     assert loaded.view.records == fold.view.records
+
+
+async def _purged_at_split(bus: nats_bus.NatsBus, messages: list[LogMessage]) -> int:
+    """The log written whole with a verified snapshot at its split point, then purged below it."""
+    cut = split_point(messages)
+    await _publish_on(bus, messages[:cut])
+    assert (await snapshots.snapshot_once(bus, SETTLED, force=True)).written == cut
+    await _publish_on(bus, messages[cut:])
+    assert (await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))).first_seq == cut
+    return cut
+
+
+async def test_the_dashboard_starts_from_the_snapshot_of_a_purged_log(bus: nats_bus.NatsBus) -> None:
+    """Found by a new user's trial: after `kueue-es compact` the dashboard refused the log (it read only
+    from #1), crash-looped, and `demo --keep` on the same --dir stopped everything."""
+    from kueue_es import logsource
+    from kueue_es.dashboard.server import History, LiveLog
+
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    live = LiveLog()
+    following = asyncio.create_task(live.follow(bus))
+    try:
+        async with asyncio.timeout(20):
+            while live.last_seq < len(messages):
+                await asyncio.sleep(0.05)
+    finally:
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
+    assert live.base_seq == cut and live.origin.endswith(snapshots.object_name(cut))
+    assert live.seqs[0] == cut + 1 and live.caught_up
+    whole = logsource.Folder()
+    for message in messages:
+        whole.feed(message)
+    assert checkpoints.state_digest(live.folder.state) == checkpoints.state_digest(whole.state)
+    history = History(live)
+    state, _ = history.state_at(0)  # the history starts at the snapshot
+    assert checkpoints.state_digest(state) == checkpoints.state_digest(_fold(messages[:cut]))  # type: ignore[arg-type]
+    assert history.overview_at(0)["asOf"]["seq"] == cut
+    state, _ = history.state_at(len(live.messages))
+    assert checkpoints.state_digest(state) == checkpoints.state_digest(whole.state)
+
+
+async def test_the_dashboard_refuses_a_purged_log_without_a_snapshot(bus: nats_bus.NatsBus) -> None:
+    from kueue_es.dashboard.server import LiveLog
+
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    for name in [n for _, n in await snapshots.positions(bus)]:
+        await bus.delete_snapshot(name)
+    with pytest.raises(
+        LogPurgedError, match=f"the dashboard cannot fold the log from the start: stream KQ_LOG starts at #{cut}"
+    ):
+        await LiveLog().follow(bus)
+
+
+async def test_the_demos_closing_replay_of_a_purged_log_starts_from_its_snapshot(bus: nats_bus.NatsBus) -> None:
+    """Found by a new user's trial: the one-shot demo on a compacted --dir replayed from #1 and reported
+    the purged messages as a gap (and decisions as differing) where `kueue-es replay --store` matched."""
+    from kueue_es import demo
+
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    report = await demo.closing_replay(bus)
+    assert report.exit_code == EXIT_OK, report
+    assert report.start_note.startswith(f"log starts at #{cut}, covered by snapshot")
+    assert report.matched > 0 and not report.mismatches
+
