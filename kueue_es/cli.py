@@ -1373,7 +1373,7 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
         if args.name == "publisher":
             from kueue_es.services.publisher.service import serve_publisher
 
-            start = await _snapshot_start(args.nats, "admitter") if args.snapshots else None  # the whole fold
+            start = await _snapshot_start(args.nats, "publisher") if args.snapshots else None  # the whole fold
             await serve_publisher(nats_url=args.nats, stop=stop, connect=probe.connect, start=start)
             return
         if args.name == "dispatcher" and args.simulate_api:

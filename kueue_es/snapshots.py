@@ -33,6 +33,7 @@ oldest snapshot (the one at the log's first sequence) and re-checks every decisi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import sys
 import time
@@ -59,6 +60,7 @@ log = structlog.get_logger(__name__)
 
 SUFFIX = ".snap"
 DISPATCHER = "dispatcher"
+PUBLISHER = "publisher"
 DURABLE = "dispatcher"
 _FACTS = subjects.FACTS.removesuffix(">")
 _DECISIONS = subjects.DECISIONS.removesuffix(">")
@@ -373,14 +375,19 @@ async def load(bus: Bus, name: str) -> Loaded:
     return loaded
 
 
-async def newest(bus: Bus, *, warn: Callable[[str], None], oldest_first: bool = False) -> Loaded | None:
+async def newest(
+    bus: Bus, *, warn: Callable[[str], None], oldest_first: bool = False, below: int | None = None
+) -> Loaded | None:
     """The newest (``oldest_first``: the oldest) snapshot that loads and is of this log, each refused
-    one told to ``warn``; None when none is."""
+    one told to ``warn``; None when none is. ``below``: the newest at a position below it first, then
+    (none is, or none loads) the oldest of the others."""
     found = await positions(bus)
     first = await bus.first_seq()
     found = [pair for pair in found if pair[0] >= first]
     if not oldest_first:
         found.reverse()
+    if below is not None:
+        found = [pair for pair in found if pair[0] < below] + sorted(pair for pair in found if pair[0] >= below)
     for _, name in found:
         try:
             return await load(bus, name)
@@ -391,10 +398,17 @@ async def newest(bus: Bus, *, warn: Callable[[str], None], oldest_first: bool = 
 
 async def service_start(url: str, role: str, *, warn: Callable[[str], None]) -> StartPoint | None:
     """The start point of service ``role`` from the newest snapshot of the log at ``url`` (None: none;
-    the service then folds from #1, or refuses to on a purged log)."""
+    the service then folds from #1, or refuses to on a purged log). The ``publisher``'s: the newest below
+    where ``KQ_PUB`` needs the log from, else the oldest (a log purged past that point)."""
+    from kueue_es.services.publisher import core as publisher_core
+
     bus = await nats_bus.connect(url, create_stream=False)
     try:
-        loaded = await newest(bus, warn=warn)
+        below = None
+        if role == PUBLISHER:
+            with contextlib.suppress(base.BusError, ValueError):  # no KQ_PUB, or no usable last message: the newest
+                _, below = publisher_core.resume_point(await bus.last_public())
+        loaded = await newest(bus, warn=warn, below=below)
         return None if loaded is None else loaded.start_point(role)
     finally:
         await bus.close()

@@ -457,3 +457,40 @@ async def test_the_demos_closing_replay_of_a_purged_log_starts_from_its_snapshot
     assert report.start_note.startswith(f"log starts at #{cut}, covered by snapshot")
     assert report.matched > 0 and not report.mismatches
 
+
+async def test_the_publisher_starts_on_a_log_purged_past_what_kq_pub_published(
+    bus: nats_bus.NatsBus, plain_server: server.NatsServer
+) -> None:
+    """Found by a new user's trial: `kueue-es compact` purged the log past KQ_PUB's last message (the
+    compactor does not know the publisher), and the publisher refused to start for ever, which stopped
+    `demo --keep` on the compacted --dir. It now starts from the oldest snapshot and says what KQ_PUB misses."""
+    from kueue_es.services.publisher.service import Publisher
+
+    with contextlib.suppress(nats.js.errors.NotFoundError):
+        await bus.nc.jsm().delete_stream(nats_bus.PUBLIC_STREAM_NAME)
+    await bus.ensure_public_stream()
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    assert (await snapshots.snapshot_once(bus, SETTLED, force=True)).written == len(messages)
+
+    start = await snapshots.service_start(plain_server.url, snapshots.PUBLISHER, warn=pytest.fail)
+    assert start is not None and start.seq == cut  # KQ_PUB is empty: the oldest, not the newest
+    publisher = Publisher(bus=bus, start=start)
+    await publisher._resume()
+    assert publisher.position == cut and publisher.state is start.state and publisher.published_through == cut
+
+    # KQ_PUB holds everything through the snapshot's position, its last message a record's output there (so
+    # it asks for the log from that record): the snapshot, where no batch is half read, is exact; no gap
+    from kueue_es.services.publisher import core as publisher_core
+
+    public = base.OutgoingMessage(
+        subject="kq.pub.wl.default.x",
+        data=b"{}",
+        msg_id="through-cut",
+        headers={publisher_core.KQ_SEQ: str(cut), publisher_core.KQ_RECORD_SEQ: str(cut)},
+    )
+    await bus.publish_public(public)
+    exact = Publisher(bus=bus, start=start)
+    await exact._resume()
+    assert publisher_core.resume_point(await bus.last_public()) == (cut, cut)
+    assert exact.position == cut and exact.published_through == cut
