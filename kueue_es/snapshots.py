@@ -55,6 +55,7 @@ from kueue_es.replay import HEADS, LogChecker, ReplayReport, Unverifiable, find_
 from kueue_es.services.dispatcher import core as dispatch_core
 from kueue_es.services.dispatcher import status as dispatch_status
 from kueue_es.services.runtime import LogPurgedError, StartPoint, log_mismatch, message_digest
+from kueue_es.services.watcher import publishing
 
 log = structlog.get_logger(__name__)
 
@@ -192,6 +193,9 @@ class WatcherSection(msgspec.Struct, array_like=True, forbid_unknown_fields=True
     topology: bytes
     learned: list[tuple[int, str, bytes, dict[str, str]]]
     config_count: int
+    memory: list[tuple[str, str, str, bytes]] = []
+    """The last fact about each object, as its content key (``publishing.remember``); last: a snapshot
+    written before it has none (the watcher then publishes every object again once, as it did)."""
 
 
 _watcher_decoder = msgspec.msgpack.Decoder(WatcherSection)
@@ -212,6 +216,7 @@ class WatcherFold:
         self.topology = TopologyState()
         self.learned: dict[tuple[str, ...], LogMessage] = {}
         self.config_count = 0
+        self.memory: dict[tuple[str, str, str], bytes] = {}  # publishing.remember: the last fact about each object
 
     def feed(self, message: LogMessage) -> None:
         """Fold ``message`` if it is a fact."""
@@ -227,6 +232,7 @@ class WatcherFold:
             except codec.DecodeError:
                 pass
         self.learn(message)
+        publishing.remember(self.memory, message.data)
 
     def learn(self, message: LogMessage) -> None:
         """Keep ``message`` if it is a fact the reporter or the configuration learn from and decides it."""
@@ -264,12 +270,16 @@ class WatcherFold:
                 topology=checkpoints.dump_topology(self.topology),
                 learned=[(m.seq, m.subject, m.data, dict(m.headers)) for m in learned],
                 config_count=self.config_count,
+                memory=[(*identity, key) for identity, key in sorted(self.memory.items())],
             )
         )
 
     @staticmethod
-    def start_view(data: bytes | memoryview, *, where: str) -> tuple[ClusterState, Any, list[LogMessage], int]:
-        """(facts-only state, topology, the learned facts in log order, ConfigurationObserved count)."""
+    def start_view(
+        data: bytes | memoryview, *, where: str
+    ) -> tuple[ClusterState, Any, list[LogMessage], int, dict[tuple[str, str, str], bytes]]:
+        """(facts-only state, topology, the learned facts in log order, ConfigurationObserved count, the
+        last fact about each object as ``publishing.remember`` keeps it)."""
         try:
             section = _watcher_decoder.decode(data)
         except msgspec.DecodeError as err:
@@ -282,6 +292,7 @@ class WatcherFold:
             checkpoints.load_topology(section.topology, where=f"{where} (section watcher)"),
             learned,
             section.config_count,
+            {(kind, namespace, name): key for kind, namespace, name, key in section.memory},
         )
 
 
@@ -315,7 +326,7 @@ class Loaded:
         if data is None:
             raise checkpoints.CheckpointError(f"{self.name}: header.sections: no {WATCHER!r} section")
         fold = WatcherFold()
-        fold.state, fold.topology, learned, count = WatcherFold.start_view(data, where=self.name)
+        fold.state, fold.topology, learned, count, fold.memory = WatcherFold.start_view(data, where=self.name)
         for message in learned:  # keyed again as they were
             fold.learn(message)
         fold.config_count = count

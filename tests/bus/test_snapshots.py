@@ -279,6 +279,11 @@ async def test_the_watcher_learns_from_a_snapshot_what_it_learns_from_the_start(
         assert getattr(resumed.reporter, name) == getattr(whole.reporter, name), name
     assert (resumed.config.count, resumed.config.on_log) == (whole.config.count, whole.config.on_log)
     assert whole.publisher.known["ClusterQueue"] and whole.publisher.workloads
+    # the last fact about each object, so a restarted watcher publishes only what changed (a new user's trial)
+    assert {("ClusterQueue", "", name) for _, name in whole.publisher.known["ClusterQueue"]} <= set(
+        whole.publisher.last_published
+    )
+    assert {("Workload", *key) for key in whole.publisher.workloads} <= set(whole.publisher.last_published)
 
     await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))
     with pytest.raises(
