@@ -204,7 +204,7 @@ _watcher_decoder = msgspec.msgpack.Decoder(WatcherSection)
 class WatcherFold:
     """The watcher's start-up fold without its I/O: facts only, into a :class:`ClusterState` and a
     ``TopologyState``, keeping of the facts the reporter and the configuration learn from the last
-    WorkloadStopped of each workload, the first WorkloadPodsReady of each, the first
+    WorkloadStopped and WorkloadEvictionObserved of each workload, the first WorkloadPodsReady of each, the first
     AdmissionCheckStateChanged of each (workload, check) and the last ConfigurationObserved:
     what ``ProgressReporter.learn`` and ``ConfigFile.learn`` keep of them (the rest they overwrite,
     or leave alone)."""
@@ -243,6 +243,7 @@ class WatcherFold:
             "AdmissionCheckStateChanged",
             "ConfigurationObserved",
             "WorkloadReclaimablePods",
+            "WorkloadEvictionObserved",
         ):
             return
         try:
@@ -254,6 +255,8 @@ class WatcherFold:
             self.learned[("config",)] = message
         elif kind == "WorkloadStopped":
             self.learned[("stopped", event.workload.namespace, event.workload.name)] = message
+        elif kind == "WorkloadEvictionObserved":  # the reporter keeps the last one's version, as a WorkloadStopped's
+            self.learned[("evicted", event.workload.namespace, event.workload.name)] = message
         elif kind == "WorkloadPodsReady":
             self.learned.setdefault(("ready", event.workload.namespace, event.workload.name), message)
         elif kind == "WorkloadReclaimablePods":

@@ -63,3 +63,40 @@ async def test_a_publisher_that_learned_the_log_publishes_only_what_differs() ->
     await publisher.publish(bigger, version="2")
     assert publisher.published == 1 and await bus.last_seq() == 1  # changed: published
     await bus.close()
+
+
+def test_a_snapshots_watcher_section_keeps_what_the_reporter_learns_of_evictions_by_others() -> None:
+    """The reporter keeps the version of the last WorkloadEvictionObserved of each workload, so a restarted
+    watcher reports a condition once; a snapshot's watcher section dropped those facts, so a watcher started
+    from a snapshot reported them again. It now keeps them, and the facts' memory, as folding from #1 does."""
+    from kueue_es import snapshots
+    from kueue_es.events.bus.base import LogMessage
+    from kueue_es.events.bus.memory import MemoryBus
+    from kueue_es.services.watcher.reporting import ProgressReporter
+
+    ref = types.WorkloadRef(namespace="default", name="w", uid="u")
+    queue = kueue_fact(b.cluster_queue("cq", flavors={"f": {"cpu": 4}}))
+    facts: list[types.Fact] = [
+        queue,
+        types.WorkloadEvictionObserved(workload=ref, reason="ByTest", message="first", at_ms=1),
+        types.WorkloadEvictionObserved(workload=ref, reason="ByTest", message="again", at_ms=2),
+    ]
+    messages = []
+    for seq, fact in enumerate(facts, start=1):
+        out = subjects.fact_message(fact, version=f"v{seq}")
+        messages.append(
+            LogMessage(seq=seq, subject=out.subject, data=out.data, headers={**out.headers, "Nats-Msg-Id": out.msg_id})
+        )
+    fold = snapshots.WatcherFold()
+    for message in messages:
+        fold.feed(message)
+    _, _, learned, _, memory = snapshots.WatcherFold.start_view(fold.dumps(), where="test")
+
+    def reporter_of(seen: list[LogMessage]) -> ProgressReporter:
+        reporter = ProgressReporter(publisher=publishing.Publisher(bus=MemoryBus(), kinds=()), clock=lambda: 0)
+        for message in seen:
+            reporter.learn(message)
+        return reporter
+
+    assert reporter_of(learned).evicted == reporter_of(messages).evicted == {("default", "w"): "v3"}
+    assert memory == {("ClusterQueue", "", "cq"): publishing.compared(queue)}
