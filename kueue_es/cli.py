@@ -103,12 +103,15 @@ def main(argv: list[str] | None = None, *, prog: str = "kueue-es") -> int:
     except BusError as err:
         if args.command == "service":  # a service's failure is its supervisor's to report, with the traceback
             raise
+        from kueue_es.services.runtime import LogPurgedError
+
         print(f"error: {err}", file=sys.stderr)
-        print(
-            "hint: a NATS server started by kueue-es up or demo refuses connections without a user: "
-            f"set {CREDENTIAL_ENV_HINT}",
-            file=sys.stderr,
-        )
+        if not isinstance(err, LogPurgedError):  # connected, with a user: the log's start is the problem
+            print(
+                "hint: a NATS server started by kueue-es up or demo refuses connections without a user: "
+                f"set {CREDENTIAL_ENV_HINT}",
+                file=sys.stderr,
+            )
         code = 2
         return code
     finally:
@@ -1370,7 +1373,7 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
         if args.name == "publisher":
             from kueue_es.services.publisher.service import serve_publisher
 
-            start = await _snapshot_start(args.nats, "admitter") if args.snapshots else None  # the whole fold
+            start = await _snapshot_start(args.nats, "publisher") if args.snapshots else None  # the whole fold
             await serve_publisher(nats_url=args.nats, stop=stop, connect=probe.connect, start=start)
             return
         if args.name == "dispatcher" and args.simulate_api:

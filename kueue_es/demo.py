@@ -384,7 +384,7 @@ async def run_demo(
             f"{len(printer.evicted)} evicted by preemption, "
             f"{len(printer.finished & printer.released)} finished. Replaying the log ..."
         )
-        report = await replay_bus(bus, deciders.BY_ROLE)
+        report = await closing_replay(bus)
         await bus.close()
     _print_report(console, report)
     log_file.close()
@@ -484,6 +484,24 @@ Subscribe to the public stream KQ_PUB (verified admissions, docs/subscribing.md)
 def _print_report(console: Console, report: ReplayReport, *, max_diffs: int = DEFAULT_MAX_DIFFS) -> None:
     for line, style in summary(report, max_diffs=max_diffs):
         console.print(line, style=style or None, markup=False, highlight=False)
+
+
+async def closing_replay(bus: Bus) -> ReplayReport:
+    """The demo's closing replay of the log on ``bus``: from #1, or, on a log purged below a snapshot (a
+    ``--dir`` compacted by ``kueue-es compact``), from its oldest snapshot, as ``kueue-es replay`` does;
+    with no snapshot covering the log's start (said on stderr) from #1, which reports the purged
+    messages as a gap."""
+    import sys
+
+    from kueue_es import snapshots
+    from kueue_es.services.runtime import LogPurgedError
+
+    if await bus.first_seq() > 1:
+        try:
+            return await snapshots.replay_from_snapshot(bus)
+        except LogPurgedError as err:
+            print(f"warning: {err}", file=sys.stderr)
+    return await replay_bus(bus, deciders.BY_ROLE)
 
 
 async def _replay_purged(nats_url: str, *, progress: Any) -> ReplayReport | None:

@@ -33,6 +33,7 @@ oldest snapshot (the one at the log's first sequence) and re-checks every decisi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import sys
 import time
@@ -54,11 +55,13 @@ from kueue_es.replay import HEADS, LogChecker, ReplayReport, Unverifiable, find_
 from kueue_es.services.dispatcher import core as dispatch_core
 from kueue_es.services.dispatcher import status as dispatch_status
 from kueue_es.services.runtime import LogPurgedError, StartPoint, log_mismatch, message_digest
+from kueue_es.services.watcher import publishing
 
 log = structlog.get_logger(__name__)
 
 SUFFIX = ".snap"
 DISPATCHER = "dispatcher"
+PUBLISHER = "publisher"
 DURABLE = "dispatcher"
 _FACTS = subjects.FACTS.removesuffix(">")
 _DECISIONS = subjects.DECISIONS.removesuffix(">")
@@ -190,6 +193,9 @@ class WatcherSection(msgspec.Struct, array_like=True, forbid_unknown_fields=True
     topology: bytes
     learned: list[tuple[int, str, bytes, dict[str, str]]]
     config_count: int
+    memory: list[tuple[str, str, str, bytes]] = []
+    """The last fact about each object, as its content key (``publishing.remember``); last: a snapshot
+    written before it has none (the watcher then publishes every object again once, as it did)."""
 
 
 _watcher_decoder = msgspec.msgpack.Decoder(WatcherSection)
@@ -198,7 +204,7 @@ _watcher_decoder = msgspec.msgpack.Decoder(WatcherSection)
 class WatcherFold:
     """The watcher's start-up fold without its I/O: facts only, into a :class:`ClusterState` and a
     ``TopologyState``, keeping of the facts the reporter and the configuration learn from the last
-    WorkloadStopped of each workload, the first WorkloadPodsReady of each, the first
+    WorkloadStopped and WorkloadEvictionObserved of each workload, the first WorkloadPodsReady of each, the first
     AdmissionCheckStateChanged of each (workload, check) and the last ConfigurationObserved:
     what ``ProgressReporter.learn`` and ``ConfigFile.learn`` keep of them (the rest they overwrite,
     or leave alone)."""
@@ -210,6 +216,7 @@ class WatcherFold:
         self.topology = TopologyState()
         self.learned: dict[tuple[str, ...], LogMessage] = {}
         self.config_count = 0
+        self.memory: dict[tuple[str, str, str], bytes] = {}  # publishing.remember: the last fact about each object
 
     def feed(self, message: LogMessage) -> None:
         """Fold ``message`` if it is a fact."""
@@ -225,6 +232,7 @@ class WatcherFold:
             except codec.DecodeError:
                 pass
         self.learn(message)
+        publishing.remember(self.memory, message.data)
 
     def learn(self, message: LogMessage) -> None:
         """Keep ``message`` if it is a fact the reporter or the configuration learn from and decides it."""
@@ -235,6 +243,7 @@ class WatcherFold:
             "AdmissionCheckStateChanged",
             "ConfigurationObserved",
             "WorkloadReclaimablePods",
+            "WorkloadEvictionObserved",
         ):
             return
         try:
@@ -246,6 +255,8 @@ class WatcherFold:
             self.learned[("config",)] = message
         elif kind == "WorkloadStopped":
             self.learned[("stopped", event.workload.namespace, event.workload.name)] = message
+        elif kind == "WorkloadEvictionObserved":  # the reporter keeps the last one's version, as a WorkloadStopped's
+            self.learned[("evicted", event.workload.namespace, event.workload.name)] = message
         elif kind == "WorkloadPodsReady":
             self.learned.setdefault(("ready", event.workload.namespace, event.workload.name), message)
         elif kind == "WorkloadReclaimablePods":
@@ -262,12 +273,16 @@ class WatcherFold:
                 topology=checkpoints.dump_topology(self.topology),
                 learned=[(m.seq, m.subject, m.data, dict(m.headers)) for m in learned],
                 config_count=self.config_count,
+                memory=[(*identity, key) for identity, key in sorted(self.memory.items())],
             )
         )
 
     @staticmethod
-    def start_view(data: bytes | memoryview, *, where: str) -> tuple[ClusterState, Any, list[LogMessage], int]:
-        """(facts-only state, topology, the learned facts in log order, ConfigurationObserved count)."""
+    def start_view(
+        data: bytes | memoryview, *, where: str
+    ) -> tuple[ClusterState, Any, list[LogMessage], int, dict[tuple[str, str, str], bytes]]:
+        """(facts-only state, topology, the learned facts in log order, ConfigurationObserved count, the
+        last fact about each object as ``publishing.remember`` keeps it)."""
         try:
             section = _watcher_decoder.decode(data)
         except msgspec.DecodeError as err:
@@ -280,6 +295,7 @@ class WatcherFold:
             checkpoints.load_topology(section.topology, where=f"{where} (section watcher)"),
             learned,
             section.config_count,
+            {(kind, namespace, name): key for kind, namespace, name, key in section.memory},
         )
 
 
@@ -313,7 +329,7 @@ class Loaded:
         if data is None:
             raise checkpoints.CheckpointError(f"{self.name}: header.sections: no {WATCHER!r} section")
         fold = WatcherFold()
-        fold.state, fold.topology, learned, count = WatcherFold.start_view(data, where=self.name)
+        fold.state, fold.topology, learned, count, fold.memory = WatcherFold.start_view(data, where=self.name)
         for message in learned:  # keyed again as they were
             fold.learn(message)
         fold.config_count = count
@@ -373,14 +389,19 @@ async def load(bus: Bus, name: str) -> Loaded:
     return loaded
 
 
-async def newest(bus: Bus, *, warn: Callable[[str], None], oldest_first: bool = False) -> Loaded | None:
+async def newest(
+    bus: Bus, *, warn: Callable[[str], None], oldest_first: bool = False, below: int | None = None
+) -> Loaded | None:
     """The newest (``oldest_first``: the oldest) snapshot that loads and is of this log, each refused
-    one told to ``warn``; None when none is."""
+    one told to ``warn``; None when none is. ``below``: the newest at a position below it first, then
+    (none is, or none loads) the oldest of the others."""
     found = await positions(bus)
     first = await bus.first_seq()
     found = [pair for pair in found if pair[0] >= first]
     if not oldest_first:
         found.reverse()
+    if below is not None:
+        found = [pair for pair in found if pair[0] < below] + sorted(pair for pair in found if pair[0] >= below)
     for _, name in found:
         try:
             return await load(bus, name)
@@ -391,10 +412,17 @@ async def newest(bus: Bus, *, warn: Callable[[str], None], oldest_first: bool = 
 
 async def service_start(url: str, role: str, *, warn: Callable[[str], None]) -> StartPoint | None:
     """The start point of service ``role`` from the newest snapshot of the log at ``url`` (None: none;
-    the service then folds from #1, or refuses to on a purged log)."""
+    the service then folds from #1, or refuses to on a purged log). The ``publisher``'s: the newest below
+    where ``KQ_PUB`` needs the log from, else the oldest (a log purged past that point)."""
+    from kueue_es.services.publisher import core as publisher_core
+
     bus = await nats_bus.connect(url, create_stream=False)
     try:
-        loaded = await newest(bus, warn=warn)
+        below = None
+        if role == PUBLISHER:
+            with contextlib.suppress(base.BusError, ValueError):  # no KQ_PUB, or no usable last message: the newest
+                _, below = publisher_core.resume_point(await bus.last_public())
+        loaded = await newest(bus, warn=warn, below=below)
         return None if loaded is None else loaded.start_point(role)
     finally:
         await bus.close()

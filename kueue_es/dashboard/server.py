@@ -17,7 +17,9 @@ messages read so it can fold them again up to any earlier point. It serves, with
 An ``at`` in the past is answered from a fold of the messages up to there: folds move forward from the
 last one asked for, start over from the nearest kept copy of the state (one every
 :data:`CHECKPOINT_EVERY` messages) when asked for an earlier point, and their answers are cached, so
-moving the slider is fast. A log purged below a snapshot is refused (the history starts at #1).
+moving the slider is fast. On a log purged below a snapshot (``kueue-es compact``) the dashboard starts from
+the oldest snapshot that covers the log's start, as the services start from one, and its history starts
+there; with no usable snapshot it refuses to start (LogPurgedError).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import structlog
 
 from kueue_es import checkpoints, logsource
 from kueue_es.dashboard import views
+from kueue_es.events import codec
 from kueue_es.events.bus.base import Bus, LogMessage
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.services import ports
@@ -66,11 +69,34 @@ class LiveLog:
         self.version = 0
         self._changed = asyncio.Event()
         self.checkpoints: dict[int, tuple[bytes, int]] = {}  # messages folded -> (state body, last_ms)
+        self.base: tuple[bytes, int] | None = None  # the snapshot started from: (state body, last_ms)
+        self.base_seq = 0  # its position: ``messages`` follow it (0: they start at #1)
+        self.origin = ""  # where the snapshot came from, for the log lines
 
     @property
     def last_seq(self) -> int:
-        """The sequence of the last message read (0: none)."""
-        return self.seqs[-1] if self.seqs else 0
+        """The sequence of the last message read (the snapshot's position, or 0, before any)."""
+        return self.seqs[-1] if self.seqs else self.base_seq
+
+    @property
+    def base_ms(self) -> int:
+        """The time of the snapshot started from (0: none, or untimed)."""
+        return self.base[1] if self.base is not None else 0
+
+    def start_from(self, state: ClusterState, seq: int, *, last_ms: int = 0, origin: str = "") -> None:
+        """Start from ``state``, the fold of the log through ``seq`` (a snapshot of a purged log), before
+        any message is read: the live fold and every fold of the history start from a copy of it."""
+        if self.messages:
+            raise RuntimeError("a LiveLog starts from a snapshot before it reads any message")
+        self.base, self.base_seq, self.origin = (checkpoints.dumps(state), last_ms), seq, origin
+        self.folder = self.fresh_folder()
+
+    def fresh_folder(self, observer: logsource.Observer | None = None) -> logsource.Folder:
+        """A fold before the first message read: empty, or a copy of the snapshot's state started from."""
+        if self.base is None:
+            return logsource.Folder(observer=observer)
+        body, last_ms = self.base
+        return logsource.Folder(state=checkpoints.loads(body), last_ms=last_ms, observer=observer)
 
     def add(self, message: LogMessage) -> None:
         """Fold ``message`` into the live state and keep it."""
@@ -103,18 +129,47 @@ class LiveLog:
         return True
 
     async def follow(self, bus: Bus) -> None:
-        """Read the log from #1 and fold it for ever (cancel to stop). Raises LogPurgedError when the log
-        no longer starts at #1, BusError when the connection is lost."""
+        """Read the log from #1 (on a log purged below a snapshot: from the oldest snapshot that covers its
+        start, as the services do) and fold it for ever (cancel to stop). Raises LogPurgedError when the
+        log no longer starts at #1 and no snapshot covers its start, BusError when the connection is lost."""
         from kueue_es.events import subjects
         from kueue_es.services import runtime
 
-        await runtime.require_from_start(bus, "dashboard")
-        if await bus.last_seq() == 0:
+        if await bus.first_seq() > 1:
+            await self._start_from_snapshot(bus)
+        if self.base is None:
+            await runtime.require_from_start(bus, "dashboard")
+        if await bus.last_seq() <= self.base_seq:
             self.caught_up = True
             self.changed()
         filters = [subjects.FACTS, subjects.DISPATCH, subjects.DECISIONS]
-        async for message in bus.read(subjects=filters, start_seq=1):
+        async for message in bus.read(subjects=filters, start_seq=self.base_seq + 1):
             self.add(message)
+
+    async def _start_from_snapshot(self, bus: Bus) -> None:
+        """Start from the oldest snapshot in ``KQ_SNAPSHOTS`` that covers the log's start (the history
+        keeps as much as is left); none: nothing (the caller refuses the log). A bucket that cannot be
+        read counts as none, said in the log."""
+        from kueue_es import snapshots
+        from kueue_es.events.bus.base import BusError
+        from kueue_es.events.bus.nats import SNAPSHOT_BUCKET
+
+        def refused(reason: str) -> None:
+            log.warning("snapshot_refused", reason=reason)
+
+        try:
+            loaded = await snapshots.newest(bus, warn=refused, oldest_first=True)
+        except BusError as err:
+            refused(f"the snapshots cannot be read: {err}")
+            return
+        if loaded is None:
+            return
+        last_ms = 0
+        with contextlib.suppress(BusError, codec.DecodeError):  # the time of the snapshot's own message
+            last_ms = logsource.event_time(codec.decode((await bus.get(loaded.seq)).data))
+        origin = f"{SNAPSHOT_BUCKET}/{loaded.name}"
+        self.start_from(loaded.state, loaded.seq, last_ms=last_ms, origin=origin)
+        log.info("started_from_snapshot", snapshot=origin, seq=loaded.seq)
 
     def count_at(self, at: logsource.At | None) -> int:
         """How many of the messages read a fold up to ``at`` takes (None: all)."""
@@ -131,7 +186,7 @@ class History:
 
     def __init__(self, live: LiveLog) -> None:
         self.live = live
-        self._cursor = logsource.Folder()
+        self._cursor: logsource.Folder | None = None  # made on first use: the live log may start from a snapshot
         self._cursor_count = 0
         self.overviews: OrderedDict[int, dict[str, Any]] = OrderedDict()
         self.explanations: OrderedDict[tuple[str, str, int], dict[str, Any] | None] = OrderedDict()
@@ -141,13 +196,13 @@ class History:
         fewer messages were read."""
         if count > len(self.live.messages):
             raise IndexError(f"only {len(self.live.messages)} messages read, not {count}")
-        if count < self._cursor_count:
+        if self._cursor is None or count < self._cursor_count:
             start = max((n for n in self.live.checkpoints if n <= count), default=0)
             if start:
                 body, last_ms = self.live.checkpoints[start]
                 self._cursor = logsource.Folder(state=checkpoints.loads(body), last_ms=last_ms)
             else:
-                self._cursor = logsource.Folder()
+                self._cursor = self.live.fresh_folder()
             self._cursor_count = start
         for message in self.live.messages[self._cursor_count : count]:
             self._cursor.feed(message)
@@ -165,7 +220,7 @@ class History:
         return found
 
     def _as_of(self, count: int, now_ms: int, *, live: bool) -> dict[str, Any]:
-        seq = self.live.seqs[count - 1] if count else 0
+        seq = self.live.seqs[count - 1] if count else self.live.base_seq
         return {
             "seq": seq,
             "time": logsource.rfc3339(now_ms),
@@ -191,7 +246,7 @@ class History:
         if cache_key in self.explanations:
             return self.explanations[cache_key]
         collector = core.StoryCollector(namespace=namespace, name=name)
-        folder = logsource.Folder(observer=collector.observe)
+        folder = self.live.fresh_folder(observer=collector.observe)
         for message in self.live.messages[:count]:
             folder.feed(message)
         key = explain._chosen(collector, folder.state, f"{namespace}/{name}")
@@ -261,7 +316,7 @@ def app(live: LiveLog, *, clock: Callable[[], int] | None = None) -> aiohttp.web
         count, is_live = parse(request)
         if count is None:
             count = len(live.messages)
-        now_ms = now() if is_live else (live.times[count - 1] if count else 0)
+        now_ms = now() if is_live else (live.times[count - 1] if count else live.base_ms)
         report = history.explanation(namespace, name, count, now_ms=now_ms)
         as_of = history._as_of(count, now_ms, live=is_live)
         if report is None:

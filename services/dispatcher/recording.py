@@ -7,7 +7,11 @@ UpdatedAdmissionCheck). Which Events a decision makes is pure
 (:mod:`kueue_es.services.dispatcher.kube_events`); this module writes them, for the
 workloads whose Workload object the dispatcher writes, after each batch.
 
-Best effort, as Kueue's event recorder: a failed write is logged and dropped. The
+Best effort, as Kueue's event recorder: a failed write is logged and dropped. Across a crash, at
+least once: the dispatcher acks a batch's decisions only after its Events (``Dispatcher._dispatch_batch``),
+so a dispatcher that dies between its Job writes and its Events leaves them to the next one, which
+carries the decisions out again and writes their Events under the same deterministic names (one that
+was written is AlreadyExists: nothing twice; a series cache starts empty after a restart). The
 Events of decisions about a Workload fold as Kueue's recorder folds them
 (:mod:`~kueue_es.services.dispatcher.event_series`): an Event isomorphic to one
 written before (same type, reason, action, recorder and Workload object at the same

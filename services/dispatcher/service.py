@@ -22,9 +22,10 @@ routes each phase of a batch to one collaborator:
    from a job (before the batch's Job writes; every other changed one apart from the
    batches);
 2. :class:`~kueue_es.services.dispatcher.job_writes.JobWrites`: each decision's Job,
-   JobSet or Pod writes, then its result on the log; then the acks;
+   JobSet or Pod writes, then its result on the log;
 3. :class:`~kueue_es.services.dispatcher.recording.Recording`: the Kubernetes Events
-   of the batch;
+   of the batch; then the acks (so a crash before the Events leaves the decisions to the
+   next dispatcher, which writes them under the same names: at least once);
 and, apart from the batches, :class:`~kueue_es.services.dispatcher.object_sync.QueueStatusSync`
 writes the status of every ClusterQueue, LocalQueue and Cohort that changed, coalesced
 (at most once per object per interval, the latest state).
@@ -548,8 +549,9 @@ class Dispatcher:
 
     async def _dispatch_batch(self, consumer: DurableConsumer, deliveries: list[Delivery]) -> list[asyncio.Task[None]]:
         """Execute a batch of delivered decisions: Workload objects first, then each decision's Job write and
-        result, then hand the batch over to settle (:mod:`~kueue_es.services.dispatcher.settling`: its acks once
-        its results are stored), then the batch's Events; returns the tasks the batch's settling is in
+        result, then the batch's Events, then hand the batch over to settle
+        (:mod:`~kueue_es.services.dispatcher.settling`: its acks once its results are stored), so a decision is
+        acked only once its Events were written (at least once across a crash); returns the tasks the batch's settling is in
         (a decision delivered again while it settles joins its first delivery's). Only the Workloads of the
         batch's decisions are written here, and no queue status (:meth:`write_apart_from_batches`): a flood
         of those never holds up a decision; nor does a result or an ack that keeps failing.
@@ -614,14 +616,18 @@ class Dispatcher:
                     async with asyncio.timeout(RESULTS_ON_FAILURE_SECONDS):
                         await asyncio.shield(written)
             raise
+        # the batch's Events before its acks (its results are published meanwhile): a dispatcher that dies in
+        # between leaves the decisions unacked, so the one after it gets them again, carries them out again
+        # (a write that changes nothing) and writes their Events under the same names (AlreadyExists for
+        # those written): at least once. Acked first, a kill there lost them (a Job that ran, no Started).
+        await self.record_events(
+            [(d.message.seq, event) for d, event in decoded], places=[carried.decision_index(d) for d, _ in decoded]
+        )
         if done:
             joined.append(self.settling.settle(done))
             # one turn of the loop for the batch's result publishes and settling: with Job writes that never
             # wait (the simulated API) the next batches would otherwise pile up ahead of them
             await asyncio.sleep(0)
-        await self.record_events(
-            [(d.message.seq, event) for d, event in decoded], places=[carried.decision_index(d) for d, _ in decoded]
-        )
         return joined
 
     async def prime(self) -> None:

@@ -11,7 +11,8 @@ service).
 
 Restartable and exactly-once: at start it reads ``KQ_PUB``'s last message and resumes after the log
 sequence that message carries (``Kq-Seq``), folding from the newest snapshot at or before that point
-(else from #1) and publishing nothing up to it; a log message it left published in part (the entries
+(else from #1) and publishing nothing up to it (a log purged past that point by ``kueue-es compact``: from
+the snapshot there, logging ``public_gap`` with the messages KQ_PUB misses, rather than refusing to start); a log message it left published in part (the entries
 of a DispatchBatchApplied or a FactBatch, a record and some of its carried decisions: ``Kq-Entry``) is
 read again and only its entries after the last one on ``KQ_PUB`` are published
 (:func:`core.resume_entry`). Every public message's ``Nats-Msg-Id`` is the log message's Msg-Id (a
@@ -163,12 +164,25 @@ class Publisher(runtime.LogFollower):
         self.published_through, fold_from = core.resume_point(last)
         self.resumed_entry = core.resume_entry(last)
         start, self.start = self.start, None
-        if start is not None and start.seq < fold_from:
+        # a snapshot at or below what KQ_PUB holds whole (a batch is never half read at a snapshot's position)
+        exact = start is not None and (start.seq < fold_from or start.seq <= self.published_through)
+        first = await self.bus.first_seq() if start is not None and not exact else 1
+        if start is not None and (exact or first > 1):
             problem = await runtime.log_mismatch(self.bus, start)
             if problem is None:
                 self.state, self.position = start.state, start.seq
                 self.bus.folded_through(start.seq)
                 log.info("started_from_snapshot", snapshot=start.origin, seq=start.seq)
+                if not exact:  # the log was purged past where KQ_PUB stands (no snapshot below): said, not a crash loop
+                    self.published_through = max(self.published_through, start.seq)
+                    log.error(
+                        "public_gap",
+                        missing_from=fold_from,
+                        missing_through=start.seq,
+                        first_seq=first,
+                        detail="KQ_LOG was purged below a snapshot past what KQ_PUB had published: what was "
+                        "public among these messages is not on KQ_PUB; publishing on from the snapshot",
+                    )
             else:
                 log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
         elif start is not None:

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import hashlib
 from collections.abc import Iterable
+from typing import cast
 
 import msgspec
 import structlog
@@ -34,6 +35,87 @@ FACT_SOURCE = "watcher"
 
 RETRY_SECONDS = 1.0
 """Seconds between two tries of publishing queued facts the bus refused (:meth:`Publisher.emit`)."""
+
+
+def content_key(data: bytes) -> bytes:
+    """What :class:`Publisher` keeps of a fact's encoding to know it again (:attr:`Publisher.last_published`):
+    a 16-byte digest, so the memory of every object, kept by the watcher and in snapshots, stays small."""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+REMEMBERED = (
+    types.ResourceFlavorObserved,
+    types.ClusterQueueObserved,
+    types.CohortObserved,
+    types.LocalQueueObserved,
+    types.WorkloadPriorityClassObserved,
+    types.WorkloadObserved,
+    types.WorkloadFinished,
+    types.AdmissionCheckObserved,
+    types.NamespaceObserved,
+    types.MultiKueueClusterObserved,
+    types.MultiKueueConfigObserved,
+    types.TopologyObserved,
+    types.NodeObserved,
+    types.PodObserved,
+    types.DeviceClassObserved,
+    types.ResourceClaimTemplateObserved,
+    types.ResourceSliceObserved,
+    types.ObjectRejected,
+)
+"""The facts :meth:`Publisher.publish` publishes only when they differ from the last one about their object
+(the watcher's full-state facts, a job's WorkloadFinished, a rejection), so a fact of these already on the
+log is not published again by a watcher that restarted."""
+
+
+def remembered(fact: types.Fact) -> tuple[tuple[str, str, str], bytes | None] | None:
+    """What :meth:`Publisher.publish` remembers of ``fact`` when it is on the log: ``(identity, key)`` with
+    the key it compares by (:func:`compared`), ``(identity, None)`` for an
+    ObjectDeleted (the object is forgotten), None for any other fact (one published by its own rule: a
+    WorkloadStopped, a PodsReady, the Configuration, ...). Pure: the watcher's start-up fold and a
+    snapshot's watcher section (kueue_es.snapshots) both use it."""
+    if isinstance(fact, types.ObjectDeleted):
+        return subjects.fact_identity(fact), None
+    if not isinstance(fact, REMEMBERED):
+        return None
+    return subjects.fact_identity(fact), compared(fact)
+
+
+def compared(fact: types.Fact, data: bytes | None = None) -> bytes:
+    """The :func:`content_key` :meth:`Publisher.publish` compares ``fact`` by (``data``: its encoding, when
+    made already): its whole content, but the time of a rejection or a finish, which are the same rejection
+    and the same finish whenever seen (a status write, a conversion redone, a Job whose Complete condition
+    carries no time, a restart)."""
+    if isinstance(fact, types.ObjectRejected | types.WorkloadFinished):
+        return content_key(codec.encode(msgspec.structs.replace(fact, at_ms=0)))
+    return content_key(codec.encode(fact) if data is None else data)
+
+
+def facts_of(data: bytes) -> list[types.Fact]:
+    """The facts a log message about facts carries (a FactBatch's, or its one fact); [] when it cannot be
+    decoded (a bad message is skipped, never fatal)."""
+    try:
+        event = codec.decode(data)
+    except codec.DecodeError:
+        return []
+    if isinstance(event, types.FactBatch):
+        return list(event.facts)
+    return [cast(types.Fact, event)]  # any other event: :func:`remembered` keeps nothing of it
+
+
+def remember(memory: dict[tuple[str, str, str], bytes], data: bytes) -> None:
+    """Fold the facts of one log message (``data``) into ``memory``, identity -> :func:`content_key` of
+    the last fact :func:`remembered` about it: what :attr:`Publisher.last_published` holds after a watcher
+    published them."""
+    for fact in facts_of(data):
+        found = remembered(fact)
+        if found is None:
+            continue
+        identity, key = found
+        if key is None:
+            memory.pop(identity, None)
+        else:
+            memory[identity] = key
 
 
 def _facts_in(message: OutgoingMessage) -> int:
@@ -57,6 +139,7 @@ class Publisher:
         self._flush_lock = asyncio.Lock()
         self.unpublished = 0  # facts whose batch could not be published yet (retried every RETRY_SECONDS)
         self.known: dict[str, set[Key]] = {kind: set() for kind in kinds}
+        # identity -> content_key of the last fact published about it (learned from the log at start-up too)
         self.last_published: dict[tuple[str, str, str], bytes] = {}
         self.workloads: dict[Key, models.Workload] = {}  # the last workload published for each job
         self.sources: dict[Key, str] = {}  # workload -> the job kind it came from
@@ -72,8 +155,13 @@ class Publisher:
 
     # -- what the log holds -------------------------------------------------------------------
 
-    def learn(self, *, state: ClusterState, topology: TopologyState) -> None:
-        """Know the Kueue objects, the jobs' workloads, the TAS and DRA objects of the folded log."""
+    def learn(
+        self, *, state: ClusterState, topology: TopologyState, memory: dict[tuple[str, str, str], bytes] | None = None
+    ) -> None:
+        """Know the Kueue objects, the jobs' workloads, the TAS and DRA objects of the folded log, and
+        (``memory``, :func:`remember`) the last fact it holds about each object: what a watcher that had
+        published them would compare a new fact with, so a restarted one publishes only what changed."""
+        self.last_published.update(memory or {})
         self.known["ResourceFlavor"] = {("", n) for n in state.flavors}
         self.known["Cohort"] = {("", n) for n in state.cohorts}
         self.known["ClusterQueue"] = {("", n) for n in state.cluster_queues}
@@ -86,7 +174,7 @@ class Publisher:
         self.own_checks = set(state.multikueue.checks)
         for (kind, namespace, name), rejected in state.rejections.items():
             # still refused: the same rejection is not published again, its object's deletion is
-            self.last_published[(kind, namespace, name)] = codec.encode(msgspec.structs.replace(rejected, at_ms=0))
+            self.last_published[(kind, namespace, name)] = compared(rejected)
         self._learn_tas(topology)
         dra_facts: list[types.Fact] = [types.DeviceClassObserved(device_class=d) for d in state.device_classes.values()]
         dra_facts += [
@@ -96,7 +184,7 @@ class Publisher:
         for fact in dra_facts:
             kind, namespace, name = subjects.fact_identity(fact)
             self.known[kind].add((namespace, name))
-            self.last_published[(kind, namespace, name)] = codec.encode(fact)
+            self.last_published[(kind, namespace, name)] = content_key(codec.encode(fact))
         for wl in state.workloads.values():
             if not wl.deleted_seq:  # a job's workload, or a standalone one (source "")
                 key = (wl.workload.metadata.namespace, wl.workload.metadata.name)
@@ -120,7 +208,7 @@ class Publisher:
         for fact in facts:
             kind, namespace, name = subjects.fact_identity(fact)
             self.known[kind].add((namespace, name))
-            self.last_published[(kind, namespace, name)] = codec.encode(fact)
+            self.last_published[(kind, namespace, name)] = content_key(codec.encode(fact))
 
     # -- publishing ---------------------------------------------------------------------------
 
@@ -135,10 +223,8 @@ class Publisher:
         kind, namespace, name = subjects.fact_identity(fact)
         data = codec.encode(fact)
         identity = (kind, namespace, name)
-        # A rejection seen again (a status write, a conversion redone) is the same rejection, whenever seen.
-        same_as = (
-            codec.encode(msgspec.structs.replace(fact, at_ms=0)) if isinstance(fact, types.ObjectRejected) else data
-        )
+        # A rejection or a finish seen again (a status write, a conversion redone) is the same, whenever seen.
+        same_as = compared(fact, data)
         if isinstance(fact, types.ObjectDeleted):
             if (namespace, name) not in self.known.get(kind, set()):
                 if self.last_published.pop(identity, None) is None:

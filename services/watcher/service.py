@@ -18,7 +18,9 @@ one of those (a ``default`` LocalQueue, a PriorityClass) converts the jobs again
 kind the cluster does not serve (no JobSet CRD) is probed again every
 ``probe_seconds``; the others go on. After a relist (start-up, or 410 Gone) every
 object the log knows but the cluster no longer has gets an ObjectDeleted fact, so
-deletions during a gap are not lost. A Job the dispatcher stopped for an eviction
+deletions during a gap are not lost; and since the start-up fold remembers the last fact the
+log holds about each object (:func:`kueue_es.services.watcher.publishing.remember`), the relist
+after a restart publishes only the objects that changed, not every object again. A Job the dispatcher stopped for an eviction
 gives one WorkloadStopped per eviction once its pods are gone, however often it is
 seen (Msg-Id and memory keyed by the eviction, also across restarts); so does a
 stopped JobSet once no Job of it is active, and a Pod workload once none of its
@@ -74,7 +76,7 @@ from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects, resources
 from kueue_es.services.runtime import StartPoint, fold_message, log_mismatch, require_from_start, run_until_stopped
 from kueue_es.services.watcher import kinds as watched
-from kueue_es.services.watcher import nodes, standalone
+from kueue_es.services.watcher import nodes, publishing, standalone
 from kueue_es.services.watcher.config_file import DEFAULT_POLL_SECONDS, ConfigFile
 from kueue_es.services.watcher.config_file import load as load_config
 from kueue_es.services.watcher.dra_tracking import DeviceTracker
@@ -209,12 +211,18 @@ class Watcher:
     async def learn_from_log(self, start: StartPoint | None = None) -> None:
         """Fold the log once so deletions that happened while no watcher ran can be detected.
 
+        It also learns the last fact the log holds about each object (:func:`publishing.remember`), so
+        a relist after the restart publishes only what differs from the log: an unchanged ClusterQueue,
+        Job or finished Workload is not published again (the stream's duplicate window, which
+        ``Nats-Msg-Id`` relies on, is long past after a restart of any length).
+
         ``start``: a snapshot of the log (kueue_es.snapshots) to fold on from, used only if it is of
         this log; its view is (topology, the facts the reporter and the configuration learn from,
-        the count of ConfigurationObserved). Without one on a purged log: LogPurgedError."""
+        the count of ConfigurationObserved, the facts' memory). Without one on a purged log: LogPurgedError."""
         last = await self.bus.last_seq()
         state = ClusterState()
         topology = TopologyState()
+        memory: dict[tuple[str, str, str], bytes] = {}
         start_seq = 1
         if start is not None and (problem := await log_mismatch(self.bus, start)) is not None:
             log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
@@ -223,7 +231,8 @@ class Watcher:
             await require_from_start(self.bus, "watcher")
         else:
             state = start.state
-            topology, learned, config_count = start.view
+            topology, learned, config_count, remembered = start.view
+            memory = dict(remembered)
             for message in learned:
                 self.reporter.learn(message)
                 self.config.learn(message)
@@ -240,10 +249,11 @@ class Watcher:
                         pass
                 self.reporter.learn(message)
                 self.config.learn(message)
+                publishing.remember(memory, message.data)
                 if message.seq >= last or message.pending == 0:
                     break
         self.bus.folded_through(last)  # read to the end, or nothing it reads followed (a snapshot at the end)
-        self.publisher.learn(state=state, topology=topology)
+        self.publisher.learn(state=state, topology=topology, memory=memory)
 
     async def run(self, kinds: tuple[str, ...] = watched.WATCHED_KINDS) -> None:
         """Publish the Configuration in force, then watch ``kinds`` forever, each once the kinds its conversion

@@ -279,6 +279,11 @@ async def test_the_watcher_learns_from_a_snapshot_what_it_learns_from_the_start(
         assert getattr(resumed.reporter, name) == getattr(whole.reporter, name), name
     assert (resumed.config.count, resumed.config.on_log) == (whole.config.count, whole.config.on_log)
     assert whole.publisher.known["ClusterQueue"] and whole.publisher.workloads
+    # the last fact about each object, so a restarted watcher publishes only what changed (a new user's trial)
+    assert {("ClusterQueue", "", name) for _, name in whole.publisher.known["ClusterQueue"]} <= set(
+        whole.publisher.last_published
+    )
+    assert {("Workload", *key) for key in whole.publisher.workloads} <= set(whole.publisher.last_published)
 
     await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))
     with pytest.raises(
@@ -388,3 +393,109 @@ def test_a_dispatcher_section_written_before_its_last_fields_still_loads() -> No
     loaded = snapshots.DispatchFold.loads(older, where="older")
     assert loaded.view.unwritten_releases == {}
     assert loaded.view.records == fold.view.records
+
+
+async def _purged_at_split(bus: nats_bus.NatsBus, messages: list[LogMessage]) -> int:
+    """The log written whole with a verified snapshot at its split point, then purged below it."""
+    cut = split_point(messages)
+    await _publish_on(bus, messages[:cut])
+    assert (await snapshots.snapshot_once(bus, SETTLED, force=True)).written == cut
+    await _publish_on(bus, messages[cut:])
+    assert (await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))).first_seq == cut
+    return cut
+
+
+async def test_the_dashboard_starts_from_the_snapshot_of_a_purged_log(bus: nats_bus.NatsBus) -> None:
+    """Found by a new user's trial: after `kueue-es compact` the dashboard refused the log (it read only
+    from #1), crash-looped, and `demo --keep` on the same --dir stopped everything."""
+    from kueue_es import logsource
+    from kueue_es.dashboard.server import History, LiveLog
+
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    live = LiveLog()
+    following = asyncio.create_task(live.follow(bus))
+    try:
+        async with asyncio.timeout(20):
+            while live.last_seq < len(messages):
+                await asyncio.sleep(0.05)
+    finally:
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
+    assert live.base_seq == cut and live.origin.endswith(snapshots.object_name(cut))
+    assert live.seqs[0] == cut + 1 and live.caught_up
+    whole = logsource.Folder()
+    for message in messages:
+        whole.feed(message)
+    assert checkpoints.state_digest(live.folder.state) == checkpoints.state_digest(whole.state)
+    history = History(live)
+    state, _ = history.state_at(0)  # the history starts at the snapshot
+    assert checkpoints.state_digest(state) == checkpoints.state_digest(_fold(messages[:cut]))  # type: ignore[arg-type]
+    assert history.overview_at(0)["asOf"]["seq"] == cut
+    state, _ = history.state_at(len(live.messages))
+    assert checkpoints.state_digest(state) == checkpoints.state_digest(whole.state)
+
+
+async def test_the_dashboard_refuses_a_purged_log_without_a_snapshot(bus: nats_bus.NatsBus) -> None:
+    from kueue_es.dashboard.server import LiveLog
+
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    for name in [n for _, n in await snapshots.positions(bus)]:
+        await bus.delete_snapshot(name)
+    with pytest.raises(
+        LogPurgedError, match=f"the dashboard cannot fold the log from the start: stream KQ_LOG starts at #{cut}"
+    ):
+        await LiveLog().follow(bus)
+
+
+async def test_the_demos_closing_replay_of_a_purged_log_starts_from_its_snapshot(bus: nats_bus.NatsBus) -> None:
+    """Found by a new user's trial: the one-shot demo on a compacted --dir replayed from #1 and reported
+    the purged messages as a gap (and decisions as differing) where `kueue-es replay --store` matched."""
+    from kueue_es import demo
+
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    report = await demo.closing_replay(bus)
+    assert report.exit_code == EXIT_OK, report
+    assert report.start_note.startswith(f"log starts at #{cut}, covered by snapshot")
+    assert report.matched > 0 and not report.mismatches
+
+
+async def test_the_publisher_starts_on_a_log_purged_past_what_kq_pub_published(
+    bus: nats_bus.NatsBus, plain_server: server.NatsServer
+) -> None:
+    """Found by a new user's trial: `kueue-es compact` purged the log past KQ_PUB's last message (the
+    compactor does not know the publisher), and the publisher refused to start for ever, which stopped
+    `demo --keep` on the compacted --dir. It now starts from the oldest snapshot and says what KQ_PUB misses."""
+    from kueue_es.services.publisher.service import Publisher
+
+    with contextlib.suppress(nats.js.errors.NotFoundError):
+        await bus.nc.jsm().delete_stream(nats_bus.PUBLIC_STREAM_NAME)
+    await bus.ensure_public_stream()
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    assert (await snapshots.snapshot_once(bus, SETTLED, force=True)).written == len(messages)
+
+    start = await snapshots.service_start(plain_server.url, snapshots.PUBLISHER, warn=pytest.fail)
+    assert start is not None and start.seq == cut  # KQ_PUB is empty: the oldest, not the newest
+    publisher = Publisher(bus=bus, start=start)
+    await publisher._resume()
+    assert publisher.position == cut and publisher.state is start.state and publisher.published_through == cut
+
+    # KQ_PUB holds everything through the snapshot's position, its last message a record's output there (so
+    # it asks for the log from that record): the snapshot, where no batch is half read, is exact; no gap
+    from kueue_es.services.publisher import core as publisher_core
+
+    public = base.OutgoingMessage(
+        subject="kq.pub.wl.default.x",
+        data=b"{}",
+        msg_id="through-cut",
+        headers={publisher_core.KQ_SEQ: str(cut), publisher_core.KQ_RECORD_SEQ: str(cut)},
+    )
+    await bus.publish_public(public)
+    exact = Publisher(bus=bus, start=start)
+    await exact._resume()
+    assert publisher_core.resume_point(await bus.last_public()) == (cut, cut)
+    assert exact.position == cut and exact.published_through == cut
