@@ -86,7 +86,7 @@ _EXACT_TYPES = frozenset(types.ALL_TYPES)  # an event of one of these is a Decis
 
 def event_time(event: types.Event) -> int:
     """The time an event carries (``atMs``, a DecisionRecord's ``nowMs``, a WorkloadObserved's
-    Workload ``creationTimestamp``), ms since the epoch; 0 when none.
+    Workload ``creationTimestamp``; a FactBatch: the latest of its facts'), ms since the epoch; 0 when none.
 
     A WorkloadObserved carries no ``atMs``: without its creation time, a fold "as of" a time
     would take a workload created later for one that existed then (the fold's clock is the
@@ -97,6 +97,8 @@ def event_time(event: types.Event) -> int:
         return event.now_ms  # type: ignore[union-attr]
     if kind is types.WorkloadObserved:
         return event.workload.metadata.creation_timestamp_ms  # type: ignore[union-attr]
+    if kind is types.FactBatch:  # the watcher's burst of workload facts: the latest of theirs
+        return max((event_time(fact) for fact in event.facts), default=0)  # type: ignore[union-attr]
     value = getattr(event, "at_ms", 0)
     return value if isinstance(value, int) else 0
 

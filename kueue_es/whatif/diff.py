@@ -135,8 +135,7 @@ def _fold(messages: list[LogMessage], basis: int) -> tuple[ClusterState, list[ty
             event = codec.decode(message.data)
         except codec.DecodeError:
             continue
-        if isinstance(event, types.Fact):
-            facts.append(event)
+        facts.extend(one for one in types.unbatched(event) if isinstance(one, types.Fact))  # a FactBatch: its facts
     return state, facts
 
 
