@@ -141,6 +141,7 @@ def _fold(
     observer: logsource.Observer | None = None,
     from_start: bool = False,
     on_start: Any = None,
+    on_message: logsource.MessageHook | None = None,
 ) -> logsource.Folded:
     from kueue_es import logsource
 
@@ -159,6 +160,7 @@ def _fold(
             from_start=from_start,
             progress=True if args.progress else None,
             on_start=on_start,
+            on_message=on_message,
         )
     except logsource.LogSourceError as err:
         raise _Refused(str(err)) from None
@@ -229,7 +231,13 @@ def run_explain(args: argparse.Namespace) -> int:
 
     namespace, name = explain_target(args.target, args.namespace)
     collector = core.StoryCollector(namespace=namespace, name=name)
-    folded = _fold(args, observer=collector.observe, from_start=True, on_start=collector.start_from)
+    folded = _fold(
+        args,
+        observer=collector.observe,
+        from_start=True,
+        on_start=collector.start_from,
+        on_message=lambda message: collector.stored_at(message.time_ms),
+    )
     _print_notes(folded)
     state = folded.state
     key = _chosen(collector, state, f"{namespace}/{name}")

@@ -101,8 +101,9 @@ _STARTED = frozenset({"Started", "Recovered", "WaitForRecovery"})
 @dataclass(frozen=True, kw_only=True)
 class StoryLine:
     """One step of a workload's story: its log sequence, its time (ms since the epoch; ``approximate``
-    when the event carries none and the latest time seen before it stands in), a short verb, the text
-    for people and the facts for tools (``detail``)."""
+    when the event carries none and the time the log stored its message stands in, or, where that is not
+    known, the latest time seen before it), a short verb, the text for people and the facts for tools
+    (``detail``)."""
 
     seq: int
     time_ms: int
@@ -116,8 +117,9 @@ class StoryLine:
 class StoryCollector:
     """Collects the story of workload ``namespace/name`` (or of the workloads a job of that name owns).
 
-    Feed it with :meth:`observe` (a :data:`kueue_es.logsource.Observer`). ``keys`` are the workload keys
-    found, in the order first seen; ``lines`` every step of each, in log order."""
+    Feed it with :meth:`observe` (a :data:`kueue_es.logsource.Observer`), telling it each message's stored
+    time first (:meth:`stored_at`). ``keys`` are the workload keys found, in the order first seen; ``lines``
+    every step of each, in log order."""
 
     namespace: str
     name: str
@@ -125,17 +127,26 @@ class StoryCollector:
     owners: dict[str, str] = field(default_factory=dict)  # workload key -> "Kind name" of its owner
     lines: dict[str, list[StoryLine]] = field(default_factory=dict)
     now_ms: int = 0  # the latest time seen in the log
+    message_ms: int = 0  # when the log stored the message being observed (ms since the epoch; 0: not known)
     # key -> the latest WorkloadDeactivated (Kueue's reason and message for the deactivated header)
     deactivations: dict[str, types.WorkloadDeactivated] = field(default_factory=dict)
     _pending: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (reason, message) last told
     _repeats: dict[str, int] = field(default_factory=dict)
+
+    def stored_at(self, time_ms: int) -> None:
+        """The time (ms since the epoch; 0: not known) JetStream stored the message whose events are observed
+        next (``LogMessage.time_ms``): the time of those that carry none of their own, such as an
+        ObjectDeleted or a dispatch result (shown approximate)."""
+        self.message_ms = time_ms
+        if time_ms > self.now_ms:
+            self.now_ms = time_ms
 
     def _add(self, key: str, seq: int, event: types.Event, what: str, text: str, **detail: Any) -> None:
         own = _time_of(event)
         self.lines.setdefault(key, []).append(
             StoryLine(
                 seq=seq,
-                time_ms=own or self.now_ms,
+                time_ms=own or self.message_ms or self.now_ms,
                 what=what,
                 text=text,
                 approximate=not own,
@@ -258,7 +269,7 @@ class StoryCollector:
             self.lines[key].append(
                 StoryLine(
                     seq=seq,
-                    time_ms=meta.creation_timestamp_ms or self.now_ms,
+                    time_ms=meta.creation_timestamp_ms or self.message_ms or self.now_ms,
                     what="submitted",
                     text=f"Workload {key}{owner} to LocalQueue {wl.spec.queue_name},"
                     f" {priority_text(base, effective)}: {shape(wl)}",

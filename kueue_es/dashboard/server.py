@@ -191,7 +191,9 @@ class History:
         if cache_key in self.explanations:
             return self.explanations[cache_key]
         collector = core.StoryCollector(namespace=namespace, name=name)
-        folder = logsource.Folder(observer=collector.observe)
+        folder = logsource.Folder(
+            observer=collector.observe, on_message=lambda message: collector.stored_at(message.time_ms)
+        )
         for message in self.live.messages[:count]:
             folder.feed(message)
         key = explain._chosen(collector, folder.state, f"{namespace}/{name}")
