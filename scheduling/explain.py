@@ -3,7 +3,8 @@
 Two parts, both pure (no I/O, no clock):
 
 - :class:`StoryCollector` is fed every event a fold accepts (with its log sequence and the state just
-  before it) and keeps the lines of one workload's story: submitted, each change of its pending reason
+  before it) and keeps the lines of one workload's story (and of the rejections of objects of its name,
+  ObjectRejected: a Job no Workload could be made for): submitted, each change of its pending reason
   with Kueue's message (Kueue's QuotaReserved=False condition, SEMANTICS §3.5), nominations and
   preemptions by it and of it (Kueue's Preempted condition and Evicted events, §7), quota reserved with
   flavors and topology, admission checks, admitted, the dispatcher's start, eviction, requeue, finish,
@@ -130,6 +131,11 @@ class StoryCollector:
     message_ms: int = 0  # when the log stored the message being observed (ms since the epoch; 0: not known)
     # key -> the latest WorkloadDeactivated (Kueue's reason and message for the deactivated header)
     deactivations: dict[str, types.WorkloadDeactivated] = field(default_factory=dict)
+    # (kind, namespace, name) of an object of this name refused (a Job whose Workload could not be made, say) ->
+    # its story: each ObjectRejected ("rejected") and its deletion ("deleted"), in log order
+    rejections: dict[tuple[str, str, str], list[StoryLine]] = field(default_factory=dict)
+    # (kind, namespace, name) -> the latest ObjectRejected of it (its field and problem)
+    last_rejections: dict[tuple[str, str, str], types.ObjectRejected] = field(default_factory=dict)
     _pending: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (reason, message) last told
     _repeats: dict[str, int] = field(default_factory=dict)
 
@@ -141,16 +147,34 @@ class StoryCollector:
         if time_ms > self.now_ms:
             self.now_ms = time_ms
 
-    def _add(self, key: str, seq: int, event: types.Event, what: str, text: str, **detail: Any) -> None:
+    def _line(self, seq: int, event: types.Event, what: str, text: str, **detail: Any) -> StoryLine:
         own = _time_of(event)
-        self.lines.setdefault(key, []).append(
-            StoryLine(
-                seq=seq,
-                time_ms=own or self.message_ms or self.now_ms,
-                what=what,
-                text=text,
-                approximate=not own,
-                detail=detail,
+        return StoryLine(
+            seq=seq,
+            time_ms=own or self.message_ms or self.now_ms,
+            what=what,
+            text=text,
+            approximate=not own,
+            detail=detail,
+        )
+
+    def _add(self, key: str, seq: int, event: types.Event, what: str, text: str, **detail: Any) -> None:
+        self.lines.setdefault(key, []).append(self._line(seq, event, what, text, **detail))
+
+    def _rejected(self, seq: int, event: types.ObjectRejected) -> None:
+        """An object of this name refused (kueue-es made nothing of it): a line of its rejection story."""
+        identity = (event.kind, event.namespace, event.name)
+        where = f"field {event.field}: " if event.field else ""
+        self.last_rejections[identity] = event
+        self.rejections.setdefault(identity, []).append(
+            self._line(
+                seq,
+                event,
+                "rejected",
+                f"{event.kind} {event.namespace}/{event.name}: {where}{event.problem}",
+                kind=event.kind,
+                field=event.field,
+                problem=event.problem,
             )
         )
 
@@ -189,7 +213,14 @@ class StoryCollector:
         if isinstance(event, types.WorkloadObserved):
             self._observed(seq, event, before)
             return
+        if isinstance(event, types.ObjectRejected):
+            if (event.namespace, event.name) == (self.namespace, self.name):
+                self._rejected(seq, event)
+            return
         if isinstance(event, types.ObjectDeleted):
+            identity = (event.kind, event.namespace, event.name)
+            if identity in self.rejections:
+                self.rejections[identity].append(self._line(seq, event, "deleted", f"the {event.kind} was deleted"))
             key = f"{event.namespace}/{event.name}"
             if event.kind == "Workload" and self._mine(key):
                 self._add(key, seq, event, "deleted", "the Workload was deleted")
