@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from kueue_es import current, deciders, timeline, user_roles
 from kueue_es.events import codec, models, types
@@ -178,7 +179,7 @@ class TimelinePrinter:
                     style = _STYLES.get(verb, "default")
                     self.console.print(
                         f"[dim]{time.monotonic() - self.started:6.2f}s #{seq:<4}[/dim] "
-                        f"[{style}]{verb:<9}[/{style}] {text}",
+                        f"[{style}]{verb:<9}[/{style}] {escape(text)}",  # a field's [..] is text, not markup
                         highlight=False,
                     )
 
@@ -188,7 +189,7 @@ class TimelinePrinter:
     def _orphan(self, orphan: batches.Orphan) -> None:
         self.console.print(
             f"[dim]{time.monotonic() - self.started:6.2f}s #{orphan.seq:<4}[/dim] [red]{'refused':<9}[/red] "
-            f"{orphan.subject}: {orphan.detail}",
+            f"{orphan.subject}: {escape(orphan.detail)}",
             highlight=False,
         )
 

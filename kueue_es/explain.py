@@ -8,13 +8,15 @@ Each reads the log of a running system (``--nats`` or :func:`kueue_es.current.fi
   its position in its LocalQueue and ClusterQueue (:func:`kueue_es.scheduling.visibility.position_of`)
   and, while it waits, what it would take to fit (:func:`kueue_es.scheduling.explain.needs`). NAME may
   be the Workload's or the job's that owns it; its partition, and why it waits when a hand-over into it
-  is under way or no decider has committed in it. Exit 1 when the log names no such workload.
+  is under way or no decider has committed in it. A job (or other object) of that name with no Workload
+  that the log holds an ObjectRejected for: its rejections (field, problem) and whether one still stands
+  (:func:`rejection_report`). Exit 1 when the log names no such workload and no such rejection.
 - ``list clusterqueue|localqueue|workload|resourceflavor``: kueuectl's columns (cmd/kueuectl/app/list).
 - ``status``: per ClusterQueue, its partition (and a hand-over under way), usage against quota per flavor
   and resource, pending (active and inadmissible) and admitted workloads; the cohorts and their members;
   the partitions with their last DecisionRecord and hand-overs (docs/design.md Partitions).
 
-Exit codes: 0 done; 1 no such workload (explain); 2 the log cannot be read or the arguments are wrong.
+Exit codes: 0 done; 1 no such workload nor rejection (explain); 2 the log cannot be read or the arguments are wrong.
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ def _fold(
     observer: logsource.Observer | None = None,
     from_start: bool = False,
     on_start: Any = None,
+    on_message: logsource.MessageHook | None = None,
 ) -> logsource.Folded:
     from kueue_es import logsource
 
@@ -159,6 +162,7 @@ def _fold(
             from_start=from_start,
             progress=True if args.progress else None,
             on_start=on_start,
+            on_message=on_message,
         )
     except logsource.LogSourceError as err:
         raise _Refused(str(err)) from None
@@ -229,10 +233,24 @@ def run_explain(args: argparse.Namespace) -> int:
 
     namespace, name = explain_target(args.target, args.namespace)
     collector = core.StoryCollector(namespace=namespace, name=name)
-    folded = _fold(args, observer=collector.observe, from_start=True, on_start=collector.start_from)
+    folded = _fold(
+        args,
+        observer=collector.observe,
+        from_start=True,
+        on_start=collector.start_from,
+        on_message=lambda message: collector.stored_at(message.time_ms),
+    )
     _print_notes(folded)
     state = folded.state
     key = _chosen(collector, state, f"{namespace}/{name}")
+    if key is None and collector.rejections:  # no Workload, but the log says why: a job (or object) refused
+        report = rejection_report(collector, state)
+        report["asOf"] = {"seq": state.last_seq, "time": logsource.rfc3339(folded.now_ms), "at": args.at}
+        if args.output == "json":
+            print(json.dumps(report, indent=2))
+        else:
+            _render_rejections(report, as_of=_as_of(folded, args))
+        return 0
     if key is None:
         print(
             f"error: the log names no Workload {namespace}/{name} and no Workload owned by a job {namespace}/{name}"
@@ -283,6 +301,94 @@ def _chosen(collector: core.StoryCollector, state: ClusterState, named: str) -> 
         return named if named in state.workloads else None
     live = [k for k in collector.keys if k in state.workloads and not state.workloads[k].deleted_seq]
     return live[-1] if live else collector.keys[-1]
+
+
+def rejection_report(collector: core.StoryCollector, state: ClusterState) -> dict[str, Any]:
+    """The JSON form of the story of objects of the name asked for that the log refused and that have no
+    Workload (a Job whose Workload could not be made: an unknown WorkloadPriorityClass, a bad label): per
+    object, ``kind``, ``namespace``, ``name``, its latest rejection's ``field`` and ``problem``, whether
+    that rejection ``stillStands`` in the fold (not replaced, the object not deleted nor observed valid
+    since), ``deleted``, and its ``story`` (each rejection and the deletion: ``seq``, ``time`` RFC 3339,
+    ``approximateTime``, ``what``, ``text``, ``detail``). ``status``: ``rejected`` when a rejection
+    still stands, else ``deleted`` when the objects are gone, else ``no longer rejected``."""
+    from kueue_es import logsource
+
+    objects = []
+    for identity, lines in collector.rejections.items():
+        kind, namespace, name = identity
+        last = collector.last_rejections[identity]
+        kept = state.rejections.get(identity)
+        stands = kept is not None and (kept.field, kept.problem) == (last.field, last.problem)
+        objects.append(
+            {
+                "kind": kind,
+                "namespace": namespace,
+                "name": name,
+                "field": last.field,
+                "problem": last.problem,
+                "stillStands": stands,
+                "deleted": not stands and lines[-1].what == "deleted",
+                "story": [
+                    {
+                        "seq": line.seq,
+                        "time": logsource.rfc3339(line.time_ms),
+                        "approximateTime": line.approximate,
+                        "what": line.what,
+                        "text": line.text,
+                        "detail": line.detail,
+                    }
+                    for line in lines
+                ],
+            }
+        )
+    if any(o["stillStands"] for o in objects):
+        status = "rejected"
+    elif all(o["deleted"] for o in objects):
+        status = "deleted"
+    else:
+        status = "no longer rejected"
+    return {
+        "workload": None,
+        "object": f"{collector.namespace}/{collector.name}",
+        "status": status,
+        "rejections": objects,
+    }
+
+
+def _render_rejections(report: dict[str, Any], *, as_of: str) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    console = _console()
+    kinds = ", ".join(dict.fromkeys(o["kind"] for o in report["rejections"]))
+    console.print(Text(f"{kinds} {report['object']}: {report['status']}, no Workload", style="bold"))
+    console.print(Text(as_of, style="dim"))
+    table = Table(title="story", title_justify="left", show_lines=False, expand=False)
+    table.add_column("SEQ", justify="right", no_wrap=True)
+    table.add_column("TIME", no_wrap=True)
+    table.add_column("WHAT", no_wrap=True, style="cyan")
+    table.add_column("DETAIL", overflow="fold")
+    lines = sorted((line for o in report["rejections"] for line in o["story"]), key=lambda line: line["seq"])
+    for line in lines:
+        when = ("~" if line["approximateTime"] else "") + line["time"]
+        table.add_row(f"#{line['seq']}", when, line["what"], Text(line["text"]))  # no markup: fields have [..]
+    console.print(table)
+    for obj in report["rejections"]:
+        what = f"{obj['kind']} {obj['namespace']}/{obj['name']}"
+        where = f"field {obj['field']}: " if obj["field"] else ""
+        if obj["stillStands"]:
+            fix = f"fix {obj['field']} and apply it again" if obj["field"] else "fix it and apply it again"
+            console.print(
+                Text(
+                    f"the rejection still stands: {what} was refused ({where}{obj['problem']}), so kueue-es made no"
+                    f" Workload for it; {fix}",
+                    style="bold yellow",
+                )
+            )
+        elif obj["deleted"]:
+            console.print(Text(f"the rejection no longer stands: {what} was deleted"))
+        else:
+            console.print(Text(f"the rejection no longer stands: {what} was replaced or seen valid since"))
 
 
 def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *, now_ms: int) -> dict[str, Any]:
@@ -542,7 +648,7 @@ def _render_explanation(report: dict[str, Any], *, as_of: str) -> None:
     table.add_column("DETAIL", overflow="fold")
     for line in report["story"]:
         when = ("~" if line["approximateTime"] else "") + line["time"]
-        table.add_row(f"#{line['seq']}", when, line["what"], line["text"])
+        table.add_row(f"#{line['seq']}", when, line["what"], Text(line["text"]))  # no markup: fields have [..]
     console.print(table)
     repeats = report["repeatedPendingOutcomes"]
     if repeats:

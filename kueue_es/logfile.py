@@ -5,6 +5,8 @@ Each line is ``{"seq": N, "subject": "...", "headers": {...}, "data": <the event
 the event embedded as its stored bytes, unchanged (``msgspec.Raw``: compact JSON, no
 newline), so a message read back has exactly the bytes the bus would hold. A message
 whose bytes are not JSON is written with ``"raw"``, its bytes in base64, instead.
+``"timeMs"``: when JetStream stored the message (``LogMessage.time_ms``, ms since the epoch),
+left out when not known (a message a tool made, a file written before it was kept).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class _Line(msgspec.Struct, kw_only=True, omit_defaults=True):
     headers: dict[str, str] = {}
     data: msgspec.Raw = msgspec.Raw(b"null")
     raw: bytes | None = None  # the bytes when they are not JSON
+    time_ms: int = msgspec.field(default=0, name="timeMs")
 
 
 _encoder = msgspec.json.Encoder()
@@ -51,13 +54,25 @@ def encode_line(message: LogMessage) -> bytes:
     if _is_json_object(message.data):
         try:
             line = _Line(
-                seq=message.seq, subject=message.subject, headers=message.headers, data=msgspec.Raw(message.data)
+                seq=message.seq,
+                subject=message.subject,
+                headers=message.headers,
+                data=msgspec.Raw(message.data),
+                time_ms=message.time_ms,
             )
             return _encoder.encode(line) + b"\n"
         except msgspec.EncodeError:
             pass
     return (
-        _encoder.encode(_Line(seq=message.seq, subject=message.subject, headers=message.headers, raw=message.data))
+        _encoder.encode(
+            _Line(
+                seq=message.seq,
+                subject=message.subject,
+                headers=message.headers,
+                raw=message.data,
+                time_ms=message.time_ms,
+            )
+        )
         + b"\n"
     )
 
@@ -66,7 +81,7 @@ def decode_line(line: bytes) -> LogMessage:
     """The message of one line."""
     parsed = _decoder.decode(line)
     data = parsed.raw if parsed.raw is not None else bytes(parsed.data)
-    return LogMessage(seq=parsed.seq, subject=parsed.subject, data=data, headers=parsed.headers)
+    return LogMessage(seq=parsed.seq, subject=parsed.subject, data=data, headers=parsed.headers, time_ms=parsed.time_ms)
 
 
 def read_lines(path: Path, *, start_seq: int = 1, offset: int = 0) -> Iterator[LogMessage]:

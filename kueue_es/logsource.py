@@ -11,9 +11,12 @@
   progress bar on stderr once a fold has taken more than a second.
 
 Times: a message's time is its event's own ``atMs`` (decisions, dispatcher and watcher facts that
-carry one) or its DecisionRecord's ``nowMs``; facts without a time (objects observed) take none.
-``--at TIME`` folds every message up to the first one whose time is after TIME: the last message at
-or before it (an untimed fact counts as before while no later time was seen). ``--at SEQ`` folds
+carry one), its DecisionRecord's ``nowMs`` or its Workload's creation time; an event without one
+(objects observed and deleted, dispatch results) takes the time JetStream stored its message
+(``LogMessage.time_ms``: when it was published), and none where the reader does not know that (a
+log file written without it, a simulated what-if log). ``--at TIME`` folds every message up to the
+first one whose time is after TIME: the last message at or before it (a message with no time at all
+counts as before while no later time was seen). ``--at SEQ`` folds
 through sequence SEQ; a decision batch whose record is at or before SEQ but whose last output is
 after it is not folded (the fold takes a batch whole, as the services do).
 """
@@ -39,6 +42,9 @@ from kueue_es.services.runtime import fold_decoded
 
 Observer = Callable[[int, types.Event, ClusterState], None]
 """Called with (sequence, accepted event, the state just before the event is applied)."""
+MessageHook = Callable[[LogMessage], None]
+"""Called with each message a :class:`Folder` folds, before its events reach the observer (so a reader
+can take the message's stored time, ``LogMessage.time_ms``, for events that carry none)."""
 
 
 class LogSourceError(Exception):
@@ -84,9 +90,16 @@ def rfc3339(ms: int) -> str:
 _EXACT_TYPES = frozenset(types.ALL_TYPES)  # an event of one of these is a DecisionRecord only if it is that type
 
 
+def message_time(message: LogMessage, event: types.Event | None) -> int:
+    """The time of a log message, ms since the epoch: its event's own (:func:`event_time`), else the time
+    JetStream stored it (``message.time_ms``; 0 when the reader does not know it)."""
+    own = event_time(event) if event is not None else 0
+    return own or message.time_ms
+
+
 def event_time(event: types.Event) -> int:
     """The time an event carries (``atMs``, a DecisionRecord's ``nowMs``, a WorkloadObserved's
-    Workload ``creationTimestamp``), ms since the epoch; 0 when none.
+    Workload ``creationTimestamp``; a FactBatch: the latest of its facts'), ms since the epoch; 0 when none.
 
     A WorkloadObserved carries no ``atMs``: without its creation time, a fold "as of" a time
     would take a workload created later for one that existed then (the fold's clock is the
@@ -97,6 +110,8 @@ def event_time(event: types.Event) -> int:
         return event.now_ms  # type: ignore[union-attr]
     if kind is types.WorkloadObserved:
         return event.workload.metadata.creation_timestamp_ms  # type: ignore[union-attr]
+    if kind is types.FactBatch:  # the watcher's burst of workload facts: the latest of theirs
+        return max((event_time(fact) for fact in event.facts), default=0)  # type: ignore[union-attr]
     value = getattr(event, "at_ms", 0)
     return value if isinstance(value, int) else 0
 
@@ -105,13 +120,15 @@ def event_time(event: types.Event) -> int:
 class Folder:
     """Folds messages in sequence order into ``state``, up to ``at``, telling ``observer`` each accepted event.
 
-    ``last_ms`` is the latest time met (the fold's "now": ages, the visibility order's fair-sharing
-    clock); ``stopped`` turns True at the first message past ``at`` (that message is not folded);
-    ``read`` counts the messages fed."""
+    ``last_ms`` is the latest time met (:func:`message_time`: the fold's "now": ages, the visibility
+    order's fair-sharing clock); ``stopped`` turns True at the first message past ``at`` (that message
+    is not folded); ``read`` counts the messages fed. ``on_message`` sees each message folded, before
+    ``observer`` sees its events."""
 
     state: ClusterState = field(default_factory=ClusterState)
     at: At | None = None
     observer: Observer | None = None
+    on_message: MessageHook | None = None
     last_ms: int = 0
     stopped: bool = False
     read: int = 0
@@ -127,15 +144,16 @@ class Folder:
             event: types.Event | None = codec.decode(message.data)
         except codec.DecodeError:
             event = None
-        if event is not None:
-            moment = event_time(event)
-            if at is not None and at.ms is not None and moment > at.ms:
-                self.stopped = True
-                return False
-            if moment > self.last_ms:
-                self.last_ms = moment
+        moment = message_time(message, event)
+        if at is not None and at.ms is not None and moment > at.ms:
+            self.stopped = True
+            return False
+        if moment > self.last_ms:
+            self.last_ms = moment
         self.read += 1
         self.last_read = message.seq
+        if self.on_message is not None:
+            self.on_message(message)
         state = self.state
         if event is None:
             state.last_seq = max(state.last_seq, message.seq)
@@ -256,6 +274,7 @@ def fold_source(
     from_start: bool = False,
     progress: bool | None = None,
     on_start: Callable[[ClusterState, int], None] | None = None,
+    on_message: MessageHook | None = None,
 ) -> Folded:
     """Open ``source`` and fold it up to ``at`` (None: its end now).
 
@@ -264,12 +283,13 @@ def fold_source(
     snapshot when there is no ``--at``), when the log is on NATS and has one. On a purged log (first
     sequence > 1) the fold starts from the oldest snapshot whatever ``from_start`` says, and says so in
     :attr:`Folded.notes`. ``progress`` None: a bar when stderr is a terminal. ``on_start(state, seq)`` is
-    called when the fold starts from a snapshot's state at position ``seq``, before any message.
+    called when the fold starts from a snapshot's state at position ``seq``, before any message;
+    ``on_message`` with each message folded (:attr:`Folder.on_message`).
 
     Raises LogSourceError (no such file, a purged log without snapshot), BusError (NATS unreachable)."""
     if progress is None:
         progress = sys.stderr.isatty()
-    folder = Folder(at=at, observer=observer)
+    folder = Folder(at=at, observer=observer, on_message=on_message)
     if source.file is not None:
         if not source.file.is_file():
             raise LogSourceError(f"no log file {source.file}")

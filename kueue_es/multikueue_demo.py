@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 
 from kueue_es import deciders
 from kueue_es.demo import TimelinePrinter, close_bus, demo_manifests
@@ -289,7 +290,7 @@ class MultiKueueTimeline(TimelinePrinter):
         if line is not None:
             verb, text = line
             self.console.print(
-                f"[dim]{time.monotonic() - self.started:6.2f}s #{seq:<4}[/dim] [bold magenta]{verb:<9}[/bold magenta] {text}",
+                f"[dim]{time.monotonic() - self.started:6.2f}s #{seq:<4}[/dim] [bold magenta]{verb:<9}[/bold magenta] {escape(text)}",
                 highlight=False,
             )
 
@@ -306,7 +307,7 @@ class MultiKueueTimeline(TimelinePrinter):
             if line is not None:
                 verb, text = line
                 self.console.print(
-                    f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] {verb:<9} {text}",
+                    f"[dim]{time.monotonic() - self.started:6.2f}s #{message.seq:<4}[/dim] {verb:<9} {escape(text)}",
                     highlight=False,
                 )
         self.changed.set()

@@ -283,6 +283,20 @@ def schema_of(kind: str) -> Mapping[str, Any] | None:
     return _schemas().get(kind)
 
 
+def defaulted(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of ``manifest`` with every ``default:`` of its CRD schema filled in where the field is
+    absent, as the API server defaults a kueue.x-k8s.io object on every write (so as the watcher records
+    it: a ClusterQueue's ``queueingStrategy``, ``flavorFungibility``, ``preemption``...); ``metadata`` and
+    ``status`` are left as they are. A manifest of another kind or API version: an unchanged copy."""
+    out = copy.deepcopy(dict(manifest))
+    schema = _schemas().get(str(out.get("kind") or ""))
+    if schema is None or out.get("apiVersion") != f"{crds.GROUP}/{crds.VERSION}":
+        return out
+    properties = {k: v for k, v in schema.get("properties", {}).items() if k not in ("metadata", "status")}
+    _default(out, {"properties": properties})
+    return out
+
+
 def prune(manifest: dict[str, Any]) -> dict[str, Any]:
     """Drop the fields :func:`unknown_fields` names, in place, as an API server prunes them; returns it."""
     schema = _schemas().get(str(manifest.get("kind") or ""))

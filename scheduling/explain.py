@@ -3,7 +3,8 @@
 Two parts, both pure (no I/O, no clock):
 
 - :class:`StoryCollector` is fed every event a fold accepts (with its log sequence and the state just
-  before it) and keeps the lines of one workload's story: submitted, each change of its pending reason
+  before it) and keeps the lines of one workload's story (and of the rejections of objects of its name,
+  ObjectRejected: a Job no Workload could be made for): submitted, each change of its pending reason
   with Kueue's message (Kueue's QuotaReserved=False condition, SEMANTICS §3.5), nominations and
   preemptions by it and of it (Kueue's Preempted condition and Evicted events, §7), quota reserved with
   flavors and topology, admission checks, admitted, the dispatcher's start, eviction, requeue, finish,
@@ -101,8 +102,9 @@ _STARTED = frozenset({"Started", "Recovered", "WaitForRecovery"})
 @dataclass(frozen=True, kw_only=True)
 class StoryLine:
     """One step of a workload's story: its log sequence, its time (ms since the epoch; ``approximate``
-    when the event carries none and the latest time seen before it stands in), a short verb, the text
-    for people and the facts for tools (``detail``)."""
+    when the event carries none and the time the log stored its message stands in, or, where that is not
+    known, the latest time seen before it), a short verb, the text for people and the facts for tools
+    (``detail``)."""
 
     seq: int
     time_ms: int
@@ -116,8 +118,9 @@ class StoryLine:
 class StoryCollector:
     """Collects the story of workload ``namespace/name`` (or of the workloads a job of that name owns).
 
-    Feed it with :meth:`observe` (a :data:`kueue_es.logsource.Observer`). ``keys`` are the workload keys
-    found, in the order first seen; ``lines`` every step of each, in log order."""
+    Feed it with :meth:`observe` (a :data:`kueue_es.logsource.Observer`), telling it each message's stored
+    time first (:meth:`stored_at`). ``keys`` are the workload keys found, in the order first seen; ``lines``
+    every step of each, in log order."""
 
     namespace: str
     name: str
@@ -125,21 +128,53 @@ class StoryCollector:
     owners: dict[str, str] = field(default_factory=dict)  # workload key -> "Kind name" of its owner
     lines: dict[str, list[StoryLine]] = field(default_factory=dict)
     now_ms: int = 0  # the latest time seen in the log
+    message_ms: int = 0  # when the log stored the message being observed (ms since the epoch; 0: not known)
     # key -> the latest WorkloadDeactivated (Kueue's reason and message for the deactivated header)
     deactivations: dict[str, types.WorkloadDeactivated] = field(default_factory=dict)
+    # (kind, namespace, name) of an object of this name refused (a Job whose Workload could not be made, say) ->
+    # its story: each ObjectRejected ("rejected") and its deletion ("deleted"), in log order
+    rejections: dict[tuple[str, str, str], list[StoryLine]] = field(default_factory=dict)
+    # (kind, namespace, name) -> the latest ObjectRejected of it (its field and problem)
+    last_rejections: dict[tuple[str, str, str], types.ObjectRejected] = field(default_factory=dict)
     _pending: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (reason, message) last told
     _repeats: dict[str, int] = field(default_factory=dict)
 
-    def _add(self, key: str, seq: int, event: types.Event, what: str, text: str, **detail: Any) -> None:
+    def stored_at(self, time_ms: int) -> None:
+        """The time (ms since the epoch; 0: not known) JetStream stored the message whose events are observed
+        next (``LogMessage.time_ms``): the time of those that carry none of their own, such as an
+        ObjectDeleted or a dispatch result (shown approximate)."""
+        self.message_ms = time_ms
+        if time_ms > self.now_ms:
+            self.now_ms = time_ms
+
+    def _line(self, seq: int, event: types.Event, what: str, text: str, **detail: Any) -> StoryLine:
         own = _time_of(event)
-        self.lines.setdefault(key, []).append(
-            StoryLine(
-                seq=seq,
-                time_ms=own or self.now_ms,
-                what=what,
-                text=text,
-                approximate=not own,
-                detail=detail,
+        return StoryLine(
+            seq=seq,
+            time_ms=own or self.message_ms or self.now_ms,
+            what=what,
+            text=text,
+            approximate=not own,
+            detail=detail,
+        )
+
+    def _add(self, key: str, seq: int, event: types.Event, what: str, text: str, **detail: Any) -> None:
+        self.lines.setdefault(key, []).append(self._line(seq, event, what, text, **detail))
+
+    def _rejected(self, seq: int, event: types.ObjectRejected) -> None:
+        """An object of this name refused (kueue-es made nothing of it): a line of its rejection story."""
+        identity = (event.kind, event.namespace, event.name)
+        where = f"field {event.field}: " if event.field else ""
+        self.last_rejections[identity] = event
+        self.rejections.setdefault(identity, []).append(
+            self._line(
+                seq,
+                event,
+                "rejected",
+                f"{event.kind} {event.namespace}/{event.name}: {where}{event.problem}",
+                kind=event.kind,
+                field=event.field,
+                problem=event.problem,
             )
         )
 
@@ -178,7 +213,14 @@ class StoryCollector:
         if isinstance(event, types.WorkloadObserved):
             self._observed(seq, event, before)
             return
+        if isinstance(event, types.ObjectRejected):
+            if (event.namespace, event.name) == (self.namespace, self.name):
+                self._rejected(seq, event)
+            return
         if isinstance(event, types.ObjectDeleted):
+            identity = (event.kind, event.namespace, event.name)
+            if identity in self.rejections:
+                self.rejections[identity].append(self._line(seq, event, "deleted", f"the {event.kind} was deleted"))
             key = f"{event.namespace}/{event.name}"
             if event.kind == "Workload" and self._mine(key):
                 self._add(key, seq, event, "deleted", "the Workload was deleted")
@@ -258,7 +300,7 @@ class StoryCollector:
             self.lines[key].append(
                 StoryLine(
                     seq=seq,
-                    time_ms=meta.creation_timestamp_ms or self.now_ms,
+                    time_ms=meta.creation_timestamp_ms or self.message_ms or self.now_ms,
                     what="submitted",
                     text=f"Workload {key}{owner} to LocalQueue {wl.spec.queue_name},"
                     f" {priority_text(base, effective)}: {shape(wl)}",

@@ -45,7 +45,10 @@ class LogMessage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     ``seq`` is its stream sequence; ``pending`` is 0 when no message matching the reader's
     filters followed it at delivery time (the reader has caught up), else at least 1: how many
     matching messages followed, or (a NATS reader of several filters, which reads the whole log)
-    how many messages of any subject did.
+    how many messages of any subject did. ``time_ms``: when JetStream stored it (its
+    ``Nats-Time-Stamp``), ms since the epoch; 0 where the reader does not know it (the memory bus, a
+    log file written without it, a message a tool made). The tools show it for an event that
+    carries no time of its own (``kueue-es explain``'s ``~`` times, ``--at TIME``); no fold reads it.
     """
 
     seq: int
@@ -53,6 +56,7 @@ class LogMessage(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     data: bytes
     headers: dict[str, str] = {}
     pending: int = 0
+    time_ms: int = 0
 
 
 class PublishAck(msgspec.Struct, frozen=True, kw_only=True):

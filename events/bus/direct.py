@@ -26,6 +26,7 @@ blocking ``recv_into`` is cheaper per byte than an event loop.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import socket
@@ -295,11 +296,12 @@ def _header(block: str, name: str) -> str | None:
 
 def _message(block: str, data: bytes) -> base.LogMessage:
     """A Direct Get reply as the message a reader sees (the server's ``Nats-*`` headers but
-    ``Nats-Msg-Id`` dropped, as :func:`rules.stored_headers` does)."""
+    ``Nats-Msg-Id`` dropped, as :func:`rules.stored_headers` does; ``Nats-Time-Stamp`` as its ``time_ms``)."""
     headers: dict[str, str] = {}
     subject = ""
     seq = 0
     pending = 0
+    stored = 0
     for line in block.split("\r\n")[1:]:
         if not line:
             continue
@@ -314,6 +316,30 @@ def _message(block: str, data: bytes) -> base.LogMessage:
                 seq = int(value)
             elif key == "Nats-Num-Pending":
                 pending = int(value)
+            elif key == "Nats-Time-Stamp":
+                stored = stamp_ms(value)
             continue
         headers[key] = value
-    return base.LogMessage(seq=seq, subject=subject, data=data, headers=headers, pending=pending)
+    return base.LogMessage(seq=seq, subject=subject, data=data, headers=headers, pending=pending, time_ms=stored)
+
+
+_second_cache: dict[str, int] = {}
+
+
+def stamp_ms(stamp: str) -> int:
+    """A ``Nats-Time-Stamp`` (RFC 3339 in UTC with up to nanoseconds: ``2026-12-07T09:19:39.210123456Z``)
+    as ms since the epoch; 0 when it is not one. The second's part is parsed once per second seen (a
+    log's messages come many to a second)."""
+    whole, _, fraction = stamp.rstrip("Z").partition(".")
+    seconds = _second_cache.get(whole)
+    if seconds is None:
+        try:
+            moment = datetime.datetime.fromisoformat(whole).replace(tzinfo=datetime.UTC)
+        except ValueError:
+            return 0
+        seconds = int(moment.timestamp())
+        if len(_second_cache) > 4096:
+            _second_cache.clear()
+        _second_cache[whole] = seconds
+    digits = (fraction + "000")[:3]
+    return seconds * 1000 + (int(digits) if digits.isdigit() else 0)

@@ -474,7 +474,18 @@ def _log_message(msg: Msg, *, seq: int, pending: int = 0) -> base.LogMessage:
         data=msg.data or b"",
         headers=rules.stored_headers(msg.headers),
         pending=pending,
+        time_ms=_stored_ms(msg.reply or ""),
     )
+
+
+def _stored_ms(reply: str) -> int:
+    """When a delivered message was stored (ms since the epoch), from the nanoseconds in its reply
+    subject (the forms :func:`_delivery_position` reads); 0 for any other reply."""
+    tokens = reply.split(".")
+    if tokens[0] != "$JS" or len(tokens) < 9:
+        return 0
+    stamp = tokens[7] if len(tokens) == 9 else tokens[9] if len(tokens) >= 11 else ""
+    return int(stamp) // 1_000_000 if stamp.isdigit() else 0
 
 
 class NatsBus(base.Bus):
@@ -1030,6 +1041,7 @@ class NatsBus(base.Bus):
             subject=str(raw.subject),
             data=raw.data or b"",
             headers=rules.stored_headers(raw.headers),
+            time_ms=int(raw.time.timestamp() * 1000) if raw.time is not None else 0,
         )
 
     async def durable(

@@ -91,12 +91,19 @@ class LiveLog:
         self.base, self.base_seq, self.origin = (checkpoints.dumps(state), last_ms), seq, origin
         self.folder = self.fresh_folder()
 
-    def fresh_folder(self, observer: logsource.Observer | None = None) -> logsource.Folder:
-        """A fold before the first message read: empty, or a copy of the snapshot's state started from."""
+    def fresh_folder(
+        self,
+        observer: logsource.Observer | None = None,
+        on_message: logsource.MessageHook | None = None,
+    ) -> logsource.Folder:
+        """A fold before the first message read: empty, or a copy of the snapshot's state started from;
+        ``observer`` and ``on_message`` as :class:`logsource.Folder` takes them."""
         if self.base is None:
-            return logsource.Folder(observer=observer)
+            return logsource.Folder(observer=observer, on_message=on_message)
         body, last_ms = self.base
-        return logsource.Folder(state=checkpoints.loads(body), last_ms=last_ms, observer=observer)
+        return logsource.Folder(
+            state=checkpoints.loads(body), last_ms=last_ms, observer=observer, on_message=on_message
+        )
 
     def add(self, message: LogMessage) -> None:
         """Fold ``message`` into the live state and keep it."""
@@ -246,7 +253,9 @@ class History:
         if cache_key in self.explanations:
             return self.explanations[cache_key]
         collector = core.StoryCollector(namespace=namespace, name=name)
-        folder = self.live.fresh_folder(observer=collector.observe)
+        folder = self.live.fresh_folder(
+            observer=collector.observe, on_message=lambda message: collector.stored_at(message.time_ms)
+        )
         for message in self.live.messages[:count]:
             folder.feed(message)
         key = explain._chosen(collector, folder.state, f"{namespace}/{name}")

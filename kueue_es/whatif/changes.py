@@ -22,7 +22,8 @@ A YAML stream of documents, each one of:
 
 Everything is validated before the history is read: a manifest as ``kueue-es apply`` would
 (the CRD schema, Kueue's webhook rules), so a bad file is a :class:`ChangesError` naming the
-file, the object and the field.
+file, the object and the field. A manifest is then defaulted as the API server defaults it
+(:func:`kueue_es.validation.defaulted`), so its fact is the one the watcher would record.
 """
 
 from __future__ import annotations
@@ -186,8 +187,8 @@ def _object_fact(doc: dict[str, Any], where: str) -> types.Fact:
         validation.check(doc)
     except validation.Invalid as err:
         raise ChangesError(f"{where}: {err.message}") from err
-    try:
-        obj = manifests.parse_object(doc)
+    try:  # defaulted as the API server defaults it, so as the watcher would record it (diff shows no defaults)
+        obj = manifests.parse_object(validation.defaulted(doc))
     except manifests.ManifestError as err:
         raise ChangesError(f"{where}: {err}") from err
     match obj:

@@ -7,7 +7,9 @@ role and by the outputs' JSON without the fields that name log positions (``caus
 two live runs whose clocks differ. The first pair that differs is the divergence. Why: each
 log folded up to that decision's basis, and the objects that differ between the two folds
 (ClusterQueues, Cohorts, ResourceFlavors, LocalQueues, WorkloadPriorityClasses, the
-Configuration, workloads and whether they hold quota), field by field, and the facts one basis
+Configuration, workloads and whether they hold quota), field by field after the same defaulting
+(their CRDs' defaults, as the API server fills them in: an object written without
+``flavorFungibility`` and one the API server defaulted are the same), and the facts one basis
 has and the other has not; then the two decisions side by side and how many later ones differ.
 """
 
@@ -20,6 +22,7 @@ from typing import Any
 
 from rich.table import Table
 
+from kueue_es import crds, validation
 from kueue_es.events import codec, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.projections.cluster import ClusterState
@@ -135,8 +138,7 @@ def _fold(messages: list[LogMessage], basis: int) -> tuple[ClusterState, list[ty
             event = codec.decode(message.data)
         except codec.DecodeError:
             continue
-        if isinstance(event, types.Fact):
-            facts.append(event)
+        facts.extend(one for one in types.unbatched(event) if isinstance(one, types.Fact))  # a FactBatch: its facts
     return state, facts
 
 
@@ -176,13 +178,23 @@ def object_differences(a: ClusterState, b: ClusterState, *, ignore_times: bool =
                 lines.append(f"{kind} {name}: only in {'B' if key not in left else 'A'}")
                 continue
             drop = TIME_FIELDS if ignore_times else frozenset()
-            one = json.dumps(_strip(json.loads(codec.encode(left[key])), drop))
-            two = json.dumps(_strip(json.loads(codec.encode(right[key])), drop))
+            one = json.dumps(_strip(_defaulted(kind, json.loads(codec.encode(left[key]))), drop))
+            two = json.dumps(_strip(_defaulted(kind, json.loads(codec.encode(right[key]))), drop))
             for diff in field_diff(one, two):
                 lines.append(
                     f"{kind} {name}: {diff.path or '(object)'}: {_short(diff.stored)} -> {_short(diff.replayed)}"
                 )
     return list(dict.fromkeys(lines))  # a workload only one fold has is named once
+
+
+def _defaulted(kind: str, value: Any) -> Any:
+    """``value`` (an object of ``kind`` as the log encodes it) with its CRD's defaults filled in where absent
+    (:func:`kueue_es.validation.defaulted`), so that an object as the API server defaulted it (the watcher's)
+    and the same object as written (a what-if CHANGES file, a scenario) compare equal; other kinds as they are."""
+    if not isinstance(value, dict) or validation.schema_of(kind) is None:
+        return value
+    out = validation.defaulted({"apiVersion": f"{crds.GROUP}/{crds.VERSION}", "kind": kind, **value})
+    return {k: v for k, v in out.items() if k not in ("apiVersion", "kind")}
 
 
 def _holding(state: ClusterState) -> dict[str, str]:

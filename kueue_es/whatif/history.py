@@ -5,7 +5,9 @@ From a log (in sequence order):
 - the exogenous facts: every fact but the job side's (WorkloadPodsReady, WorkloadFinished,
   WorkloadStopped, which the simulation makes itself, and WorkloadReclaimablePods, which it does not) and SchedulingRequested (an operator's
   nudge to a decider): objects observed and deleted, workloads submitted, changed and deleted,
-  admission check states, Configurations; each with its recorded time. Facts of objects carry
+  admission check states, Configurations; each with its recorded time. A FactBatch (the watcher's
+  burst of workloads created or finished, ``kq.in.batch.watcher``) counts as its facts, each as if
+  alone at the batch's sequence, as every fold takes it. Facts of objects carry
   no time of their own, so a fact's time is one cycle (:func:`cycle_length`) before the deciders
   had it (the ``now_ms`` of the first DecisionRecord whose basis includes it: it arrived while the
   cycle before that one ran), never earlier than the latest time the log has shown up to it
@@ -81,7 +83,10 @@ class History:
 
 
 def times(event: types.Event) -> int:
-    """The latest time (ms) ``event`` shows: at_ms, now_ms, an object's creation time; 0 for none."""
+    """The latest time (ms) ``event`` shows: at_ms, now_ms, an object's creation time (a FactBatch: the
+    latest of its facts'); 0 for none."""
+    if isinstance(event, types.FactBatch):
+        return max((times(fact) for fact in event.facts), default=0)
     found = int(getattr(event, "at_ms", 0) or 0)
     if isinstance(event, types.DecisionRecord):
         found = max(found, event.now_ms)
@@ -129,33 +134,35 @@ def extract(messages: Sequence[LogMessage], *, cut_seq: int = 0) -> History:
                         started.pop(ref.key, None)
                     case types.EvictionRequested(workload=ref):
                         stopping[ref.key] = None
-        match event:
-            case types.WorkloadAdmitted(workload=ref, at_ms=at):
-                admitted[ref.key] = at
-                started.pop(ref.key, None)
-            case types.WorkloadPodsReady(workload=ref, ready=True, at_ms=at) if ref.key not in started:
-                if ref.key in admitted:
-                    started[ref.key] = at
-            case types.EvictionRequested(workload=ref):
-                stopping[ref.key] = None
-            case types.WorkloadStopped(workload=ref):
-                stopping.pop(ref.key, None)
-                admitted.pop(ref.key, None)
-                started.pop(ref.key, None)
-            case types.WorkloadFinished(workload=ref, at_ms=at):
-                at = max(at, observed_at(message.seq, clock))  # completionTime has 1 s resolution
-                start = started.pop(ref.key, admitted.pop(ref.key, at))
-                admitted.pop(ref.key, None)
-                history.finishes[ref.key] = Finish(
-                    run_ms=max(0, at - start), succeeded=event.succeeded, reason=event.reason, message=event.message
-                )
+        for one in types.unbatched(event):  # a FactBatch (the watcher's bursts, schema 16): its facts, in order
+            match one:
+                case types.WorkloadAdmitted(workload=ref, at_ms=at):
+                    admitted[ref.key] = at
+                    started.pop(ref.key, None)
+                case types.WorkloadPodsReady(workload=ref, ready=True, at_ms=at) if ref.key not in started:
+                    if ref.key in admitted:
+                        started[ref.key] = at
+                case types.EvictionRequested(workload=ref):
+                    stopping[ref.key] = None
+                case types.WorkloadStopped(workload=ref):
+                    stopping.pop(ref.key, None)
+                    admitted.pop(ref.key, None)
+                    started.pop(ref.key, None)
+                case types.WorkloadFinished(workload=ref, at_ms=at):
+                    at = max(at, observed_at(message.seq, clock))  # completionTime has 1 s resolution
+                    start = started.pop(ref.key, admitted.pop(ref.key, at))
+                    admitted.pop(ref.key, None)
+                    history.finishes[ref.key] = Finish(
+                        run_ms=max(0, at - start), succeeded=one.succeeded, reason=one.reason, message=one.message
+                    )
         if in_prefix:
             history.prefix.append(message)
             history.cut_ms = clock
             continue
-        if isinstance(event, JOB_SIDE + IGNORED) or not isinstance(event, types.Fact):
-            continue
-        history.facts.append(TimedFact(seq=message.seq, at_ms=observed_at(message.seq, clock), fact=event))
+        for one in types.unbatched(event):
+            if isinstance(one, JOB_SIDE + IGNORED) or not isinstance(one, types.Fact):
+                continue
+            history.facts.append(TimedFact(seq=message.seq, at_ms=observed_at(message.seq, clock), fact=one))
     if in_prefix:  # the log ends inside the prefix
         history.running = {k: started.get(k, at) for k, at in admitted.items() if k not in stopping}
         history.stopping = list(stopping)

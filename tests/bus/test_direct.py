@@ -10,6 +10,7 @@ fresh store, as tests/bus/test_replay_cli.py does.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import msgspec
@@ -58,6 +59,30 @@ async def _both(store: Path) -> tuple[list[list[LogMessage]], list[list[LogMessa
         finally:
             await bus.close()
     return from_direct, from_nats_py
+
+
+def test_both_readers_give_each_message_the_time_it_was_stored(tmp_path: Path) -> None:
+    """``LogMessage.time_ms`` is the message's stored time (Nats-Time-Stamp) from Direct Get, nats-py's
+    ordered consumer and ``get`` alike: the tools' time of an event that carries none (found by a new
+    user's trial: explain showed an ObjectDeleted at the previous event's time)."""
+    before = int(time.time() * 1000)
+    store = make_store(tmp_path, golden())
+    after = int(time.time() * 1000)
+    (everything, *_), (by_consumer, *_) = asyncio.run(_both(store))
+    stamps = [m.time_ms for m in everything]
+    assert all(before - 1 <= ms <= after + 1 for ms in stamps), (before, stamps[:3], after)
+    assert stamps == sorted(stamps)
+    assert [m.time_ms for m in by_consumer] == stamps
+
+    async def got() -> int:
+        async with open_stopped_store(store) as server:
+            bus = await nats_bus.connect(server.url, create_stream=False)
+            try:
+                return (await bus.get(5)).time_ms
+            finally:
+                await bus.close()
+
+    assert asyncio.run(got()) == stamps[4]
 
 
 def test_direct_get_reads_what_the_ordered_consumer_reads(tmp_path: Path) -> None:

@@ -46,3 +46,22 @@ async def test_a_refused_duplicate_record_is_shown_refused_not_admitted() -> Non
     lines = out.getvalue().splitlines()
     assert sum("admitted" in line for line in lines) == 1, lines
     assert any("refused" in line and subjects.HEADS.split(".")[0] in line for line in lines), lines
+
+
+async def test_a_rejections_field_is_shown_whole_not_read_as_markup() -> None:
+    """A rejected Job's field ``metadata.labels[kueue.x-k8s.io/priority-class]`` is printed as it is: rich took
+    its ``[...]`` for a style and dropped it (found by a new user's trial)."""
+    bus = MemoryBus()
+    field = "metadata.labels[kueue.x-k8s.io/priority-class]"
+    rejected = types.ObjectRejected(
+        kind="Job", namespace="default", name="wpc-job", field=field, problem='WorkloadPriorityClass "x" not found'
+    )
+    await bus.publish(subjects.fact_message(rejected))
+    out = io.StringIO()
+    printer = TimelinePrinter(bus=bus, console=Console(file=out, width=250, color_system=None))
+    task = asyncio.create_task(printer.follow())
+    try:
+        await printer.wait_until(lambda: "rejected" in out.getvalue(), timeout=5)
+    finally:
+        task.cancel()
+    assert f"Job default/wpc-job: {field}: WorkloadPriorityClass" in out.getvalue()
