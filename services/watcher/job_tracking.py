@@ -1186,18 +1186,31 @@ def _not_matching(workload: models.Workload, now: models.Workload) -> str:
     return ""
 
 
+def _can_be_partially_admitted(counts: tuple[tuple[str, int, int | None], ...]) -> bool:
+    """Whether a pod set of ``counts`` (name, count, minCount) may run with fewer pods than its count (Kueue
+    workload.go CanBePartiallyAdmitted)."""
+    return any(min_count is not None and count > min_count for _, count, min_count in counts)
+
+
 class HeldWorkload(msgspec.Struct, frozen=True, kw_only=True):
-    """What a job's Workload object holding quota says: its UID, whether it is Admitted too, and the pod sets
-    it reserved for (``spec.podSets``: name, count, minCount), in order."""
+    """What a job's Workload object holding quota says: its UID, whether it is Admitted too, the pod sets it
+    reserved for (``spec.podSets``: name, count, minCount), in order, and those its job is expected to run
+    (``running``: Kueue's expectedRunningPodSets, reconciler.go), or None when its ``status.admission`` does not
+    assign every pod set."""
 
     uid: str
     admitted: bool
     counts: tuple[tuple[str, int, int | None], ...]
+    running: tuple[tuple[str, int, int | None], ...] | None = None
 
     @classmethod
     def of(cls, obj: objects.KubeObject, *, admitted: bool) -> HeldWorkload:
-        """Read from a Workload object; a pod set's missing count is Kueue's default, 1."""
-        spec = cast(Mapping[str, Any], obj).get("spec") or {}
+        """Read from a Workload object; a pod set's missing count is Kueue's default, 1. Its running pod sets are
+        its pod sets with, when it can be partially admitted, each one with a minCount at the count its
+        ``status.admission.podSetAssignments`` entry assigns (a missing one: the pod set's count;
+        reconciler.go expectedRunningPodSets, podset.FromAssignment)."""
+        raw = cast(Mapping[str, Any], obj)
+        spec = raw.get("spec") or {}
         counts = tuple(
             (
                 str(ps.get("name") or ""),
@@ -1207,7 +1220,28 @@ class HeldWorkload(msgspec.Struct, frozen=True, kw_only=True):
             for ps in spec.get("podSets") or []
             if isinstance(ps, dict)
         )
-        return cls(uid=objects.uid_of(obj), admitted=admitted, counts=counts)
+        admission = (raw.get("status") or {}).get("admission")
+        entries = (admission.get("podSetAssignments") if isinstance(admission, dict) else None) or []
+        assigned = {
+            str(a.get("name") or ""): _int(a.get("count"), default=None) for a in entries if isinstance(a, dict)
+        }
+        running = None
+        if counts and all(name in assigned for name, _, _ in counts):
+            partial = _can_be_partially_admitted(counts)
+            running = tuple(
+                (
+                    name,
+                    _assigned_count(assigned[name], count) if partial and min_count is not None else count,
+                    min_count,
+                )
+                for name, count, min_count in counts
+            )
+        return cls(uid=objects.uid_of(obj), admitted=admitted, counts=counts, running=running)
+
+
+def _assigned_count(assigned: int | None, count: int) -> int:
+    """A podSetAssignments entry's count, the pod set's when it has none (podset.FromAssignment)."""
+    return count if assigned is None else assigned
 
 
 def _int(value: Any, *, default: Any) -> Any:
@@ -1222,13 +1256,23 @@ def _counts(workload: models.Workload) -> tuple[tuple[str, int, int | None], ...
 def _not_equivalent(held: HeldWorkload, previous: models.Workload, now: models.Workload) -> str:
     """Why a suspended job whose Workload holds quota no longer matches it, or "" (Kueue's
     EquivalentToWorkload for a suspended job, reconciler.go; equality.ComparePodSetSlices): the pod sets in
-    order, each with its count and minCount, as the Workload object has them (``held``); and, unless the
-    workload is admitted too (WithIgnoreTolerations), each one's tolerations, as last published
+    order, each with its count and minCount, as either the pod sets the job is expected to run with
+    (``held.running``, expectedRunningPodSets: a partially admitted Job stopped, by an eviction or by hand,
+    before its parallelism is given back) or the Workload object's own (``held.counts``) have them; and, unless
+    the workload is admitted too (WithIgnoreTolerations), each one's tolerations, as last published
     (``previous``). Not compared, as Kueue does not: node selectors and affinities, which a suspended Job's
     template may change without a new Workload; nor requests, which the log keeps as effective ones (they move
     with LimitRanges and RuntimeClasses, which Kueue's template comparison does not see; a Job's containers
     are immutable anyway)."""
+    tolerations = ""
+    if not held.admitted and len(previous.spec.pod_sets) == len(now.spec.pod_sets):
+        for before, after in zip(previous.spec.pod_sets, now.spec.pod_sets, strict=True):
+            if before.tolerations != after.tolerations:
+                tolerations = f"pod set {after.name}: its tolerations changed"
+                break
     counts = _counts(now)
+    if held.running is not None and _same_counts(counts, held.running):
+        return tolerations
     if len(counts) != len(held.counts):
         return f"{len(counts)} pod sets, the workload has {len(held.counts)}"
     for (name, count, min_count), (_, held_count, held_min) in zip(counts, held.counts, strict=True):
@@ -1236,11 +1280,13 @@ def _not_equivalent(held: HeldWorkload, previous: models.Workload, now: models.W
             return f"pod set {name}: {count} pods, the workload reserved quota for {held_count}"
         if min_count != held_min:
             return f"pod set {name}: minCount {min_count}, the workload has {held_min}"
-    if not held.admitted and len(previous.spec.pod_sets) == len(now.spec.pod_sets):
-        for before, after in zip(previous.spec.pod_sets, now.spec.pod_sets, strict=True):
-            if before.tolerations != after.tolerations:
-                return f"pod set {after.name}: its tolerations changed"
-    return ""
+    return tolerations
+
+
+def _same_counts(a: tuple[tuple[str, int, int | None], ...], b: tuple[tuple[str, int, int | None], ...]) -> bool:
+    """Whether two lists of pod sets (name, count, minCount) have the same counts and minCounts in order (Kueue's
+    ComparePodSetSlices compares no names)."""
+    return len(a) == len(b) and all(x[1:] == y[1:] for x, y in zip(a, b, strict=True))
 
 
 def _finished_object(obj: objects.KubeObject) -> bool:
