@@ -1171,18 +1171,32 @@ class JobTracker:
 
 
 def _not_matching(workload: models.Workload, now: models.Workload) -> str:
-    """Why a running job's workload no longer matches the job as converted now (Kueue's EquivalentToWorkload),
-    or "": its pod sets' names, or a count grown past the workload's. A smaller count is not a mismatch: a
-    partial admission's start lowers it, as pods finishing do. Requests are not compared: the effective ones
-    the log keeps move with LimitRanges and RuntimeClasses, which Kueue's template comparison does not see;
-    node selectors, tolerations and labels are not either: a start injects them."""
+    """Why a running job's workload no longer matches the job as converted now, or "" (Kueue's
+    EquivalentToWorkload, reconciler.go, against expectedRunningPodSets; equality.ComparePodSets): its pod sets'
+    names, or a pod set's count other than the one it runs with. That is the workload's count (a count lowered
+    is a mismatch as much as one raised: a batch/v1 Job's count is min(parallelism, completions), whatever its
+    pods did), but for a pod set with a minCount of a workload that can be partially admitted
+    (workload.go CanBePartiallyAdmitted), whose start set it to the admitted count: Kueue compares it with that
+    count; here any count from its minCount to the workload's passes, as the Workload object naming the
+    admitted count may be seen after the job's start, and Kueue's job webhook forbids any other change of a
+    running partial Job's parallelism (job_webhook.go validatePartialAdmissionUpdate). Requests are not
+    compared: the effective ones the log keeps move with LimitRanges and RuntimeClasses, which Kueue's template
+    comparison does not see; node selectors, tolerations and labels are not either: a start injects them."""
     before = {ps.name: ps for ps in workload.spec.pod_sets}
     after = {ps.name: ps for ps in now.spec.pod_sets}
     if list(before) != list(after):
         return f"pod sets {sorted(before)} are now {sorted(after)}"
+    partial = _can_be_partially_admitted(_counts(workload))
     for name, ps in after.items():
-        if ps.count > before[name].count:
-            return f"pod set {name}: {ps.count} pods, the workload has {before[name].count}"
+        was = before[name]
+        if partial and was.min_count is not None and ps.min_count == was.min_count:
+            if not was.min_count <= ps.count <= was.count:
+                return f"pod set {name}: {ps.count} pods, the workload admits {was.min_count} to {was.count}"
+            continue
+        if ps.count != was.count:
+            return f"pod set {name}: {ps.count} pods, the workload has {was.count}"
+        if ps.min_count != was.min_count:
+            return f"pod set {name}: minCount {ps.min_count}, the workload has {was.min_count}"
     return ""
 
 

@@ -1729,6 +1729,42 @@ async def test_a_partially_admitted_job_suspended_by_hand_keeps_its_workload(api
     assert [ps["count"] for ps in after["spec"]["podSets"]] == [5]
 
 
+async def test_a_running_job_shrunk_below_its_workload_gets_a_new_one(api, bus: MemoryBus) -> None:
+    """``kubectl patch job shrink --type=merge -p '{"spec":{"parallelism":1}}'`` while it runs with 3 pods
+    admitted (no partial admission): Kueue's ComparePodSets sees the count differ (a batch/v1 Job's count is
+    min(parallelism, completions), whatever its pods did), so ensureOneWorkload stops the Job, deletes its
+    Workload and the Job gets a new one of 1 pod, admitted and started. Before (found by a new user's trial), a
+    smaller count was no mismatch: the Job ran 1 pod on its admission of 3."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("shrink", parallelism=3))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        await eventually(api, JOBS, namespace="default", name="shrink", check=lambda o: o["spec"]["suspend"] is False)
+        old = await eventually(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name, check=bool)
+        await kube.patch_object(api, JOBS, namespace="default", name="shrink", patch={"spec": {"parallelism": 1}})
+        [released] = await wait_for(bus, types.QuotaReleased, workload=admitted.workload)
+        admissions = await wait_for(bus, types.WorkloadAdmitted, count=2)
+        new = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=admitted.workload.name,
+            check=lambda o: (
+                o["metadata"]["uid"] != old["metadata"]["uid"]
+                and conditions(o).get("Admitted", {}).get("status") == "True"
+            ),
+        )
+        restarted = await eventually(
+            api, JOBS, namespace="default", name="shrink", check=lambda o: o["spec"]["suspend"] is False
+        )
+        [dropped] = await events_of(bus, types.ObjectDeleted, kind="Workload")
+    assert released.reason == "Deleted"
+    assert dropped.reason == types.NO_MATCHING_WORKLOAD
+    assert [a.pod_set_assignments[0].count for a in admissions] == [3, 1]
+    assert [ps["count"] for ps in new["spec"]["podSets"]] == [1]
+    assert restarted["spec"]["parallelism"] == 1
+
+
 ORPHANED = {
     "type": "Finished",
     "status": "True",

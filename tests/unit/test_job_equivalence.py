@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from kueue_es.jobframework import jobs
-from kueue_es.services.watcher.job_tracking import HeldWorkload, _not_equivalent
+from kueue_es.services.watcher.job_tracking import HeldWorkload, _not_equivalent, _not_matching
 
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 
@@ -87,3 +89,25 @@ def test_a_preempted_partially_admitted_job_stopped_before_its_parallelism_is_ba
     assert _not_equivalent(held, previous, job_workload(12, min_parallelism=5)) == (
         "pod set main: 12 pods, the workload reserved quota for 20"
     )
+
+
+def test_a_running_job_with_another_count_than_it_runs_with_no_longer_matches() -> None:
+    """ComparePodSets compares counts both ways: a running Job lowered from 3 to 1 no longer matches its
+    workload (before, only a count grown past it did); one with a minCount may run with any count from it to
+    its workload's (a partial admission's start), not more."""
+    three = job_workload(3)
+    assert _not_matching(three, job_workload(3)) == ""
+    assert _not_matching(three, job_workload(1)) == "pod set main: 1 pods, the workload has 3"
+    assert _not_matching(three, job_workload(4)) == "pod set main: 4 pods, the workload has 3"
+    partial = job_workload(20, min_parallelism=5)
+    for running in (5, 9, 20):
+        assert _not_matching(partial, with_count(partial, running)) == "", running
+    assert _not_matching(partial, with_count(partial, 4)) == "pod set main: 4 pods, the workload admits 5 to 20"
+    assert _not_matching(partial, with_count(partial, 21)) == "pod set main: 21 pods, the workload admits 5 to 20"
+
+
+def with_count(workload: Any, count: int) -> Any:
+    """``workload`` with its one pod set of ``count`` pods (a Job's conversion refuses a minCount not below its
+    count, the webhook's rule at creation, so a Job started with its minCount is built here)."""
+    pod_set = msgspec.structs.replace(workload.spec.pod_sets[0], count=count)
+    return msgspec.structs.replace(workload, spec=msgspec.structs.replace(workload.spec, pod_sets=[pod_set]))
