@@ -3,7 +3,8 @@
 Why this module exists: a job's workload must follow the job -- converted again
 when the job changes, when what the conversion reads changes (a ``default``
 LocalQueue, a PriorityClass: :mod:`kueue_es.services.watcher.inputs`), deleted
-when the job goes or stops being managed, and left alone while it runs (the
+when the job goes or stops being managed (but kept while its queue-name label is
+off, as Kueue's reconciler then ignores the job), and left alone while it runs (the
 dispatcher has written the flavor's node selector into its template).
 :class:`JobTracker` keeps the jobs of the three kinds and does that, with the
 conversion itself in :mod:`kueue_es.jobframework`; pod groups are
@@ -103,6 +104,10 @@ class JobTracker:
         self.object_uids: dict[Key, str] = {}
         # the UIDs of the jobs seen being deleted with the ``orphan`` finalizer (until their DELETED)
         self.orphaning: set[str] = set()
+        # the workloads of jobs whose queue-name label was taken off (they left the job watch, which lists by it):
+        # workload key -> (the job's kind, its UID). Kueue's reconciler ignores such a job, so its Workload stays
+        # as it is until the job is deleted (:meth:`queue_label_removed`, :meth:`unqueued_job_changed`)
+        self.unqueued: dict[Key, tuple[str, str]] = {}
         # the UIDs of the workloads finished OwnerNotFound as their job's deletion began (:meth:`_finalize`;
         # at most DELETED_OBJECTS_KEPT): each once
         self.finalized: dict[str, None] = {}
@@ -170,6 +175,8 @@ class JobTracker:
                 self.groups.member_deleted((key[0], group), obj)
             self.groups.index(key, group, present=change != "DELETED")
             await self._sync_group((key[0], group), version=version)
+        elif change == "DELETED" and self._queue_label_removed(kind, obj):
+            self.queue_label_removed(kind, obj)
         elif change == "DELETED":
             for wl_key in self._workload_keys(kind, obj):
                 if kind != "Pod" and self.publisher.sources.get(wl_key) == "Pod":
@@ -184,6 +191,8 @@ class JobTracker:
                     wl_key, version=version, uid=objects.uid_of(obj), at_ms=self.clock()
                 )
         else:
+            for wl_key in self._workload_keys(kind, obj):
+                self.unqueued.pop(wl_key, None)  # its queue-name label is back (or was never off)
             await self._sync_job(kind, obj, version=version)
         if kind == "RayCluster" and self.inputs.elastic_jobs:
             await self.owner_of_cluster_changed(obj, version=version)
@@ -220,6 +229,7 @@ class JobTracker:
         live = {k for obj in listed if self._managed(kind, obj) for k in self._workload_keys(kind, obj)}
         gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
         gone -= set(self.publisher.orphaned)  # their Workload objects outlived their jobs: they go with them
+        gone -= set(self.unqueued)  # their jobs lost the queue-name label: Kueue ignores them, their Workloads stay
         if kind == "Pod":  # a StatefulSet or LeaderWorkerSet keeps its group's workload with no pod left
             gone = {
                 k for k in gone if not self._held(k) and not self._hold_unconfirmed(k) and not self._parent_keeps(k)
@@ -276,6 +286,74 @@ class JobTracker:
             if kind == "Pod":
                 for group_key in sorted(self.groups.groups):
                     await self._sync_group(group_key, version=trigger or self.groups.version_of(group_key))
+
+    # -- jobs whose queue-name label was taken off ---------------------------------------------------
+
+    def _queue_label_removed(self, kind: str, obj: objects.KubeObject) -> bool:
+        """Whether a DELETED event of the job watch is a job (not a Pod) that left it as its queue-name label was
+        taken off (the watch lists by that label while ``manageJobsWithoutQueueName`` is off), not one deleted: a
+        deleted job carries its label to the end."""
+        return (
+            kind != "Pod"
+            and not self.inputs.manage_jobs_without_queue_name
+            and not (objects.meta(obj).get("labels") or {}).get(workloads.QUEUE_LABEL)
+        )
+
+    def queue_label_removed(self, kind: str, obj: objects.KubeObject) -> None:
+        """Job ``obj`` of ``kind`` lost its queue-name label (``kubectl label job NAME kueue.x-k8s.io/queue-name-``,
+        which Kueue's webhook allows while it is suspended: jobframework/validation.go validateUpdateForQueueName):
+        Kueue's reconciler then ignores it (reconciler.go ReconcileGenericJob: "queue-name label is not set,
+        ignoring the job", before ensureOneWorkload), so its Workload stays as it is, pending in its ClusterQueue,
+        until the job is deleted (the garbage collector's part: :meth:`unqueued_job_changed`) or labelled again
+        (the job watch sees it again)."""
+        for wl_key in self._workload_keys(kind, obj):
+            if wl_key in self.publisher.known["Workload"] and self.publisher.sources.get(wl_key, "Job") == kind:
+                self.unqueued[wl_key] = (kind, objects.uid_of(obj))
+                log.info(
+                    "job_queue_name_removed",
+                    workload=f"{wl_key[0]}/{wl_key[1]}",
+                    job=f"{kind} {wl_key[0]}/{objects.name_of(obj)}",
+                )
+
+    async def unqueued_job_changed(self, kind: str, change: str, obj: objects.KubeObject) -> None:
+        """A job of ``kind`` without the queue-name label added, modified or deleted (the watcher's watch of those,
+        ``!kueue.x-k8s.io/queue-name``): one whose workload the log holds is remembered as one Kueue ignores
+        (:meth:`queue_label_removed`; also after a restart, as it is listed), and its workload is deleted once the
+        job is (the garbage collector deletes the Workload its job owns). Leaving that watch with the label
+        (labelled again) it is the job watch's again."""
+        if kind == "Pod":
+            return
+        labelled = bool((objects.meta(obj).get("labels") or {}).get(workloads.QUEUE_LABEL))
+        keys = [k for k, (k_kind, uid) in self.unqueued.items() if k_kind == kind and uid == objects.uid_of(obj)]
+        if change != "DELETED":
+            self.queue_label_removed(kind, obj)
+            return
+        for wl_key in keys:
+            del self.unqueued[wl_key]
+            if not labelled:
+                log.info(
+                    "unqueued_job_deleted", workload=f"{wl_key[0]}/{wl_key[1]}", job=f"{kind} {objects.name_of(obj)}"
+                )
+                await self.publisher.delete_workload(
+                    wl_key, version=objects.resource_version(obj), uid=objects.uid_of(obj), at_ms=self.clock()
+                )
+
+    async def unqueued_jobs_listed(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
+        """A fresh list of the jobs of ``kind`` without the queue-name label: those whose workload the log holds
+        are remembered (:meth:`queue_label_removed`); the workloads of such jobs remembered before that are
+        neither listed nor seen labelled again are deleted (their jobs were deleted while no watch told)."""
+        if kind == "Pod":
+            return
+        uids = {objects.uid_of(obj) for obj in listed}
+        labelled = {objects.uid_of(obj) for obj in self.objects[kind].values()}
+        for wl_key, (k_kind, uid) in sorted(self.unqueued.items()):
+            if k_kind != kind or uid in uids:
+                continue
+            del self.unqueued[wl_key]
+            if uid not in labelled:
+                await self.publisher.delete_workload(wl_key, version=version, uid=uid)
+        for obj in listed:
+            self.queue_label_removed(kind, obj)
 
     # -- one job ----------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from kueue_es import deciders
@@ -1763,6 +1764,48 @@ async def test_a_running_job_shrunk_below_its_workload_gets_a_new_one(api, bus: 
     assert [a.pod_set_assignments[0].count for a in admissions] == [3, 1]
     assert [ps["count"] for ps in new["spec"]["podSets"]] == [1]
     assert restarted["spec"]["parallelism"] == 1
+
+
+async def test_a_pending_job_whose_queue_name_label_is_taken_off_keeps_its_workload(api, bus: MemoryBus) -> None:
+    """``kubectl label job unq kueue.x-k8s.io/queue-name-`` on a suspended Job waiting for quota: Kueue's
+    reconciler ignores a job without a queue name (reconciler.go ReconcileGenericJob, manageJobsWithoutQueueName
+    off), so its Workload stays pending in its ClusterQueue, also across a restarted watcher (whose job watch
+    lists by that label), and goes only with the Job (the garbage collector's part). Before (found by a new
+    user's trial), the job watch's DELETED for the Job leaving its label selector deleted the Workload."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    kinds = (*KUEUE_KINDS, "Job", WORKLOAD_KIND)
+    async with running(admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        first = Watcher(bus=bus, api=api)
+        async with running(first.run(kinds)):
+            await set_up(api, cpu=1)
+            await kube.apply_manifest(api, job("runner"))
+            await wait_for(bus, types.WorkloadAdmitted)
+            await kube.apply_manifest(api, job("unq"))
+            pending = await _pending_workload(bus, "unq")
+            before = await eventually(
+                api, resources.WORKLOADS, namespace="default", name=pending.name, check=has_kueue_finalizer
+            )
+            labels = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": None}}}
+            await kube.patch_object(api, JOBS, namespace="default", name="unq", patch=labels)
+            await asyncio.sleep(0.5)  # the job watch's DELETED for it, the watch of jobs without the label's ADDED
+            kept = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=pending.name)
+            deleted_while_running = await events_of(bus, types.ObjectDeleted, kind="Workload")
+        restarted = Watcher(bus=bus, api=api)
+        await restarted.learn_from_log()
+        async with running(restarted.run(kinds)):
+            await asyncio.sleep(0.5)
+            after_restart = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=pending.name)
+            deleted_after_restart = await events_of(bus, types.ObjectDeleted, kind="Workload")
+            await kube.delete_object(api, JOBS, namespace="default", name="unq")
+            [gone] = await wait_for(bus, types.ObjectDeleted, kind="Workload")
+        runner = await kube.get_object(api, JOBS, namespace="default", name="runner")
+    assert not deleted_while_running and not deleted_after_restart
+    for obj in (kept, after_restart):
+        assert obj["metadata"]["uid"] == before["metadata"]["uid"]
+        assert obj["spec"]["queueName"] == "user-queue"
+        assert conditions(obj)["QuotaReserved"]["status"] == "False"
+    assert (gone.name, gone.reason) == (pending.name, msgspec.UNSET)
+    assert runner["spec"]["suspend"] is False  # the admitted Job ran on throughout
 
 
 ORPHANED = {
