@@ -307,7 +307,8 @@ class JobTracker:
         until the job is deleted (the garbage collector's part: :meth:`unqueued_job_changed`) or labelled again
         (the job watch sees it again)."""
         for wl_key in self._workload_keys(kind, obj):
-            if wl_key in self.publisher.known["Workload"] and self.publisher.sources.get(wl_key, "Job") == kind:
+            known = wl_key in self.publisher.known["Workload"] and self.publisher.sources.get(wl_key, "Job") == kind
+            if known and wl_key not in self.unqueued:
                 self.unqueued[wl_key] = (kind, objects.uid_of(obj))
                 log.info(
                     "job_queue_name_removed",
