@@ -281,12 +281,15 @@ class Ungating:
         return done
 
     def members(self, namespace: str, group: str) -> list[tuple[str, str]]:
-        """The pods of pod group ``namespace/group`` seen (not being deleted), as ``(name, uid)``: the Workload's
-        owners. Empty before the group's pods are watched (a dispatcher without a real API server)."""
+        """The pods of pod group ``namespace/group`` that exist, as ``(name, uid)``: the Workload's owners. A pod
+        being deleted (held by a finalizer) stays one until it is gone: Kueue only adds owner references
+        (pod_controller.go EnsureWorkloadOwnedByAllMembers, controllerutil.SetOwnerReference), and the garbage
+        collector takes one off once its pod is gone while others remain. Empty before the group's pods are
+        watched (a dispatcher without a real API server)."""
         return sorted(
             (objects.name_of(pod), str(objects.meta(pod).get("uid") or ""))
             for pod in self._group_members(namespace, group)
-            if not objects.meta(pod).get("deletionTimestamp") and objects.meta(pod).get("uid")
+            if objects.meta(pod).get("uid")
         )
 
     def _members_changed(self, namespace: str, group: str) -> None:

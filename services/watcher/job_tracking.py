@@ -3,7 +3,8 @@
 Why this module exists: a job's workload must follow the job -- converted again
 when the job changes, when what the conversion reads changes (a ``default``
 LocalQueue, a PriorityClass: :mod:`kueue_es.services.watcher.inputs`), deleted
-when the job goes or stops being managed, and left alone while it runs (the
+when the job goes or stops being managed (but kept while its queue-name label is
+off, as Kueue's reconciler then ignores the job), and left alone while it runs (the
 dispatcher has written the flavor's node selector into its template).
 :class:`JobTracker` keeps the jobs of the three kinds and does that, with the
 conversion itself in :mod:`kueue_es.jobframework`; pod groups are
@@ -103,6 +104,10 @@ class JobTracker:
         self.object_uids: dict[Key, str] = {}
         # the UIDs of the jobs seen being deleted with the ``orphan`` finalizer (until their DELETED)
         self.orphaning: set[str] = set()
+        # the workloads of jobs whose queue-name label was taken off (they left the job watch, which lists by it):
+        # workload key -> (the job's kind, its UID). Kueue's reconciler ignores such a job, so its Workload stays
+        # as it is until the job is deleted (:meth:`queue_label_removed`, :meth:`unqueued_job_changed`)
+        self.unqueued: dict[Key, tuple[str, str]] = {}
         # the UIDs of the workloads finished OwnerNotFound as their job's deletion began (:meth:`_finalize`;
         # at most DELETED_OBJECTS_KEPT): each once
         self.finalized: dict[str, None] = {}
@@ -170,6 +175,8 @@ class JobTracker:
                 self.groups.member_deleted((key[0], group), obj)
             self.groups.index(key, group, present=change != "DELETED")
             await self._sync_group((key[0], group), version=version)
+        elif change == "DELETED" and self._queue_label_removed(kind, obj):
+            self.queue_label_removed(kind, obj)
         elif change == "DELETED":
             for wl_key in self._workload_keys(kind, obj):
                 if kind != "Pod" and self.publisher.sources.get(wl_key) == "Pod":
@@ -184,6 +191,8 @@ class JobTracker:
                     wl_key, version=version, uid=objects.uid_of(obj), at_ms=self.clock()
                 )
         else:
+            for wl_key in self._workload_keys(kind, obj):
+                self.unqueued.pop(wl_key, None)  # its queue-name label is back (or was never off)
             await self._sync_job(kind, obj, version=version)
         if kind == "RayCluster" and self.inputs.elastic_jobs:
             await self.owner_of_cluster_changed(obj, version=version)
@@ -220,6 +229,7 @@ class JobTracker:
         live = {k for obj in listed if self._managed(kind, obj) for k in self._workload_keys(kind, obj)}
         gone = {k for k in self.publisher.known["Workload"] if self.publisher.sources.get(k, "Job") == kind} - live
         gone -= set(self.publisher.orphaned)  # their Workload objects outlived their jobs: they go with them
+        gone -= set(self.unqueued)  # their jobs lost the queue-name label: Kueue ignores them, their Workloads stay
         if kind == "Pod":  # a StatefulSet or LeaderWorkerSet keeps its group's workload with no pod left
             gone = {
                 k for k in gone if not self._held(k) and not self._hold_unconfirmed(k) and not self._parent_keeps(k)
@@ -276,6 +286,75 @@ class JobTracker:
             if kind == "Pod":
                 for group_key in sorted(self.groups.groups):
                     await self._sync_group(group_key, version=trigger or self.groups.version_of(group_key))
+
+    # -- jobs whose queue-name label was taken off ---------------------------------------------------
+
+    def _queue_label_removed(self, kind: str, obj: objects.KubeObject) -> bool:
+        """Whether a DELETED event of the job watch is a job (not a Pod) that left it as its queue-name label was
+        taken off (the watch lists by that label while ``manageJobsWithoutQueueName`` is off), not one deleted: a
+        deleted job carries its label to the end."""
+        return (
+            kind != "Pod"
+            and not self.inputs.manage_jobs_without_queue_name
+            and not (objects.meta(obj).get("labels") or {}).get(workloads.QUEUE_LABEL)
+        )
+
+    def queue_label_removed(self, kind: str, obj: objects.KubeObject) -> None:
+        """Job ``obj`` of ``kind`` lost its queue-name label (``kubectl label job NAME kueue.x-k8s.io/queue-name-``,
+        which Kueue's webhook allows while it is suspended: jobframework/validation.go validateUpdateForQueueName):
+        Kueue's reconciler then ignores it (reconciler.go ReconcileGenericJob: "queue-name label is not set,
+        ignoring the job", before ensureOneWorkload), so its Workload stays as it is, pending in its ClusterQueue,
+        until the job is deleted (the garbage collector's part: :meth:`unqueued_job_changed`) or labelled again
+        (the job watch sees it again)."""
+        for wl_key in self._workload_keys(kind, obj):
+            known = wl_key in self.publisher.known["Workload"] and self.publisher.sources.get(wl_key, "Job") == kind
+            if known and wl_key not in self.unqueued:
+                self.unqueued[wl_key] = (kind, objects.uid_of(obj))
+                log.info(
+                    "job_queue_name_removed",
+                    workload=f"{wl_key[0]}/{wl_key[1]}",
+                    job=f"{kind} {wl_key[0]}/{objects.name_of(obj)}",
+                )
+
+    async def unqueued_job_changed(self, kind: str, change: str, obj: objects.KubeObject) -> None:
+        """A job of ``kind`` without the queue-name label added, modified or deleted (the watcher's watch of those,
+        ``!kueue.x-k8s.io/queue-name``): one whose workload the log holds is remembered as one Kueue ignores
+        (:meth:`queue_label_removed`; also after a restart, as it is listed), and its workload is deleted once the
+        job is (the garbage collector deletes the Workload its job owns). Leaving that watch with the label
+        (labelled again) it is the job watch's again."""
+        if kind == "Pod":
+            return
+        labelled = bool((objects.meta(obj).get("labels") or {}).get(workloads.QUEUE_LABEL))
+        keys = [k for k, (k_kind, uid) in self.unqueued.items() if k_kind == kind and uid == objects.uid_of(obj)]
+        if change != "DELETED":
+            self.queue_label_removed(kind, obj)
+            return
+        for wl_key in keys:
+            del self.unqueued[wl_key]
+            if not labelled:
+                log.info(
+                    "unqueued_job_deleted", workload=f"{wl_key[0]}/{wl_key[1]}", job=f"{kind} {objects.name_of(obj)}"
+                )
+                await self.publisher.delete_workload(
+                    wl_key, version=objects.resource_version(obj), uid=objects.uid_of(obj), at_ms=self.clock()
+                )
+
+    async def unqueued_jobs_listed(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
+        """A fresh list of the jobs of ``kind`` without the queue-name label: those whose workload the log holds
+        are remembered (:meth:`queue_label_removed`); the workloads of such jobs remembered before that are
+        neither listed nor seen labelled again are deleted (their jobs were deleted while no watch told)."""
+        if kind == "Pod":
+            return
+        uids = {objects.uid_of(obj) for obj in listed}
+        labelled = {objects.uid_of(obj) for obj in self.objects[kind].values()}
+        for wl_key, (k_kind, uid) in sorted(self.unqueued.items()):
+            if k_kind != kind or uid in uids:
+                continue
+            del self.unqueued[wl_key]
+            if uid not in labelled:
+                await self.publisher.delete_workload(wl_key, version=version, uid=uid)
+        for obj in listed:
+            self.queue_label_removed(kind, obj)
 
     # -- one job ----------------------------------------------------------------------------------
 
@@ -1171,33 +1250,60 @@ class JobTracker:
 
 
 def _not_matching(workload: models.Workload, now: models.Workload) -> str:
-    """Why a running job's workload no longer matches the job as converted now (Kueue's EquivalentToWorkload),
-    or "": its pod sets' names, or a count grown past the workload's. A smaller count is not a mismatch: a
-    partial admission's start lowers it, as pods finishing do. Requests are not compared: the effective ones
-    the log keeps move with LimitRanges and RuntimeClasses, which Kueue's template comparison does not see;
-    node selectors, tolerations and labels are not either: a start injects them."""
+    """Why a running job's workload no longer matches the job as converted now, or "" (Kueue's
+    EquivalentToWorkload, reconciler.go, against expectedRunningPodSets; equality.ComparePodSets): its pod sets'
+    names, or a pod set's count other than the one it runs with. That is the workload's count (a count lowered
+    is a mismatch as much as one raised: a batch/v1 Job's count is min(parallelism, completions), whatever its
+    pods did), but for a pod set with a minCount of a workload that can be partially admitted
+    (workload.go CanBePartiallyAdmitted), whose start set it to the admitted count: Kueue compares it with that
+    count; here any count from its minCount to the workload's passes, as the Workload object naming the
+    admitted count may be seen after the job's start, and Kueue's job webhook forbids any other change of a
+    running partial Job's parallelism (job_webhook.go validatePartialAdmissionUpdate). Requests are not
+    compared: the effective ones the log keeps move with LimitRanges and RuntimeClasses, which Kueue's template
+    comparison does not see; node selectors, tolerations and labels are not either: a start injects them."""
     before = {ps.name: ps for ps in workload.spec.pod_sets}
     after = {ps.name: ps for ps in now.spec.pod_sets}
     if list(before) != list(after):
         return f"pod sets {sorted(before)} are now {sorted(after)}"
+    partial = _can_be_partially_admitted(_counts(workload))
     for name, ps in after.items():
-        if ps.count > before[name].count:
-            return f"pod set {name}: {ps.count} pods, the workload has {before[name].count}"
+        was = before[name]
+        if partial and was.min_count is not None and ps.min_count == was.min_count:
+            if not was.min_count <= ps.count <= was.count:
+                return f"pod set {name}: {ps.count} pods, the workload admits {was.min_count} to {was.count}"
+            continue
+        if ps.count != was.count:
+            return f"pod set {name}: {ps.count} pods, the workload has {was.count}"
+        if ps.min_count != was.min_count:
+            return f"pod set {name}: minCount {ps.min_count}, the workload has {was.min_count}"
     return ""
 
 
+def _can_be_partially_admitted(counts: tuple[tuple[str, int, int | None], ...]) -> bool:
+    """Whether a pod set of ``counts`` (name, count, minCount) may run with fewer pods than its count (Kueue
+    workload.go CanBePartiallyAdmitted)."""
+    return any(min_count is not None and count > min_count for _, count, min_count in counts)
+
+
 class HeldWorkload(msgspec.Struct, frozen=True, kw_only=True):
-    """What a job's Workload object holding quota says: its UID, whether it is Admitted too, and the pod sets
-    it reserved for (``spec.podSets``: name, count, minCount), in order."""
+    """What a job's Workload object holding quota says: its UID, whether it is Admitted too, the pod sets it
+    reserved for (``spec.podSets``: name, count, minCount), in order, and those its job is expected to run
+    (``running``: Kueue's expectedRunningPodSets, reconciler.go), or None when its ``status.admission`` does not
+    assign every pod set."""
 
     uid: str
     admitted: bool
     counts: tuple[tuple[str, int, int | None], ...]
+    running: tuple[tuple[str, int, int | None], ...] | None = None
 
     @classmethod
     def of(cls, obj: objects.KubeObject, *, admitted: bool) -> HeldWorkload:
-        """Read from a Workload object; a pod set's missing count is Kueue's default, 1."""
-        spec = cast(Mapping[str, Any], obj).get("spec") or {}
+        """Read from a Workload object; a pod set's missing count is Kueue's default, 1. Its running pod sets are
+        its pod sets with, when it can be partially admitted, each one with a minCount at the count its
+        ``status.admission.podSetAssignments`` entry assigns (a missing one: the pod set's count;
+        reconciler.go expectedRunningPodSets, podset.FromAssignment)."""
+        raw = cast(Mapping[str, Any], obj)
+        spec = raw.get("spec") or {}
         counts = tuple(
             (
                 str(ps.get("name") or ""),
@@ -1207,7 +1313,28 @@ class HeldWorkload(msgspec.Struct, frozen=True, kw_only=True):
             for ps in spec.get("podSets") or []
             if isinstance(ps, dict)
         )
-        return cls(uid=objects.uid_of(obj), admitted=admitted, counts=counts)
+        admission = (raw.get("status") or {}).get("admission")
+        entries = (admission.get("podSetAssignments") if isinstance(admission, dict) else None) or []
+        assigned = {
+            str(a.get("name") or ""): _int(a.get("count"), default=None) for a in entries if isinstance(a, dict)
+        }
+        running = None
+        if counts and all(name in assigned for name, _, _ in counts):
+            partial = _can_be_partially_admitted(counts)
+            running = tuple(
+                (
+                    name,
+                    _assigned_count(assigned[name], count) if partial and min_count is not None else count,
+                    min_count,
+                )
+                for name, count, min_count in counts
+            )
+        return cls(uid=objects.uid_of(obj), admitted=admitted, counts=counts, running=running)
+
+
+def _assigned_count(assigned: int | None, count: int) -> int:
+    """A podSetAssignments entry's count, the pod set's when it has none (podset.FromAssignment)."""
+    return count if assigned is None else assigned
 
 
 def _int(value: Any, *, default: Any) -> Any:
@@ -1222,13 +1349,23 @@ def _counts(workload: models.Workload) -> tuple[tuple[str, int, int | None], ...
 def _not_equivalent(held: HeldWorkload, previous: models.Workload, now: models.Workload) -> str:
     """Why a suspended job whose Workload holds quota no longer matches it, or "" (Kueue's
     EquivalentToWorkload for a suspended job, reconciler.go; equality.ComparePodSetSlices): the pod sets in
-    order, each with its count and minCount, as the Workload object has them (``held``); and, unless the
-    workload is admitted too (WithIgnoreTolerations), each one's tolerations, as last published
+    order, each with its count and minCount, as either the pod sets the job is expected to run with
+    (``held.running``, expectedRunningPodSets: a partially admitted Job stopped, by an eviction or by hand,
+    before its parallelism is given back) or the Workload object's own (``held.counts``) have them; and, unless
+    the workload is admitted too (WithIgnoreTolerations), each one's tolerations, as last published
     (``previous``). Not compared, as Kueue does not: node selectors and affinities, which a suspended Job's
     template may change without a new Workload; nor requests, which the log keeps as effective ones (they move
     with LimitRanges and RuntimeClasses, which Kueue's template comparison does not see; a Job's containers
     are immutable anyway)."""
+    tolerations = ""
+    if not held.admitted and len(previous.spec.pod_sets) == len(now.spec.pod_sets):
+        for before, after in zip(previous.spec.pod_sets, now.spec.pod_sets, strict=True):
+            if before.tolerations != after.tolerations:
+                tolerations = f"pod set {after.name}: its tolerations changed"
+                break
     counts = _counts(now)
+    if held.running is not None and _same_counts(counts, held.running):
+        return tolerations
     if len(counts) != len(held.counts):
         return f"{len(counts)} pod sets, the workload has {len(held.counts)}"
     for (name, count, min_count), (_, held_count, held_min) in zip(counts, held.counts, strict=True):
@@ -1236,11 +1373,13 @@ def _not_equivalent(held: HeldWorkload, previous: models.Workload, now: models.W
             return f"pod set {name}: {count} pods, the workload reserved quota for {held_count}"
         if min_count != held_min:
             return f"pod set {name}: minCount {min_count}, the workload has {held_min}"
-    if not held.admitted and len(previous.spec.pod_sets) == len(now.spec.pod_sets):
-        for before, after in zip(previous.spec.pod_sets, now.spec.pod_sets, strict=True):
-            if before.tolerations != after.tolerations:
-                return f"pod set {after.name}: its tolerations changed"
-    return ""
+    return tolerations
+
+
+def _same_counts(a: tuple[tuple[str, int, int | None], ...], b: tuple[tuple[str, int, int | None], ...]) -> bool:
+    """Whether two lists of pod sets (name, count, minCount) have the same counts and minCounts in order (Kueue's
+    ComparePodSetSlices compares no names)."""
+    return len(a) == len(b) and all(x[1:] == y[1:] for x, y in zip(a, b, strict=True))
 
 
 def _finished_object(obj: objects.KubeObject) -> bool:

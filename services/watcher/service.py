@@ -264,6 +264,10 @@ class Watcher:
         disabled_kinds = self.disabled_owner_kinds(kinds)
 
         async def after_reads(kind: str) -> None:
+            if kind in owner_kinds:
+                # its jobs without the queue-name label first: the workloads of those that lost it stay
+                # (:meth:`JobTracker.unqueued_jobs_listed`), not deleted as the jobs listed by the label lack them
+                await self.owners_synced[kind].wait()
             for needed in watched.READS.get(kind, ()):
                 if needed in kinds:
                     await self.synced[needed].wait()
@@ -326,6 +330,9 @@ class Watcher:
                 if isinstance(item, kube.Resynced):
                     listed = cast(list[objects.KubeObject], list(item.objects))
                     self.inputs.unqueued_owners_listed(kind, listed, enabled=enabled)
+                    if enabled:
+                        version = f"unqueued-resync@{item.resource_version}"
+                        await self.jobs.unqueued_jobs_listed(kind, listed, version=version)
                     self.owners_synced[kind].set()
                     for obj in listed if enabled else ():
                         await self.jobs.child_seen(kind, obj)
@@ -343,11 +350,13 @@ class Watcher:
         (:meth:`watch_unqueued_owners`): kept as an owner, and the jobs it controls converted again when it is
         newly kept (:meth:`JobTracker.owner_seen`). A running one with a managed ancestor is reported
         (:meth:`JobTracker.child_seen`): the dispatcher suspends it while that ancestor's workload is not admitted.
-        ``enabled=False``: any job of a kind whose integration is off, kept as an owner only."""
+        ``enabled=False``: any job of a kind whose integration is off, kept as an owner only. A job whose
+        queue-name label was taken off keeps its workload until it is deleted (:meth:`JobTracker.unqueued_job_changed`)."""
         if self.inputs.unqueued_owner_changed(kind, change, obj, enabled=enabled):
             await self.jobs.owner_seen(objects.uid_of(obj), trigger=f"owner@{objects.resource_version(obj)}")
         if not enabled:
             return
+        await self.jobs.unqueued_job_changed(kind, change, obj)
         if change == "DELETED":
             self.jobs.children_running.pop(objects.uid_of(obj), None)
         else:

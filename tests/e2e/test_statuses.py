@@ -7,8 +7,8 @@ with 6 pods and runs with ``spec.parallelism: 6``; its ClusterQueue and LocalQue
 Active=True ``Ready`` with the counts and usage; a ClusterQueue naming a missing flavor
 shows Active=False ``FlavorNotFound`` with Kueue's message; a Cohort that is its own
 parent shows the cycle. Stopping the ClusterQueue (``HoldAndDrain``) evicts the workload:
-the Job is suspended with its parallelism back at 10, and the ClusterQueue shows
-``Stopped``. Every decision replays.
+the Job is suspended with its parallelism back at 10, its Workload the same one, and the
+ClusterQueue shows ``Stopped``. Every decision replays.
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ async def test_statuses_and_partial_admission_live(tmp_path: Path) -> None:
             workloads, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
             assert [w["status"]["admission"]["podSetAssignments"][0]["count"] for w in workloads] == [6]
             assert workloads[0]["spec"]["podSets"][0]["count"] == 10  # the Workload keeps what the Job asked
+            admitted_uid = workloads[0]["metadata"]["uid"]
 
             cq = await eventually(
                 lambda: get(resources.CLUSTER_QUEUES, "cq"),
@@ -157,6 +158,13 @@ async def test_statuses_and_partial_admission_live(tmp_path: Path) -> None:
                 what="LocalQueue inactive",
             )
             assert active(lq)["reason"] == "ClusterQueueIsInactive"
+            # the same Workload, evicted: the Job suspended before its parallelism came back still matched the pod
+            # sets it ran (Kueue's EquivalentToWorkload, expectedRunningPodSets); before, it was deleted as not
+            # matching and made again (found by a new user's trial)
+            workloads, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+            assert [w["metadata"]["uid"] for w in workloads] == [admitted_uid]
+            evicted = [c for c in workloads[0]["status"]["conditions"] if c["type"] == "Evicted"]
+            assert [c["status"] for c in evicted] == ["True"]
         finally:
             kubelet.cancel()
             with contextlib.suppress(asyncio.CancelledError):

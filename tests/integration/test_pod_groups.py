@@ -33,6 +33,7 @@ from tests.integration.harness import (
     events_of,
     running,
     set_up_queues,
+    until_steady,
     wait_for,
 )
 
@@ -320,6 +321,50 @@ async def test_a_groups_workload_names_every_pod_as_owner(api, bus: MemoryBus, m
     )
     # read from the pods labelled with the group's name, not the whole namespace
     assert listed and set(listed) == {"kueue.x-k8s.io/pod-group-name=own"}
+
+
+async def test_a_groups_pod_being_deleted_stays_an_owner_of_its_workload(api, bus: MemoryBus) -> None:
+    """A running group's pod fails and is deleted while a finalizer still holds it, and a replacement pod joins:
+    Kueue only adds owner references to the group's Workload (pod_controller.go EnsureWorkloadOwnedByAllMembers),
+    so the replacement is added and the failed pod, which still exists, stays an owner; once it is gone the
+    garbage collector takes its reference off. Before (found by a new user's trial), the Workload written for the
+    replacement named the pods not being deleted only, dropping the failed one."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await running_group(api, bus, "held", ("h-a", "h-b"))
+
+        async def owners() -> set[str]:
+            obj = await kube.get_object(api, resources.WORKLOADS, namespace="default", name="held")
+            return {ref["name"] for ref in obj["metadata"].get("ownerReferences", [])}
+
+        async with asyncio.timeout(10):
+            while await owners() != {"h-a", "h-b"}:
+                await asyncio.sleep(0.05)
+        pod = await kube.get_object(api, resources.PODS, namespace="default", name="h-b")
+        hold = {"metadata": {"finalizers": [*pod["metadata"].get("finalizers", []), "example.com/hold"]}}
+        await kube.patch_object(api, resources.PODS, namespace="default", name="h-b", patch=hold)
+        failed = {"status": {"phase": "Failed"}}
+        await kube.patch_object(
+            api, resources.PODS, namespace="default", name="h-b", patch=failed, subresource="status"
+        )
+        await kube.delete_object(api, resources.PODS, namespace="default", name="h-b")
+        await kube.apply_manifest(api, member("h-c", "held", total=2))
+        async with asyncio.timeout(10):
+            while "h-c" not in await owners():
+                await asyncio.sleep(0.05)
+        while_held = await until_steady(owners, what="the Workload's owners while h-b is held")
+        held_pod = await kube.get_object(api, resources.PODS, namespace="default", name="h-b")
+        # the hold let go: h-b is gone, and the garbage collector's part (here the dispatcher's next write) drops it
+        await kube.patch_object(
+            api, resources.PODS, namespace="default", name="h-b", patch={"metadata": {"finalizers": None}}
+        )
+        async with asyncio.timeout(10):
+            while "h-b" in await owners():
+                await asyncio.sleep(0.05)
+        after = await owners()
+    assert held_pod["metadata"].get("deletionTimestamp")
+    assert while_held == {"h-a", "h-b", "h-c"}
+    assert after == {"h-a", "h-c"}
 
 
 async def succeed(api: Any, name: str) -> None:

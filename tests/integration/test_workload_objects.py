@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from kueue_es import deciders
@@ -1630,6 +1631,181 @@ async def test_a_running_job_grown_past_its_workload_gets_a_new_one(api, bus: Me
     assert [a.pod_set_assignments[0].count for a in admissions] == [3, 5]
     assert [ps["count"] for ps in new["spec"]["podSets"]] == [5]
     assert restarted["spec"]["parallelism"] == 5
+
+
+def _partial_job(name: str, *, parallelism: int, min_parallelism: int) -> dict[str, Any]:
+    """A Job of ``parallelism`` pods of 1 CPU that accepts running with ``min_parallelism`` (Kueue's
+    job-min-parallelism annotation, as in its sample-job-partial-admission.yaml)."""
+    manifest = job(name, parallelism=parallelism, completions=parallelism)
+    manifest["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": str(min_parallelism)}
+    return manifest
+
+
+async def _partially_admitted(api, bus: MemoryBus, name: str) -> tuple[types.WorkloadAdmitted, dict[str, Any]]:
+    """Job ``name`` (:func:`_partial_job` of 5, at least 2) in a ClusterQueue of 3 CPUs: admitted with 3 pods and
+    started with parallelism 3; its admission and its Workload object as admitted."""
+    await set_up(api, cpu=3)
+    await kube.apply_manifest(api, _partial_job(name, parallelism=5, min_parallelism=2))
+    [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+    await eventually(api, JOBS, namespace="default", name=name, check=lambda o: o["spec"]["suspend"] is False)
+    obj = await eventually(
+        api,
+        resources.WORKLOADS,
+        namespace="default",
+        name=admitted.workload.name,
+        check=lambda o: conditions(o).get("Admitted", {}).get("status") == "True",
+    )
+    return admitted, obj
+
+
+async def test_a_partially_admitted_job_deactivated_keeps_its_workload(api, bus: MemoryBus) -> None:
+    """Kueue's sample-job-partial-admission.yaml, scaled down: admitted with 3 of its 5 pods, so started with
+    parallelism 3; then ``kubectl patch workload W -p '{"spec":{"active":false}}'``. The dispatcher's stop
+    suspends the Job first (parallelism still 3) and gives its parallelism back after; Kueue's
+    EquivalentToWorkload compares a job also with the pod sets it is expected to run with while its Workload
+    holds quota (reconciler.go expectedRunningPodSets: the admitted count), so the Job stays suspended with
+    parallelism 5 and the same Workload (its UID) stays ``active: false``, Evicted Deactivated. Before (found
+    by a new user's trial), the suspended Job of parallelism 3 was taken for one no longer matching its Workload
+    of 5: the Workload was deleted and a new one made, active, its conditions and admission lost."""
+    async with _kueue(api, bus):
+        admitted, before = await _partially_admitted(api, bus, "partial")
+        assert [a.count for a in admitted.pod_set_assignments] == [3]
+        name = admitted.workload.name
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=name, patch={"spec": {"active": False}}
+        )
+        stopped = await eventually(
+            api,
+            JOBS,
+            namespace="default",
+            name="partial",
+            check=lambda o: o["spec"]["suspend"] is True and o["spec"]["parallelism"] == 5,
+        )
+        await wait_for(bus, types.QuotaReleased, workload=admitted.workload)
+        after = await until_steady(
+            lambda: kube.get_object(api, resources.WORKLOADS, namespace="default", name=name),
+            what="the deactivated Workload",
+        )
+        job_now = await kube.get_object(api, JOBS, namespace="default", name="partial")
+    assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+    assert stopped["spec"]["completions"] == 5
+    assert (job_now["spec"]["suspend"], job_now["spec"]["parallelism"]) == (True, 5)
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["spec"]["active"] is False
+    assert [ps["count"] for ps in after["spec"]["podSets"]] == [5]
+    assert conditions(after)["Evicted"]["reason"] == "Deactivated"
+    assert conditions(after)["QuotaReserved"]["status"] == "False"
+
+
+async def test_a_partially_admitted_job_suspended_by_hand_keeps_its_workload(api, bus: MemoryBus) -> None:
+    """``kubectl patch job partial -p '{"spec":{"suspend":true}}'`` on a Job admitted with 3 of its 5 pods (its
+    parallelism 3): the suspended Job matches the pod sets its admitted Workload is expected to run
+    (reconciler.go EquivalentToWorkload, expectedRunningPodSets), so Kueue keeps the Workload and starts the Job
+    again (step 7, "Job admitted, unsuspending") with parallelism 3. Before (found by a new user's trial), the
+    Workload was deleted as not matching a Job of 5 pods and a new one queued."""
+    async with _kueue(api, bus) as (dispatcher, _):
+        admitted, before = await _partially_admitted(api, bus, "partial")
+        # its pods run and are ready (the Job controller's status), then someone suspends it
+        await kube.patch_object(
+            api,
+            JOBS,
+            namespace="default",
+            name="partial",
+            patch={"status": {"active": 3, "ready": 3}},
+            subresource="status",
+        )
+        await wait_for(bus, types.WorkloadPodsReady, workload=admitted.workload, ready=True)
+        await kube.patch_object(api, JOBS, namespace="default", name="partial", patch={"spec": {"suspend": True}})
+        await wait_until(lambda: dispatcher.suspension.restarted == 1, what="the restart of the admitted Job")
+        restarted = await eventually(
+            api, JOBS, namespace="default", name="partial", check=lambda o: o["spec"]["suspend"] is False
+        )
+        await asyncio.sleep(0.5)  # a deletion as not matching would follow the Job's suspension
+        after = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name)
+    assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+    assert not await events_of(bus, types.QuotaReleased)
+    assert restarted["spec"]["parallelism"] == 3
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert conditions(after)["Admitted"]["status"] == "True"
+    assert [ps["count"] for ps in after["spec"]["podSets"]] == [5]
+
+
+async def test_a_running_job_shrunk_below_its_workload_gets_a_new_one(api, bus: MemoryBus) -> None:
+    """``kubectl patch job shrink --type=merge -p '{"spec":{"parallelism":1}}'`` while it runs with 3 pods
+    admitted (no partial admission): Kueue's ComparePodSets sees the count differ (a batch/v1 Job's count is
+    min(parallelism, completions), whatever its pods did), so ensureOneWorkload stops the Job, deletes its
+    Workload and the Job gets a new one of 1 pod, admitted and started. Before (found by a new user's trial), a
+    smaller count was no mismatch: the Job ran 1 pod on its admission of 3."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("shrink", parallelism=3))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        await eventually(api, JOBS, namespace="default", name="shrink", check=lambda o: o["spec"]["suspend"] is False)
+        old = await eventually(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name, check=bool)
+        await kube.patch_object(api, JOBS, namespace="default", name="shrink", patch={"spec": {"parallelism": 1}})
+        [released] = await wait_for(bus, types.QuotaReleased, workload=admitted.workload)
+        admissions = await wait_for(bus, types.WorkloadAdmitted, count=2)
+        new = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=admitted.workload.name,
+            check=lambda o: (
+                o["metadata"]["uid"] != old["metadata"]["uid"]
+                and conditions(o).get("Admitted", {}).get("status") == "True"
+            ),
+        )
+        restarted = await eventually(
+            api, JOBS, namespace="default", name="shrink", check=lambda o: o["spec"]["suspend"] is False
+        )
+        [dropped] = await events_of(bus, types.ObjectDeleted, kind="Workload")
+    assert released.reason == "Deleted"
+    assert dropped.reason == types.NO_MATCHING_WORKLOAD
+    assert [a.pod_set_assignments[0].count for a in admissions] == [3, 1]
+    assert [ps["count"] for ps in new["spec"]["podSets"]] == [1]
+    assert restarted["spec"]["parallelism"] == 1
+
+
+async def test_a_pending_job_whose_queue_name_label_is_taken_off_keeps_its_workload(api, bus: MemoryBus) -> None:
+    """``kubectl label job unq kueue.x-k8s.io/queue-name-`` on a suspended Job waiting for quota: Kueue's
+    reconciler ignores a job without a queue name (reconciler.go ReconcileGenericJob, manageJobsWithoutQueueName
+    off), so its Workload stays pending in its ClusterQueue, also across a restarted watcher (whose job watch
+    lists by that label), and goes only with the Job (the garbage collector's part). Before (found by a new
+    user's trial), the job watch's DELETED for the Job leaving its label selector deleted the Workload."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    kinds = (*KUEUE_KINDS, "Job", WORKLOAD_KIND)
+    async with running(admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        first = Watcher(bus=bus, api=api)
+        async with running(first.run(kinds)):
+            await set_up(api, cpu=1)
+            await kube.apply_manifest(api, job("runner"))
+            await wait_for(bus, types.WorkloadAdmitted)
+            await kube.apply_manifest(api, job("unq"))
+            pending = await _pending_workload(bus, "unq")
+            before = await eventually(
+                api, resources.WORKLOADS, namespace="default", name=pending.name, check=has_kueue_finalizer
+            )
+            labels = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": None}}}
+            await kube.patch_object(api, JOBS, namespace="default", name="unq", patch=labels)
+            await asyncio.sleep(0.5)  # the job watch's DELETED for it, the watch of jobs without the label's ADDED
+            kept = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=pending.name)
+            deleted_while_running = await events_of(bus, types.ObjectDeleted, kind="Workload")
+        restarted = Watcher(bus=bus, api=api)
+        await restarted.learn_from_log()
+        async with running(restarted.run(kinds)):
+            await asyncio.sleep(0.5)
+            after_restart = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=pending.name)
+            deleted_after_restart = await events_of(bus, types.ObjectDeleted, kind="Workload")
+            await kube.delete_object(api, JOBS, namespace="default", name="unq")
+            [gone] = await wait_for(bus, types.ObjectDeleted, kind="Workload")
+        runner = await kube.get_object(api, JOBS, namespace="default", name="runner")
+    assert not deleted_while_running and not deleted_after_restart
+    for obj in (kept, after_restart):
+        assert obj["metadata"]["uid"] == before["metadata"]["uid"]
+        assert obj["spec"]["queueName"] == "user-queue"
+        assert conditions(obj)["QuotaReserved"]["status"] == "False"
+    assert (gone.name, gone.reason) == (pending.name, msgspec.UNSET)
+    assert runner["spec"]["suspend"] is False  # the admitted Job ran on throughout
 
 
 ORPHANED = {
