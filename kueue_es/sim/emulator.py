@@ -481,7 +481,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 return await self._render_error(
                     kmock.KubernetesError(status=503, reason="ServiceUnavailable", message=str(err), details={})
                 )
-        if raw_request.method == "GET" and (document := self._discovery(raw_request.path)) is not None:
+        if (
+            raw_request.method == "GET"
+            and (document := self._discovery(raw_request.path)) is None
+            and _is_discovery_path(raw_request.path)
+            and not self._has_user_reactions()
+        ):
+            return await self._render_error(_not_found())
+        if raw_request.method == "GET" and document is not None:
             accept = raw_request.headers.get("Accept", "")
             if raw_request.path.strip("/") == "openapi/v2" and _prefers_v2_protobuf(accept):
                 body = self._openapi_v2_protobuf(document)
@@ -529,6 +536,13 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         )
         return await _stream_events(raw_request, result, warnings=(deprecation,) if deprecation else ())
 
+    async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
+        """kmock's Status for an error, but kube-apiserver's 404 for a path nothing serves: kmock's own not-found
+        errors (an unknown group, version or resource) name kmock's test API, which no user should see."""
+        if isinstance(exc, kmock.KubernetesNotFoundError):
+            return aiohttp.web.json_response(_not_found_status(), status=404)
+        return await super()._render_error(exc)
+
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         """kmock's dispatch of reactions, without KubernetesEmulator's own object bookkeeping (the store does it)."""
         return await kmock.RawHandler._handle(self, request)
@@ -546,12 +560,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             user_agent=headers.get("user-agent", ""),
         )
         if call is None:
-            raise kmock.KubernetesError(
-                status=404,
-                reason="NotFound",
-                message="the server could not find the requested resource",
-                details={"path": request.url.path},
-            )
+            raise _not_found()
         result = self._execute(call)
         if isinstance(result, _Reply):
             return _KmockResponse(status=result.status, payload=result.payload)
@@ -2609,6 +2618,32 @@ def _send_initial_events(params: Mapping[str, str], *, bookmarks: bool) -> bool:
         invalid = validation.Invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=causes)
         raise store.StoreError(status=422, reason="Invalid", message=invalid.message, details=invalid.details())
     return send is not None and send.lower() == "true"
+
+
+def _not_found_status() -> dict[str, Any]:
+    """kube-apiserver's answer to a path it does not serve (an unknown group, version or resource): the Status of
+    apimachinery's ``NewNotFound``-less 404 (genericapiserver's ``notfoundhandler``), with no details."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "the server could not find the requested resource",
+        "reason": "NotFound",
+        "details": {},
+        "code": 404,
+    }
+
+
+def _not_found() -> kmock.KubernetesError:
+    """:func:`_not_found_status` as an error to raise (``ClusterEmulator._render_error`` renders it)."""
+    return kmock.KubernetesNotFoundError()
+
+
+def _is_discovery_path(path: str) -> bool:
+    """Whether ``path`` is where a discovery document would be (``/api/VERSION``, ``/apis/GROUP[/VERSION]``)."""
+    segments = [segment for segment in path.split("/") if segment]
+    return (len(segments) == 2 and segments[0] == "api") or (len(segments) in (2, 3) and segments[0] == "apis")
 
 
 def _bookmark_event(ref: resources.ResourceRef, *, resource_version: int) -> dict[str, Any]:

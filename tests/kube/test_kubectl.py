@@ -877,3 +877,25 @@ async def test_a_list_file_with_unknown_fields_is_refused_naming_them(kubectl: K
         assert 'unknown field "cohrtName" in io.x-k8s.kueue.v1beta2.ClusterQueue.spec' in err, err
         assert 'unknown field "imagePullPolice" in io.k8s.api.core.v1.Container' in err, err
     assert (await kubectl.ok("get", "resourceflavors,clusterqueues,localqueues,jobs", "-A", "-o", "name")) == ""
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/apis/foo.example.com",  # an unknown group
+        "/apis/foo.example.com/v1",
+        "/apis/batch/v9",  # an unknown version of a served group
+        "/api/v2",
+        "/apis/batch/v1/foos",  # an unknown resource
+        "/apis/batch/v1/namespaces/default/foos",
+        "/not/an/api/path",
+    ],
+)
+async def test_unknown_paths_get_kube_apiservers_not_found(kubectl: Kubectl, path: str) -> None:
+    """A path nothing serves is kube-apiserver's 404 Status (reason NotFound, "the server could not find the
+    requested resource"), never the emulator library's own advice to its test authors (found by a new user's
+    trial: ``kubectl get --raw /apis/foo.example.com/v1`` printed kmock's "Declare it ..." message)."""
+    code, out, err = await kubectl.run("get", "--raw", path)
+    assert code == 1
+    assert err.strip() == "Error from server (NotFound): the server could not find the requested resource"
+    assert out == ""
