@@ -855,13 +855,13 @@ def list_rows(
         for (ns, name), lq in sorted(state.local_queues.items()):
             if (namespace is not None and ns != namespace) or only.cluster_queue not in ("", lq.spec.cluster_queue):
                 continue
-            waiting = [p for p in pending.get(lq.spec.cluster_queue, []) if p.namespace == ns and p.local_queue == name]
             rows.append(
                 {
                     "NAMESPACE": ns,
                     "NAME": name,
                     "CLUSTERQUEUE": lq.spec.cluster_queue,
-                    "PENDING WORKLOADS": len(waiting),
+                    # as its status' pendingWorkloads: also while its ClusterQueue does not exist
+                    "PENDING WORKLOADS": visibility.pending_count_in_local_queue(state, ns, name),
                     "ADMITTED WORKLOADS": _admitted(state, local_queue=(ns, name)),
                     "AGE": _age(lq.metadata.creation_timestamp_ms, now_ms),
                 }
