@@ -2656,8 +2656,8 @@ def _send_initial_events(params: Mapping[str, str], *, bookmarks: bool) -> bool:
 
 
 def _not_found_status() -> dict[str, Any]:
-    """kube-apiserver's answer to a path it does not serve (an unknown group, version or resource): the Status of
-    apimachinery's ``NewNotFound``-less 404 (genericapiserver's ``notfoundhandler``), with no details."""
+    """kube-apiserver's answer to a path it does not serve (an unknown group, version or resource): the 404 Status
+    of k8s.io/apiserver's ``notfoundhandler`` (reason NotFound, no details)."""
     return {
         "kind": "Status",
         "apiVersion": "v1",
