@@ -254,7 +254,7 @@ async def apply_all(
 
         return report
 
-    async def one(doc: Document, ref: resources.ResourceRef | None) -> Callable[[], None]:
+    async def one(doc: Document, ref: resources.ResourceRef | None, unmapped: str) -> Callable[[], None]:
         """Apply one document; returns how to report it (reports are made in input order)."""
         if doc.problems:
             advance()
@@ -262,11 +262,10 @@ async def apply_all(
         if ref is None:
             advance()
             api_version, kind = doc.manifest.get("apiVersion"), doc.manifest.get("kind")
-            return refused(
-                doc,
-                [f'no matches for kind "{kind}" in version "{api_version}": ensure CRDs are installed first'],
-                namespaced=None,
+            why = (
+                unmapped or f'no matches for kind "{kind}" in version "{api_version}": ensure CRDs are installed first'
             )
+            return refused(doc, [why], namespaced=None)
         async with gate:
             try:
                 stored, outcome = await kube.apply_manifest_outcome(api, doc.manifest, ref=ref)
@@ -284,8 +283,14 @@ async def apply_all(
     for run in _runs_of_one_kind(docs):
         api_version, kind = str(run[0].manifest.get("apiVersion") or ""), str(run[0].manifest.get("kind") or "")
         sent = any(not doc.problems for doc in run)
-        ref = await mapper.ref(api_version, kind) if sent and api_version and kind else None
-        for report in await asyncio.gather(*(one(doc, ref) for doc in run)):
+        ref, unmapped = None, ""
+        try:
+            ref = await mapper.ref(api_version, kind) if sent and api_version and kind else None
+        except kube_errors.ConnectionFailedError:
+            raise
+        except kube_errors.KubeError as err:  # the discovery of its group-version refused (403, 500, ...)
+            unmapped = f"the server's discovery of {api_version} failed: {err}"
+        for report in await asyncio.gather(*(one(doc, ref, unmapped) for doc in run)):
             report()
         if sent and (api_version, kind) in SERVING_KINDS:
             mapper.forget()
