@@ -10,8 +10,17 @@ reading of Kueue objects, :func:`kueue_es.events.manifests.parse_object`); large
 show a progress bar instead of a line per object (``-v`` brings the lines back); and a
 summary line ends every run: ``N created, M configured, K unchanged`` (and ``F failed``).
 
-Exit codes: 0 all applied; 1 some objects refused (by us or by the server); 2 nothing
-could be done (unreadable input, no kubeconfig, unreachable server).
+Any kind the server serves is applied: each document's apiVersion and kind are mapped to a resource by
+the server's discovery (:func:`kueue_es.services.kube.client.served_kinds`), as kubectl's RESTMapper maps
+them, so Kueue's v1beta1 kinds, RBAC, CRDs and the kinds those CRDs add go as kubectl sends them; a kind
+the server does not serve is refused as kubectl refuses it (``no matches for kind ... ensure CRDs are
+installed first``). Errors are reported in document order, each naming the object as its scope names it
+(a cluster-scoped object without a namespace, whatever its manifest says).
+
+Exit codes, kubectl's but for one: 0 all applied; 1 some objects refused (by us or by the server), or an
+input that cannot be read (a missing file, YAML that does not parse: nothing is applied), as kubectl exits 1;
+2 when no server can be used at all (no kubeconfig, an unusable one, an unreachable server), which kubectl
+also reports with 1.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from typing import IO, Any
 
 from kueue_es import validation
 from kueue_es.events import manifests
+from kueue_es.services.kube import resources
 
 #: Files kubectl reads from a directory.
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -47,6 +57,8 @@ class Document:
     source: str
     index: int
     manifest: dict[str, Any]
+    #: Why kueue-es refuses it before sending it (:func:`problems`), each ``field: message``.
+    problems: tuple[str, ...] = ()
 
     @property
     def where(self) -> str:
@@ -55,8 +67,18 @@ class Document:
 
     @property
     def label(self) -> str:
-        """``ClusterQueue cq`` (``Workload ns/name`` when namespaced)."""
+        """``ClusterQueue cq`` (``Workload ns/name`` when namespaced), the scope as kueue-es knows the kind
+        (:data:`kueue_es.services.kube.resources.RESOURCES`), else as the manifest says it."""
+        ref = resources.RESOURCES.get((str(self.manifest.get("apiVersion") or ""), str(self.manifest.get("kind"))))
+        return self.label_in(None if ref is None else ref.namespaced)
+
+    def label_in(self, namespaced: bool | None) -> str:
+        """:attr:`label` for a kind whose scope is known (``namespaced``; None: as the manifest says): a
+        cluster-scoped object is named without the namespace its manifest may carry (the server drops it)."""
         kind, name = manifests.describe(self.manifest)
+        if namespaced is False:
+            metadata = self.manifest.get("metadata") or {}
+            name = str(metadata.get("name") or metadata.get("generateName") or "")
         return f"{kind or 'object'} {name or '<unnamed>'}"
 
 
@@ -130,6 +152,9 @@ def problems(doc: Document) -> list[str]:
     kueue.x-k8s.io kinds, kueue-es's own reading of the object.
     """
     manifest = doc.manifest
+    unset = [f"{key} not set" for key in ("apiVersion", "kind") if not manifest.get(key)]
+    if unset:  # as kubectl's client-side check says it (error validating data: [apiVersion not set, ...])
+        return unset
     unknown = validation.unknown_fields(manifest)
     if unknown:
         return [f'{path}: unknown field "{path.rsplit(".", 1)[-1]}"' for path in unknown]
@@ -169,6 +194,32 @@ class Printer:
         print(f"error: {line}", file=self.err)
 
 
+#: Kinds whose writes change what the server serves: discovery is read again after one is applied.
+SERVING_KINDS = (("apiextensions.k8s.io/v1", "CustomResourceDefinition"), ("apiregistration.k8s.io/v1", "APIService"))
+
+
+@dataclass
+class KindMapper:
+    """The server's kinds by apiVersion (:func:`kueue_es.services.kube.client.served_kinds`), each
+    group-version's discovery read once, when a document first needs it; :meth:`forget` after a write that
+    serves new kinds (a CRD), as kubectl's deferred RESTMapper resets."""
+
+    api: Any
+    served: dict[str, dict[str, resources.ResourceRef]] = field(default_factory=dict)
+
+    async def ref(self, api_version: str, kind: str) -> resources.ResourceRef | None:
+        """The kind ``kind`` of ``api_version`` as the server serves it, None when it does not."""
+        from kueue_es.services.kube import client as kube
+
+        if api_version not in self.served:
+            self.served[api_version] = await kube.served_kinds(self.api, api_version)
+        return self.served[api_version].get(kind)
+
+    def forget(self) -> None:
+        """Read discovery again for the next document."""
+        self.served.clear()
+
+
 async def apply_all(
     api: Any,
     docs: list[Document],
@@ -177,27 +228,52 @@ async def apply_all(
     tally: Tally,
     advance: Callable[[], None] = lambda: None,
 ) -> None:
-    """Send each valid document (create, or merge-patch the existing object) and count the outcomes.
+    """Send each document kueue-es does not refuse itself (create, or merge-patch the existing object), its kind
+    mapped by the server's discovery (:class:`KindMapper`), and count the outcomes; report each document, applied
+    or refused (:attr:`Document.problems`, a kind the server does not serve, the server's refusal), in document
+    order.
 
     Consecutive documents of one kind go ``CONCURRENCY`` at a time; a new kind waits for the
-    previous ones, so a Namespace listed before its LocalQueues exists when they are sent.
+    previous ones, so a Namespace listed before its LocalQueues exists when they are sent, and a CRD before
+    the objects of its kind.
     Raises kube errors.ConnectionFailedError when the server cannot be reached (nothing more is tried).
     """
     from kueue_es.services.kube import client as kube
     from kueue_es.services.kube import errors as kube_errors
 
     gate = asyncio.Semaphore(CONCURRENCY)
+    mapper = KindMapper(api)
 
-    async def one(doc: Document) -> Callable[[], None]:
+    def refused(doc: Document, problems: Iterable[str], *, namespaced: bool | None) -> Callable[[], None]:
+        tally.failed += 1
+        lines = [f"{doc.where}: {doc.label_in(namespaced)}: {problem} (not applied)" for problem in problems]
+
+        def report() -> None:
+            for line in lines:
+                printer.error(line)
+
+        return report
+
+    async def one(doc: Document, ref: resources.ResourceRef | None, unmapped: str) -> Callable[[], None]:
         """Apply one document; returns how to report it (reports are made in input order)."""
+        if doc.problems:
+            advance()
+            return refused(doc, doc.problems, namespaced=None if ref is None else ref.namespaced)
+        if ref is None:
+            advance()
+            api_version, kind = doc.manifest.get("apiVersion"), doc.manifest.get("kind")
+            why = (
+                unmapped or f'no matches for kind "{kind}" in version "{api_version}": ensure CRDs are installed first'
+            )
+            return refused(doc, [why], namespaced=None)
         async with gate:
             try:
-                stored, outcome = await kube.apply_manifest_outcome(api, doc.manifest)
+                stored, outcome = await kube.apply_manifest_outcome(api, doc.manifest, ref=ref)
             except kube_errors.ConnectionFailedError:
                 raise
             except kube_errors.KubeError as err:
                 tally.failed += 1
-                return functools.partial(printer.error, f"{doc.where}: {doc.label}: {err}")
+                return functools.partial(printer.error, f"{doc.where}: {doc.label_in(ref.namespaced)}: {err}")
             else:
                 tally.outcomes[outcome] = tally.outcomes.get(outcome, 0) + 1
                 return functools.partial(printer.applied, f"{resource_name(doc.manifest, stored)} {outcome}")
@@ -205,8 +281,19 @@ async def apply_all(
                 advance()
 
     for run in _runs_of_one_kind(docs):
-        for report in await asyncio.gather(*(one(doc) for doc in run)):
+        api_version, kind = str(run[0].manifest.get("apiVersion") or ""), str(run[0].manifest.get("kind") or "")
+        sent = any(not doc.problems for doc in run)
+        ref, unmapped = None, ""
+        try:
+            ref = await mapper.ref(api_version, kind) if sent and api_version and kind else None
+        except kube_errors.ConnectionFailedError:
+            raise
+        except kube_errors.KubeError as err:  # the discovery of its group-version refused (403, 500, ...)
+            unmapped = f"the server's discovery of {api_version} failed: {err}"
+        for report in await asyncio.gather(*(one(doc, ref, unmapped) for doc in run)):
             report()
+        if sent and (api_version, kind) in SERVING_KINDS:
+            mapper.forget()
 
 
 def _runs_of_one_kind(docs: list[Document]) -> Iterator[list[Document]]:

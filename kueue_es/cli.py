@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -1641,7 +1642,7 @@ def _run_apply(args: argparse.Namespace) -> int:
         docs = list(apply.documents(apply.expand(args.filename, recursive=args.recursive)))
     except apply.InputError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return 1  # as kubectl: nothing is applied
     return asyncio.run(_apply(args, docs))
 
 
@@ -1657,15 +1658,8 @@ async def _apply(args: argparse.Namespace, docs: list[Any]) -> int:
 
     printer = apply.Printer(out=sys.stdout, err=sys.stderr, verbose=args.verbose or len(docs) <= apply.QUIET_ABOVE)
     tally = apply.Tally()
-    valid = []
-    for doc in docs:
-        found = apply.problems(doc)
-        for problem in found:
-            printer.error(f"{doc.where}: {doc.label}: {problem} (not applied)")
-        if found:
-            tally.failed += 1
-        else:
-            valid.append(doc)
+    docs = [dataclasses.replace(doc, problems=tuple(apply.problems(doc))) for doc in docs]
+    valid = [doc for doc in docs if not doc.problems]
     no_kubeconfig = (
         args.kube_server is None
         and args.kubeconfig is None
@@ -1673,6 +1667,8 @@ async def _apply(args: argparse.Namespace, docs: list[Any]) -> int:
         and not os.environ.get("KUBERNETES_SERVICE_HOST")
         and not Path("~/.kube/config").expanduser().exists()
     )
+    if not valid or no_kubeconfig:  # nothing to send, or no server to send it to: the refusals, in document order
+        await apply.apply_all(None, [doc for doc in docs if doc.problems], printer=printer, tally=tally)
     if valid and no_kubeconfig:
         print("error: no kubeconfig: pass --kubeconfig FILE or --kube-server URL, or set KUBECONFIG", file=sys.stderr)
         return 2
@@ -1695,10 +1691,10 @@ async def _apply(args: argparse.Namespace, docs: list[Any]) -> int:
             transient=True,
             disable=printer.verbose or not console.is_terminal,
         )
-        task = progress.add_task("apply", total=len(valid))
+        task = progress.add_task("apply", total=len(docs))
         try:
             with progress:
-                await apply.apply_all(api, valid, printer=printer, tally=tally, advance=lambda: progress.advance(task))
+                await apply.apply_all(api, docs, printer=printer, tally=tally, advance=lambda: progress.advance(task))
         except kube_errors.ConnectionFailedError as err:
             host = getattr(api.configuration, "host", "?")
             print(f"error: cannot reach the API server at {host}: {err.__cause__ or err}", file=sys.stderr)

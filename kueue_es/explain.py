@@ -961,13 +961,13 @@ def list_rows(
         for (ns, name), lq in sorted(state.local_queues.items()):
             if (namespace is not None and ns != namespace) or only.cluster_queue not in ("", lq.spec.cluster_queue):
                 continue
-            waiting = [p for p in pending.get(lq.spec.cluster_queue, []) if p.namespace == ns and p.local_queue == name]
             rows.append(
                 {
                     "NAMESPACE": ns,
                     "NAME": name,
                     "CLUSTERQUEUE": lq.spec.cluster_queue,
-                    "PENDING WORKLOADS": len(waiting),
+                    # as its status' pendingWorkloads: also while its ClusterQueue does not exist
+                    "PENDING WORKLOADS": visibility.pending_count_in_local_queue(state, ns, name),
                     "ADMITTED WORKLOADS": _admitted(state, local_queue=(ns, name)),
                     "AGE": _age(lq.metadata.creation_timestamp_ms, now_ms),
                 }
@@ -1068,17 +1068,31 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def status_report(state: ClusterState, *, now_ms: int) -> dict[str, Any]:
-    """Per ClusterQueue: cohort, strategy, stop policy, workload counts (pending active / inadmissible,
-    quota reserved, admitted) and per flavor and resource the usage, nominal quota and limits (amounts
+    """Per ClusterQueue: cohort, strategy, stop policy, workload counts (pending active / inadmissible as
+    ``kueue_pending_workloads`` counts them, :func:`kueue_es.scheduling.readiness.counts_inadmissible`: all of an
+    inactive ClusterQueue's inadmissible, as Kueue's metrics.go reportCQPendingWorkloads; quota reserved, admitted) and per flavor and resource the usage, nominal quota and limits (amounts
     as Kubernetes quantities); the cohorts with parent and member ClusterQueues and cohorts."""
     from kueue_es.events.quantities import format_amount
     from kueue_es.projections import quota
-    from kueue_es.scheduling import visibility
+    from kueue_es.scheduling import queues as queueing
+    from kueue_es.scheduling import readiness, visibility
 
     tree = quota.build(state)
+    triggers = queueing.requeue_triggers(state, tree)
     queues = []
     for name, cq in sorted(state.cluster_queues.items()):
         waiting = visibility.pending_in_cluster_queue(state, name, now_ms=now_ms)
+        admitting = readiness.admits(state, tree, name)
+        inadmissible = sum(
+            1
+            for p in waiting
+            if readiness.counts_inadmissible(
+                state.queued[(p.namespace, p.local_queue)],
+                f"{p.namespace}/{p.name}",
+                admitting=admitting,
+                trigger=triggers.get(name, 0),
+            )
+        )
         reserved = [
             wl for wl in state.workloads.values() if wl.reservation is not None and wl.reservation.cluster_queue == name
         ]
@@ -1116,8 +1130,8 @@ def status_report(state: ClusterState, *, now_ms: int) -> dict[str, Any]:
                 "cohort": cq.spec.cohort_name or "",
                 "queueingStrategy": cq.spec.queueing_strategy,
                 "stopPolicy": cq.spec.stop_policy,
-                "pendingActive": sum(1 for p in waiting if not p.parked),
-                "pendingInadmissible": sum(1 for p in waiting if p.parked),
+                "pendingActive": len(waiting) - inadmissible,
+                "pendingInadmissible": inadmissible,
                 "quotaReserved": len(reserved),
                 "admitted": sum(1 for wl in reserved if wl.admitted),
                 "resources": resources,

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kueue_es.events import manifests, models
-from kueue_es.projections import multikueue
-from kueue_es.projections.cluster import ClusterState
-from kueue_es.scheduling.queues import missing_tas_topologies, multikueue_problems, required_checks
+from kueue_es.projections import multikueue, quota
+from kueue_es.projections.cluster import ClusterState, Queued
+from kueue_es.scheduling.queues import inactive_reason, missing_tas_topologies, multikueue_problems, required_checks
 
 ACTIVE = "Active"
 READY_REASON = "Ready"
@@ -110,6 +110,34 @@ def cluster_queue_active(cq: models.ClusterQueue, *, state: ClusterState) -> Act
         return Active(True, READY_REASON, CQ_READY_MESSAGE)
     message = f"Can't admit new workloads: {', '.join(messages)}."
     return Active(False, reasons[0], message[:MAX_CONDITION_MESSAGE])
+
+
+def admits(state: ClusterState, tree: quota.QuotaTree, cq_name: str) -> bool:
+    """Whether the ClusterQueue ``cq_name`` (of ``state.cluster_queues``) can admit now, for counting its pending
+    workloads (``kueue_pending_workloads``, ``kueue-es status``): its Active condition is True
+    (:func:`cluster_queue_active`: not stopped, no missing ResourceFlavor, AdmissionCheck or Topology, no inactive
+    AdmissionCheck; Kueue's ``ClusterQueueActive``, which ``kueue_cluster_queue_status`` reports too) and the
+    admitter does not hold it inactive (:func:`kueue_es.scheduling.queues.inactive_reason`, which adds a cohort
+    tree with a cycle: Kueue leaves such a ClusterQueue out of its snapshot, so each of its workloads is
+    inadmissible at its first pop). Kueue pkg/cache/queue/metrics.go reportCQPendingWorkloads: an inactive
+    ClusterQueue's pending workloads are all inadmissible."""
+    cq = state.cluster_queues[cq_name]
+    if not cluster_queue_active(cq, state=state).status:
+        return False
+    return inactive_reason(cq, state=state, tree=tree) is None
+
+
+def counts_inadmissible(queued: Queued, key: str, *, admitting: bool, trigger: int) -> bool:
+    """Whether the pending workload ``key`` of ``queued`` (a LocalQueue's queue) counts as ``inadmissible``
+    rather than ``active``: every one of a ClusterQueue that does not admit now (``admitting`` False,
+    :func:`admits`), else one parked at or after ``trigger``, the latest requeue trigger of its cohort tree
+    (:func:`kueue_es.scheduling.queues.requeue_triggers`): still on Kueue's inadmissible list. Kueue
+    pkg/cache/queue/metrics.go reportCQPendingWorkloads (``PendingInadmissible`` of an active queue,
+    ``Pending`` all of it when inactive)."""
+    if not admitting:
+        return True
+    parked_at = queued.parked.get(key) or queued.requeued.get(key)
+    return parked_at is not None and parked_at[0] >= trigger
 
 
 def admission_check_active(check: models.AdmissionCheck, *, state: ClusterState) -> Active | None:

@@ -112,6 +112,30 @@ def pending_in_local_queue(
     ]
 
 
+def queued_count(state: ClusterState, queue: tuple[str, str]) -> int:
+    """The workloads queued in LocalQueue ``queue`` (namespace, name) that count as pending: all but
+    ConcurrentAdmission's parents, which Kueue never queues
+    (:func:`kueue_es.scheduling.concurrent_admission.queued_parent`); whether or not its ClusterQueue exists."""
+    queued = state.queued.get(queue, ())
+    gates = state.configuration.feature_gates
+    if not ca.enabled(gates):
+        return len(queued)
+    workloads = state.workloads
+    return sum(
+        1 for order in queued if (wl := workloads.get(order[-1])) is None or not ca.queued_parent(wl.workload, gates)
+    )
+
+
+def pending_count_in_local_queue(state: ClusterState, namespace: str, name: str) -> int:
+    """How many workloads LocalQueue ``namespace/name`` (of ``state.local_queues``) has pending, as its status'
+    ``pendingWorkloads`` says: Kueue's queue manager PendingWorkloads, ``len(q.items)`` (pkg/cache/queue/manager.go),
+    which holds a workload also while the LocalQueue's ClusterQueue does not exist (AddOrUpdateWorkloadWithoutLock
+    adds it to the LocalQueue before it returns ErrClusterQueueDoesNotExist); 0 while the LocalQueue is stopped
+    (manager.go DeleteLocalQueue takes its workloads out). :func:`queued_count` otherwise."""
+    lq = state.local_queues[(namespace, name)]
+    return queued_count(state, (namespace, name)) if lq.spec.stop_policy == "None" else 0
+
+
 def page(items: list[PendingWorkload], *, offset: int = 0, limit: int = LIMIT_DEFAULT) -> list[PendingWorkload]:
     """The visibility API's window: ``limit`` items (negative: 0, at most :data:`LIMIT_MAX`) from ``offset``
     (negative: 0), as pkg/visibility/storage reads its query parameters."""

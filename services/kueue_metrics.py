@@ -6,7 +6,7 @@ labels and buckets. The counters and histograms come from the fold (``state.metr
 every replica and after a restart); the gauges of the present (pending workloads active and
 inadmissible, reserving and admitted workloads, usage, quotas, ClusterQueue and LocalQueue status,
 cohorts, weighted shares, unadmitted workloads) from the state as it is; every pending workload of a ClusterQueue that
-cannot admit (stopped, or otherwise inactive: :func:`admits`) is ``inadmissible``, as in Kueue.
+cannot admit (stopped, or otherwise inactive: :func:`kueue_es.scheduling.readiness.admits`) is ``inadmissible``, as in Kueue.
 Kueue's leader alone updates its metrics, so the collector exports Kueue's families only while
 ``active()`` says this replica does the work (the decider's standby lease,
 :mod:`kueue_es.services.standby`): a Prometheus scraping two replicas does not count twice. ``replica_role`` is ``leader`` under a lease and ``standalone`` without one, as in Kueue.
@@ -156,32 +156,19 @@ def _cluster_queues(state: ClusterState, tree: quota.QuotaTree, held: _Held, out
             out.set("kueue_cluster_queue_weighted_share", (cq_name, cohort), math.nan if share == math.inf else share)
 
 
-def admits(state: ClusterState, tree: quota.QuotaTree, cq_name: str) -> bool:
-    """Whether the ClusterQueue ``cq_name`` (of ``state.cluster_queues``) can admit now, for the pending
-    gauges: its Active condition is True (:func:`readiness.cluster_queue_active`: not stopped, no missing
-    ResourceFlavor, AdmissionCheck or Topology, no inactive AdmissionCheck; Kueue's
-    ``ClusterQueueActive``, which ``kueue_cluster_queue_status`` reports too) and the admitter does not
-    hold it inactive (:func:`queues.inactive_reason`, which adds a cohort tree with a cycle: Kueue leaves
-    such a ClusterQueue out of its snapshot, so each of its workloads is inadmissible at its first pop)."""
-    cq = state.cluster_queues[cq_name]
-    if not readiness.cluster_queue_active(cq, state=state).status:
-        return False
-    return queues.inactive_reason(cq, state=state, tree=tree) is None
-
-
 def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
     """Pending workloads per ClusterQueue and LocalQueue, ``active`` or ``inadmissible``, their requests, and
     per ClusterQueue the number of their unique scheduling shapes (:func:`scheduling_shape`) in each status
     (gate SchedulingEquivalenceHashing).
 
-    ``inadmissible``: every pending workload of a ClusterQueue that cannot admit now (:func:`admits`:
+    ``inadmissible``: every pending workload of a ClusterQueue that cannot admit now (:func:`readiness.admits`:
     stopped or otherwise inactive; Kueue reportCQPendingWorkloads / reportLQPendingWorkloads count a whole
     inactive ClusterQueue so), else those parked since the latest requeue trigger of its cohort tree
     (Kueue's inadmissible list); ``active``: the rest. A stopped LocalQueue's workloads count nowhere:
     Kueue takes them out of the queue (manager.go DeleteLocalQueue) and its series stay at 0."""
     triggers = queues.requeue_triggers(state, tree)
     gates = state.configuration.feature_gates
-    admitting = {cq_name: admits(state, tree, cq_name) for cq_name in state.cluster_queues}
+    admitting = {cq_name: readiness.admits(state, tree, cq_name) for cq_name in state.cluster_queues}
     hashing = state.configuration.feature_gates.get(HASHING_GATE, True)
     # per ClusterQueue, the scheduling shapes of its active and of its inadmissible pending workloads
     shapes: dict[str, tuple[set[bytes], set[bytes]]] = {name: (set(), set()) for name in state.cluster_queues}
@@ -229,8 +216,7 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
                 continue
             if hashing:
                 key = order[-1]
-                parked_at = queued.parked.get(key) or queued.requeued.get(key)
-                inadmissible = not admitting[target] or (parked_at is not None and parked_at[0] >= trigger)
+                inadmissible = readiness.counts_inadmissible(queued, key, admitting=admitting[target], trigger=trigger)
                 shapes[target][int(inadmissible)].add(scheduling_shape(state, wl))
             for pod_set in wl.workload.spec.pod_sets:
                 # the pods its job reported reclaimable are not asked for (Kueue sums Info.TotalRequests, the
@@ -525,4 +511,4 @@ def _empty(family: Family) -> Metric:
     return HistogramMetricFamily(family.name, family.help, labels=family.labels)
 
 
-__all__ = ["BY_NAME", "KueueCollector", "admits", "amount", "families", "gauges"]
+__all__ = ["BY_NAME", "KueueCollector", "amount", "families", "gauges"]

@@ -46,7 +46,11 @@ and ends their watches; ``crd_files`` / :meth:`ClusterEmulator.install_crds` ins
 HTTP.  Kueue's kinds are served in v1beta2 and, as Kueue's CRDs serve it, in the deprecated v1beta1,
 stored as v1beta2 and converted both ways by Kueue's rules (:mod:`kueue_es.events.v1beta1`), with
 Kueue's v1beta1 schemas, printer columns and deprecation warning (one difference: the
-``managedFields`` of a write through v1beta1 name v1beta2 and its field paths).  Not served: aggregated discovery, the
+``managedFields`` of a write through v1beta1 name v1beta2 and its field paths).  Events are served through
+``events.k8s.io/v1`` too, the same way: views of the stored core/v1 Events, converted both ways by
+Kubernetes' field mapping (:mod:`.event_versions`; their ``managedFields`` name core ``v1`` and its
+fields; the events.k8s.io create validation, eventTime, action and reporting fields required, is not
+played).  Not served: aggregated discovery, the
 protobuf OpenAPI v3, CEL rules of CRDs, deletecollection, consistent pages of a list (a page
 read with a ``continue`` token has the objects as they are now, not as of the first page), the items of
 ``listType=map`` and ``set`` lists as fields of their own in ``managedFields`` (every list is owned whole),
@@ -96,6 +100,7 @@ from kueue_es.services.kube import resources
 from kueue_es.sim import (
     aggregator,
     custom_resources,
+    event_versions,
     flowcontrol,
     garbage,
     managed_fields,
@@ -122,6 +127,7 @@ _BUILT_IN_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] 
     ("", "nodes"): (("no",), ()),
     ("", "namespaces"): (("ns",), ()),
     ("", "events"): (("ev",), ()),
+    (event_versions.GROUP, "events"): (("ev",), ()),
     ("", "configmaps"): (("cm",), ()),
     ("batch", "jobs"): ((), ("all",)),
     ("batch", "cronjobs"): (("cj",), ("all",)),
@@ -136,6 +142,10 @@ _BUILT_IN_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] 
 }
 _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 APPLY_PATCH = "application/apply-patch+yaml"
+#: events.k8s.io/v1 Events: served as views of the stored core/v1 ones (``ClusterEmulator._serve_events_v1``).
+EVENTS_V1 = resources.ResourceRef(
+    group=event_versions.GROUP, version="v1", plural="events", kind=event_versions.KIND, namespaced=True
+)
 _VERBS = {"create", "delete", "get", "list", "patch", "update", "watch"}
 
 
@@ -274,7 +284,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     _v2_protobuf: tuple[dict[str, Any], bytes] | None = attrs.field(default=None, init=False)
     _refs: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
     _builtin_payload_ids: set[int] = attrs.field(factory=set, init=False)
-    #: Kueue's v1beta1 kinds by (group, version, plural): the v1beta2 kind they are stored as and converted to.
+    #: Kueue's v1beta1 kinds and events.k8s.io/v1 Events by (group, version, plural): the kind they are stored as
+    #: and converted to (v1beta2; core/v1 Event).
     _converted: dict[tuple[str, str, str], resources.ResourceRef] = attrs.field(factory=dict, init=False)
     _watch_epoch: int = attrs.field(default=0, init=False)
     _closing: bool = attrs.field(default=False, init=False)
@@ -316,6 +327,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             self.register_resource(ref)
         self.register_resource(custom_resources.CRDS)
         self._serve_kueue_v1beta1()
+        self._serve_events_v1()
         self._store.create_system_priority_classes()
         for obj in rbac.bootstrap_objects():  # what kube-apiserver's RBAC bootstrap policy creates at start
             self.put_objects([obj])
@@ -364,6 +376,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             served = dataclasses.replace(hub, version="v1beta1")
             self.register_resource(served, storage=hub)
             self._converted[(served.group, served.version, served.plural)] = hub
+
+    def _serve_events_v1(self) -> None:
+        """Serve ``events.k8s.io/v1`` Events as views of the stored core/v1 ones, as kube-apiserver serves one
+        Event through both groups (Kueue writes its Events through events.k8s.io/v1, kubectl reads core/v1):
+        each request runs on core/v1, what is written converted to it and what is answered from it by
+        Kubernetes' field mapping (:mod:`.event_versions`), as Kueue's v1beta1 kinds are views of v1beta2."""
+        self.register_resource(EVENTS_V1, storage=resources.EVENTS)
+        self._converted[(EVENTS_V1.group, EVENTS_V1.version, EVENTS_V1.plural)] = resources.EVENTS
 
     def unregister_resource(self, ref: resources.ResourceRef) -> None:
         """Stop serving a kind: its objects are deleted (watchers see DELETED), its watches end,
@@ -481,7 +501,14 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 return await self._render_error(
                     kmock.KubernetesError(status=503, reason="ServiceUnavailable", message=str(err), details={})
                 )
-        if raw_request.method == "GET" and (document := self._discovery(raw_request.path)) is not None:
+        if (
+            raw_request.method == "GET"
+            and (document := self._discovery(raw_request.path)) is None
+            and _is_discovery_path(raw_request.path)
+            and not self._has_user_reactions()
+        ):
+            return await self._render_error(_not_found())
+        if raw_request.method == "GET" and document is not None:
             accept = raw_request.headers.get("Accept", "")
             if raw_request.path.strip("/") == "openapi/v2" and _prefers_v2_protobuf(accept):
                 body = self._openapi_v2_protobuf(document)
@@ -524,10 +551,17 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             result = self._table_events(call, result)
         deprecation = (
             crds.v1beta1_warning(call.ref.kind)
-            if (call.ref.group, call.ref.version, call.ref.plural) in self._converted
+            if (call.ref.group, call.ref.version, call.ref.plural) in self._converted and call.ref.group == crds.GROUP
             else None
         )
         return await _stream_events(raw_request, result, warnings=(deprecation,) if deprecation else ())
+
+    async def _render_error(self, exc: Exception) -> aiohttp.web.StreamResponse:
+        """kmock's Status for an error, but kube-apiserver's 404 for a path nothing serves: kmock's own not-found
+        errors (an unknown group, version or resource) name kmock's test API, which no user should see."""
+        if isinstance(exc, kmock.KubernetesNotFoundError):
+            return aiohttp.web.json_response(_not_found_status(), status=404)
+        return await super()._render_error(exc)
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         """kmock's dispatch of reactions, without KubernetesEmulator's own object bookkeeping (the store does it)."""
@@ -546,12 +580,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             user_agent=headers.get("user-agent", ""),
         )
         if call is None:
-            raise kmock.KubernetesError(
-                status=404,
-                reason="NotFound",
-                message="the server could not find the requested resource",
-                details={"path": request.url.path},
-            )
+            raise _not_found()
         result = self._execute(call)
         if isinstance(result, _Reply):
             return _KmockResponse(status=result.status, payload=result.payload)
@@ -630,7 +659,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             return cached
         custom = {kind.ref: kind.schema for kind in self._custom.values()}
         for (group, version, plural), hub in self._converted.items():  # Kueue's v1beta1 schemas
-            custom[self._refs[group, version, plural]] = crds.v1beta1_schema(hub.kind)
+            if group == crds.GROUP:  # (events.k8s.io/v1's is among the built-in ones)
+                custom[self._refs[group, version, plural]] = crds.v1beta1_schema(hub.kind)
         match where:
             case ("v2",):
                 document = openapi.v2_document(refs, custom)
@@ -797,7 +827,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         one: the written object (create, replace, server-side apply) is decoded by the v1beta1 schema and
         converted to v1beta2 (:meth:`_from_served`); a JSON or merge patch is applied to the object as v1beta1
         shows it (:meth:`_update`); then the call runs on v1beta2, and what it answers (objects, lists, watch
-        events) is converted back to v1beta1. Every answer carries the version's deprecation warning."""
+        events) is converted back to v1beta1. Every answer carries the version's deprecation warning. An
+        events.k8s.io/v1 Event goes the same way to and from the core/v1 Event stored (:mod:`.event_versions`),
+        without a warning."""
         warnings: list[str] = []
         with _kubernetes_errors(call):
             body, content_type = call.body, call.content_type
@@ -811,7 +843,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             result = self._execute_call(
                 dataclasses.replace(call, ref=hub, served=call.ref, body=body, content_type=content_type)
             )
-        deprecation = crds.v1beta1_warning(call.ref.kind)
+        deprecation = crds.v1beta1_warning(call.ref.kind) if call.ref.group == crds.GROUP else None
         if isinstance(result, _Reply):
             extra = ((deprecation,) if deprecation else ()) + tuple(warnings)
             payload = _in_served(call.ref, result.payload)
@@ -830,6 +862,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 status=400, reason="BadRequest", message=f"the request body is not a {served.kind} object"
             )
         obj = {**obj, "apiVersion": served.api_version, "kind": served.kind}
+        if served.group == event_versions.GROUP:  # an events.k8s.io/v1 Event: the core/v1 Event it stands for
+            return event_versions.to_core(obj)
         schema = crds.v1beta1_schema(served.kind)
         # an apply configuration is partial: pruned, but neither defaulted nor held to required fields
         pruned = custom_resources.prune(obj, schema) if applied else custom_resources.decode(obj, schema)
@@ -1019,12 +1053,19 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             custom=custom,
             selectable=self._selectable_fields(ref),
         )
+        if ref.group == event_versions.GROUP:  # named as events.k8s.io/v1 names them, selected on core/v1 Events
+            return selectors.FieldSelector(
+                requirements=tuple(
+                    dataclasses.replace(term, path=event_versions.FIELD_LABELS[term.path])
+                    for term in fields.requirements
+                )
+            )
         return fields
 
     def _selectable_fields(self, ref: resources.ResourceRef) -> tuple[str, ...]:
         """The ``selectableFields`` of a custom kind's CRD: Kueue's own (:data:`kueue_es.crds.KINDS`) or an
         installed CRD's; () for any other kind."""
-        if (ref.group, ref.version, ref.plural) in self._converted:
+        if (ref.group, ref.version, ref.plural) in self._converted and ref.group == crds.GROUP:
             return crds.v1beta1_selectable(ref.kind)  # Kueue's v1beta1 declares none
         if ref.group == crds.GROUP:
             return next((kind.selectable for kind in crds.KINDS if kind.plural == ref.plural), ())
@@ -1415,7 +1456,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         return (ref.group, ref.version, ref.plural) in self._custom
 
     def _printer_columns(self, ref: resources.ResourceRef) -> tuple[Mapping[str, Any], ...] | None:
-        if (ref.group, ref.version, ref.plural) in self._converted:  # Kueue's v1beta1 columns (.spec.cohort)
+        if (ref.group, ref.version, ref.plural) in self._converted and ref.group == crds.GROUP:  # .spec.cohort
             return crds.v1beta1_columns(ref.kind) or None
         kind = self._custom.get((ref.group, ref.version, ref.plural))
         return kind.printer_columns if kind is not None else None
@@ -2168,9 +2209,12 @@ def _in_version(ref: resources.ResourceRef, payload: dict[str, Any]) -> dict[str
 
 def _in_served(ref: resources.ResourceRef, payload: dict[str, Any]) -> dict[str, Any]:
     """An object (or a list of them) of v1beta2 as Kueue's v1beta1 ``ref`` shows it, converted by Kueue's rules
-    (:func:`kueue_es.events.v1beta1.convert`); anything else (a Status, a Table) as it is."""
+    (:func:`kueue_es.events.v1beta1.convert`), or a core/v1 Event as events.k8s.io/v1 shows it
+    (:func:`.event_versions.to_events_v1`); anything else (a Status, a Table) as it is."""
     if "items" in payload and isinstance(payload["items"], list):
         return {**payload, "apiVersion": ref.api_version, "items": [_in_served(ref, i) for i in payload["items"]]}
+    if ref.group == event_versions.GROUP:  # an events.k8s.io/v1 view of a core/v1 Event
+        return event_versions.to_events_v1(payload) if event_versions.is_core_event(payload) else payload
     if payload.get("kind") == ref.kind and payload.get("apiVersion") == v1beta1.V1BETA2:
         return v1beta1.convert(payload, ref.api_version)
     return payload
@@ -2609,6 +2653,32 @@ def _send_initial_events(params: Mapping[str, str], *, bookmarks: bool) -> bool:
         invalid = validation.Invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=causes)
         raise store.StoreError(status=422, reason="Invalid", message=invalid.message, details=invalid.details())
     return send is not None and send.lower() == "true"
+
+
+def _not_found_status() -> dict[str, Any]:
+    """kube-apiserver's answer to a path it does not serve (an unknown group, version or resource): the 404 Status
+    of k8s.io/apiserver's ``notfoundhandler`` (reason NotFound, no details)."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "the server could not find the requested resource",
+        "reason": "NotFound",
+        "details": {},
+        "code": 404,
+    }
+
+
+def _not_found() -> kmock.KubernetesError:
+    """:func:`_not_found_status` as an error to raise (``ClusterEmulator._render_error`` renders it)."""
+    return kmock.KubernetesNotFoundError()
+
+
+def _is_discovery_path(path: str) -> bool:
+    """Whether ``path`` is where a discovery document would be (``/api/VERSION``, ``/apis/GROUP[/VERSION]``)."""
+    segments = [segment for segment in path.split("/") if segment]
+    return (len(segments) == 2 and segments[0] == "api") or (len(segments) in (2, 3) and segments[0] == "apis")
 
 
 def _bookmark_event(ref: resources.ResourceRef, *, resource_version: int) -> dict[str, Any]:

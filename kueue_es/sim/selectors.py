@@ -264,6 +264,22 @@ SELECTABLE: dict[tuple[str, str], frozenset[str]] = {
             "type",
         }
     ),
+    # the same Events through events.k8s.io/v1, by its own names (pkg/apis/events/v1/conversion.go; the emulator
+    # selects on the core/v1 fields they stand for: kueue_es.sim.event_versions.FIELD_LABELS)
+    ("events.k8s.io", "Event"): frozenset(
+        {
+            "reason",
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reportingController",
+            "type",
+        }
+    ),
     ("", "Node"): frozenset({"spec.unschedulable"}),
     ("", "Namespace"): frozenset({"status.phase"}),
     ("", "Secret"): frozenset({"type"}),

@@ -31,7 +31,7 @@ from jsonpath_ng.ext import parse as parse_jsonpath
 
 from kueue_es import crds
 from kueue_es.services.kube import resources
-from kueue_es.sim import selectors
+from kueue_es.sim import event_versions, selectors
 
 TABLE_MEDIA = "as=Table"
 
@@ -374,6 +374,8 @@ def _event_printer() -> tuple[list[dict[str, Any]], _Row]:
     ]
 
     def row(event: dict[str, Any], now: datetime.datetime) -> list[Cell]:
+        if event_versions.is_events_v1(event):  # printed as the core Event it is a view of
+            event = event_versions.to_core(event)
         # kube-apiserver's printEvent: a series (events.k8s.io's repeats) gives the count and the last time
         involved = event.get("involvedObject", {})
         first = event.get("firstTimestamp") or event.get("eventTime") or _created(event)
@@ -808,6 +810,7 @@ _BUILT_IN: dict[str, Callable[[], tuple[list[dict[str, Any]], _Row]]] = {
 #: The API groups of the built-in kinds printed with kubectl's columns (others: NAME and AGE).
 _BUILT_IN_GROUPS = (
     "",
+    event_versions.GROUP,  # the same Events as core's, printed alike (kube-apiserver's printEvent)
     "batch",
     "coordination.k8s.io",
     "apps",

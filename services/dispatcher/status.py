@@ -76,7 +76,7 @@ from kueue_es.projections.cluster import (
     replacement_of,
 )
 from kueue_es.scheduling import concurrent_admission as ca
-from kueue_es.scheduling import cycle, dra, fairsharing, lifecycle, queues, readiness
+from kueue_es.scheduling import cycle, dra, fairsharing, lifecycle, queues, readiness, visibility
 from kueue_es.scheduling.tas import replacement
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -1536,7 +1536,7 @@ def cluster_queue_status(
     cq = state.cluster_queues[name]
     feeding = local_queues_by_cluster_queue(state) if feeding is None else feeding
     # a stopped LocalQueue's workloads are out of its ClusterQueue's queue (Kueue: manager.go DeleteLocalQueue)
-    pending = sum(_pending_in(state, key) for key in feeding.get(name, ()) if not _stopped(state, key))
+    pending = sum(visibility.queued_count(state, key) for key in feeding.get(name, ()) if not _stopped(state, key))
     reserved, admitted, count, admitted_count = _usage(state, name)
     nominal = {
         (fq.name, rq.name): rq.nominal_quota
@@ -1670,19 +1670,6 @@ def cohort_ancestors(state: ClusterState, cohort_name: str) -> list[str]:
     return out
 
 
-def _pending_in(state: ClusterState, queue: tuple[str, str]) -> int:
-    """The workloads queued in LocalQueue ``queue`` that count as pending: all but ConcurrentAdmission's parents,
-    which Kueue never queues (:func:`kueue_es.scheduling.concurrent_admission.queued_parent`)."""
-    queued = state.queued.get(queue, ())
-    gates = state.configuration.feature_gates
-    if not ca.enabled(gates):
-        return len(queued)
-    workloads = state.workloads
-    return sum(
-        1 for order in queued if (wl := workloads.get(order[-1])) is None or not ca.queued_parent(wl.workload, gates)
-    )
-
-
 def local_queue_status(
     state: ClusterState, namespace: str, name: str, *, previous_fair_sharing: Any = None, now_ms: int = 0
 ) -> dict[str, Any]:
@@ -1691,7 +1678,7 @@ def local_queue_status(
     admission fair sharing ``fairSharing`` (:func:`local_queue_fair_sharing`, which ``previous_fair_sharing``,
     the stored one, and ``now_ms`` are for)."""
     lq = state.local_queues[(namespace, name)]
-    pending = _pending_in(state, (namespace, name)) if lq.spec.stop_policy == "None" else 0
+    pending = visibility.pending_count_in_local_queue(state, namespace, name)
     fair = local_queue_fair_sharing(state, namespace, name, previous=previous_fair_sharing, now_ms=now_ms)
     with_fair = {"fairSharing": fair} if fair is not None else {}
     cq = state.cluster_queues.get(lq.spec.cluster_queue)

@@ -313,11 +313,18 @@ async def apply_manifest(api: k8s_client.ApiClient, manifest: dict[str, Any]) ->
     return stored
 
 
-async def apply_manifest_outcome(api: k8s_client.ApiClient, manifest: dict[str, Any]) -> tuple[dict[str, Any], str]:
+async def apply_manifest_outcome(
+    api: k8s_client.ApiClient, manifest: dict[str, Any], *, ref: resources.ResourceRef | None = None
+) -> tuple[dict[str, Any], str]:
     """:func:`apply_manifest`, also saying what happened as kubectl does: ``created``, ``configured``
-    (the patch changed the object: a new resourceVersion) or ``unchanged``. Same errors."""
-    ref = ref_for(str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")))
-    metadata = dict(manifest.get("metadata") or {})
+    (the patch changed the object: a new resourceVersion) or ``unchanged``. Same errors. ``ref``: the kind as
+    the server's discovery maps it (:func:`served_kinds`), for a kind kueue-es does not know itself; the
+    ``metadata.namespace`` of a cluster-scoped one is dropped, as kubectl's builder drops it."""
+    ref = ref or ref_for(str(manifest.get("apiVersion", "")), str(manifest.get("kind", "")))
+    manifest = {**manifest, "metadata": dict(manifest.get("metadata") or {})}
+    if not ref.namespaced:
+        manifest["metadata"].pop("namespace", None)
+    metadata = dict(manifest["metadata"])
     namespace = (metadata.get("namespace") or "default") if ref.namespaced else None
     if namespace is not None:
         metadata["namespace"] = namespace
@@ -350,6 +357,39 @@ async def apply_manifest_outcome(api: k8s_client.ApiClient, manifest: dict[str, 
 
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+async def served_kinds(api: k8s_client.ApiClient, api_version: str) -> dict[str, resources.ResourceRef]:
+    """Every kind the server serves in ``api_version`` (``v1``, ``rbac.authorization.k8s.io/v1``), by kind: its
+    plural, scope and ``status`` subresource, read from the group-version's discovery document
+    (``/api/v1``, ``/apis/GROUP/VERSION``: an APIResourceList) as kubectl's RESTMapper reads it
+    (k8s.io/client-go/restmapper, ``NewDiscoveryRESTMapper``); ``{}`` when the server does not serve the
+    group-version (404). Subresources (``jobs/status``) are not kinds of their own. Raises errors.ApiError,
+    errors.ConnectionFailedError."""
+    group, _, version = api_version.rpartition("/")
+    path = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    try:
+        document = await _call(api, "GET", path)
+    except errors.NotFoundError:
+        return {}
+    entries = [entry for entry in document.get("resources") or [] if isinstance(entry, dict)]
+    with_status = {
+        str(entry.get("name", "")).split("/")[0] for entry in entries if entry.get("name", "").endswith("/status")
+    }
+    out: dict[str, resources.ResourceRef] = {}
+    for entry in entries:
+        plural, kind = str(entry.get("name") or ""), str(entry.get("kind") or "")
+        if not plural or "/" in plural or not kind or kind in out:
+            continue
+        out[kind] = resources.ResourceRef(
+            group=group,
+            version=version,
+            plural=plural,
+            kind=kind,
+            namespaced=bool(entry.get("namespaced")),
+            status_subresource=plural in with_status,
+        )
+    return out
 
 
 def _without_last_applied(metadata: dict[str, Any]) -> dict[str, Any]:

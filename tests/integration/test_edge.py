@@ -338,21 +338,22 @@ async def kueue_es(*args: str) -> tuple[int, str, str]:
 
 
 async def test_cli_apply_reports_bad_files_and_applies_good_ones(emu: ClusterEmulator, api, tmp_path: Path) -> None:
-    """`kueue-es apply`: bad YAML, a missing file and an undecodable file exit 2 naming the file; an unknown kind
-    fails naming the kind; a valid file exits 0 and says what it applied."""
+    """`kueue-es apply`: bad YAML, a missing file and an undecodable file exit 1 naming the file, as kubectl apply
+    exits (the README's exit codes); an unknown kind fails naming the kind; a valid file exits 0 and says what it
+    applied."""
     broken = tmp_path / "broken.yaml"
     broken.write_text("apiVersion: v1\nkind: [unclosed\n")
     code, out, err = await kueue_es("apply", "-f", str(broken), "--kube-server", emu.url)
-    assert code == 2 and str(broken) in err and out == "", (code, out, err)
+    assert code == 1 and str(broken) in err and out == "", (code, out, err)
 
     missing = tmp_path / "missing.yaml"
     code, out, err = await kueue_es("apply", "-f", str(missing), "--kube-server", emu.url)
-    assert code == 2 and str(missing) in err, (code, out, err)
+    assert code == 1 and str(missing) in err, (code, out, err)
 
     binary = tmp_path / "binary.yaml"
     binary.write_bytes(b"\xff\xfe\x00kind: \x81\x82")
     code, out, err = await kueue_es("apply", "-f", str(binary), "--kube-server", emu.url)
-    assert code == 2 and str(binary) in err and "Traceback" not in err, (code, out, err)
+    assert code == 1 and str(binary) in err and "Traceback" not in err, (code, out, err)
 
     widget = tmp_path / "widget.yaml"
     widget.write_text("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n")

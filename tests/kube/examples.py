@@ -8,7 +8,20 @@ from typing import Any
 
 import yaml
 
-EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-examples"
+
+def _examples() -> Path:
+    """``../shared/kueue-examples`` beside the checkout, or beside the main checkout when this one is a git worktree
+    (its ``.git`` file names the main one's ``.git/worktrees/NAME``)."""
+    root = Path(__file__).resolve().parents[2]
+    found = root.parent / "shared" / "kueue-examples"
+    marker = root / ".git"
+    if not found.exists() and marker.is_file() and marker.read_text().startswith("gitdir: "):
+        main = Path(marker.read_text().removeprefix("gitdir: ").strip()).parents[2]
+        return main.parent / "shared" / "kueue-examples"
+    return found
+
+
+EXAMPLES = _examples()
 
 #: Example files whose objects Kueue's own webhooks refuse today, each with the field refused and why: a
 #: user applying them meets the same refusal from Kueue and from kueue-es.

@@ -14,10 +14,11 @@ from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.services.kube import client, errors, resources
 from kueue_es.sim import emulator
+from tests.kube import examples
 
 pytestmark = pytest.mark.timeout(20)
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[3] / "shared" / "kueue-examples"  # ../shared beside the repo
+EXAMPLES = examples.EXAMPLES  # ../shared beside the repo (or beside the main checkout of a worktree)
 FAST_WATCH = {"timeout_seconds": 30, "backoff_seconds": 0.05, "max_backoff_seconds": 0.2}
 
 

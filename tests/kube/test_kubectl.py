@@ -877,3 +877,131 @@ async def test_a_list_file_with_unknown_fields_is_refused_naming_them(kubectl: K
         assert 'unknown field "cohrtName" in io.x-k8s.kueue.v1beta2.ClusterQueue.spec' in err, err
         assert 'unknown field "imagePullPolice" in io.k8s.api.core.v1.Container' in err, err
     assert (await kubectl.ok("get", "resourceflavors,clusterqueues,localqueues,jobs", "-A", "-o", "name")) == ""
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/apis/foo.example.com",  # an unknown group
+        "/apis/foo.example.com/v1",
+        "/apis/batch/v9",  # an unknown version of a served group
+        "/api/v2",
+        "/apis/batch/v1/foos",  # an unknown resource
+        "/apis/batch/v1/namespaces/default/foos",
+        "/not/an/api/path",
+    ],
+)
+async def test_unknown_paths_get_kube_apiservers_not_found(kubectl: Kubectl, path: str) -> None:
+    """A path nothing serves is kube-apiserver's 404 Status (reason NotFound, "the server could not find the
+    requested resource"), never the emulator library's own advice to its test authors (found by a new user's
+    trial: ``kubectl get --raw /apis/foo.example.com/v1`` printed kmock's "Declare it ..." message)."""
+    code, out, err = await kubectl.run("get", "--raw", path)
+    assert code == 1
+    assert err.strip() == "Error from server (NotFound): the server could not find the requested resource"
+    assert out == ""
+
+
+def _events_v1(name: str, *, pod: str, uid: str) -> dict[str, object]:
+    """An Event as Kueue's recorder writes it, through events.k8s.io/v1 (mgr.GetEventRecorder)."""
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": "default"},
+        "eventTime": "2026-12-07T09:40:00.000000Z",
+        "reportingController": "kueue-admission",
+        "reportingInstance": "kueue-admission-0",
+        "action": "Admitted",
+        "reason": "QuotaReserved",
+        "type": "Normal",
+        "note": "Quota reserved in ClusterQueue cq",
+        "regarding": {"apiVersion": "v1", "kind": "Pod", "name": pod, "namespace": "default", "uid": uid},
+    }
+
+
+async def test_events_k8s_io_serves_the_same_events_as_core_v1(kubectl: Kubectl) -> None:
+    """events.k8s.io/v1 is served, as views of the stored core/v1 Events (found by a new user's trial: kubectl get
+    events.events.k8s.io said the server has no such resource type, though Kueue writes its Events there): an
+    Event written there is core's with Kubernetes' field mapping (note/message, regarding/involvedObject,
+    reportingController/reportingComponent), and one written through core/v1 is listed there; kubectl get
+    (either group), kubectl events and kubectl describe agree; events.k8s.io's field selectors and patches
+    work on the same object."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1", "namespace": "default"}}
+    pod["spec"] = {"containers": [{"name": "c", "image": "busybox"}]}
+    await kubectl.ok("create", "-f", "-", stdin=json.dumps(pod))
+    uid = await kubectl.ok("get", "pod", "p1", "-o", "jsonpath={.metadata.uid}")
+    discovery = json.loads(await kubectl.ok("get", "--raw", "/apis/events.k8s.io/v1"))
+    entries = [(r["name"], r["kind"], r["namespaced"]) for r in discovery["resources"]]
+    assert discovery["groupVersion"] == "events.k8s.io/v1" and entries == [("events", "Event", True)]
+    out = await kubectl.ok("create", "-f", "-", stdin=json.dumps(_events_v1("p1.admitted", pod="p1", uid=uid)))
+    assert out.strip() == "event.events.k8s.io/p1.admitted created"
+    core_event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "p1.scheduled", "namespace": "default"},
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "p1", "namespace": "default", "uid": uid},
+        "reason": "Scheduled",
+        "message": "Successfully assigned default/p1",
+        "type": "Normal",
+        "source": {"component": "default-scheduler"},
+        "firstTimestamp": "2026-12-07T09:39:00Z",
+        "lastTimestamp": "2026-12-07T09:39:00Z",
+        "count": 1,
+    }
+    await kubectl.ok("create", "-f", "-", stdin=json.dumps(core_event))
+
+    stored = json.loads(await kubectl.ok("get", "event", "p1.admitted", "-n", "default", "-o", "json"))
+    assert stored["apiVersion"] == "v1"
+    assert stored["message"] == "Quota reserved in ClusterQueue cq"
+    assert stored["involvedObject"]["name"] == "p1" and stored["reportingComponent"] == "kueue-admission"
+    raw = json.loads(await kubectl.ok("get", "--raw", "/apis/events.k8s.io/v1/namespaces/default/events"))
+    by_name = {item["metadata"]["name"]: item for item in raw["items"]}
+    assert raw["kind"] == "EventList" and set(by_name) == {"p1.admitted", "p1.scheduled"}
+    scheduled = by_name["p1.scheduled"]
+    assert scheduled["apiVersion"] == "events.k8s.io/v1"
+    assert scheduled["note"] == "Successfully assigned default/p1" and "message" not in scheduled
+    assert scheduled["regarding"]["name"] == "p1" and scheduled["deprecatedSource"] == {
+        "component": "default-scheduler"
+    }
+    assert scheduled["deprecatedCount"] == 1 and scheduled["deprecatedFirstTimestamp"] == "2026-12-07T09:39:00Z"
+    assert by_name["p1.admitted"]["reportingController"] == "kueue-admission"
+
+    columns = ["TYPE", "REASON", "OBJECT", "MESSAGE"]
+
+    def shown(text: str) -> list[list[str]]:
+        rows = table(text)
+        at = [rows[0].index(column) for column in columns]
+        return sorted([row[i] for i in at] for row in rows[1:])
+
+    via_core = shown(await kubectl.ok("get", "events", "-n", "default"))
+    assert via_core == [
+        ["Normal", "QuotaReserved", "pod/p1", "Quota reserved in ClusterQueue cq"],
+        ["Normal", "Scheduled", "pod/p1", "Successfully assigned default/p1"],
+    ]
+    assert shown(await kubectl.ok("get", "events.events.k8s.io", "-n", "default")) == via_core
+    assert shown(await kubectl.ok("events", "-n", "default")) == [
+        [row[0], row[1], "Pod/p1", row[3]] for row in via_core
+    ]
+    described = await kubectl.ok("describe", "pod", "p1", "-n", "default")
+    assert "QuotaReserved" in described and "Quota reserved in ClusterQueue cq" in described
+    assert "Successfully assigned default/p1" in described
+
+    selected = await kubectl.ok(
+        "get",
+        "events.events.k8s.io",
+        "-n",
+        "default",
+        "--field-selector",
+        "reason=Scheduled,regarding.name=p1",
+        "-o",
+        "name",
+    )
+    assert selected.split() == ["event.events.k8s.io/p1.scheduled"]
+    code, _, err = await kubectl.run(
+        "get", "events.events.k8s.io", "-n", "default", "--field-selector", "involvedObject.name=p1"
+    )
+    assert code == 1 and "field label not supported: involvedObject.name" in err
+    await kubectl.ok(
+        "patch", "events.events.k8s.io", "p1.admitted", "-n", "default", "--type", "merge", "-p", '{"note": "again"}'
+    )
+    patched = json.loads(await kubectl.ok("get", "event", "p1.admitted", "-n", "default", "-o", "json"))
+    assert patched["message"] == "again" and patched["reason"] == "QuotaReserved"

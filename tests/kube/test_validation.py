@@ -18,7 +18,8 @@ import yaml
 from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.services.kube import client, errors, resources
-from kueue_es.sim import emulator
+from kueue_es.sim import emulator, rbac
+from tests.kube import examples
 
 pytestmark = pytest.mark.timeout(120)  # several CLI processes per test on a shared machine
 
@@ -347,3 +348,127 @@ async def test_apply_without_a_kubeconfig_or_server_is_one_clear_error(tmp_path:
         and "Traceback" not in err
         and err.startswith("error: cannot reach the API server at http://127.0.0.1:9")
     )
+
+
+WIDGETS_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}
+WIDGET = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}}
+VISIBILITY_EXAMPLES = examples.EXAMPLES / "visibility"
+APPWRAPPERS_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "crds" / "workload.codeflare.dev_appwrappers.yaml"
+
+
+async def test_apply_takes_every_kind_the_server_serves_as_kubectl_does(
+    cluster: emulator.ClusterEmulator, tmp_path: Path
+) -> None:
+    """``kueue-es apply`` maps kinds by the server's discovery, as kubectl does (found by a new user's trial: a
+    kueue.x-k8s.io/v1beta1 ClusterQueue, Kueue's visibility RBAC example and CRD files were refused as kinds
+    "kueue-es does not handle"): Kueue's v1beta1, RBAC, a CRD and, once it is applied, the kind it serves; a
+    cluster-scoped object is named without the namespace its manifest carries, and stored without it."""
+    v1beta1 = {
+        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "old"},
+        "spec": {
+            "namespaceSelector": {},
+            "cohort": "team",
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu"],
+                    "flavors": [{"name": "default", "resources": [{"name": "cpu", "nominalQuota": 4}]}],
+                }
+            ],
+        },
+    }
+    roles = VISIBILITY_EXAMPLES / "cluster-role-and-binding.yaml"
+    path = write(tmp_path / "mixed.yaml", v1beta1, WIDGETS_CRD, WIDGET)
+    server = ("--kube-server", cluster.url)
+    code, out, err = await run(
+        *kueue_es("apply", "-f", str(path), "-f", str(roles), "-f", str(APPWRAPPERS_CRD), *server)
+    )
+    assert (code, err) == (0, ""), err
+    assert out.splitlines() == [
+        "clusterqueue.kueue.x-k8s.io/old created",
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created",
+        "widget.example.com/w created",
+        "clusterrole.rbac.authorization.k8s.io/kueue-visibility-server-api created",
+        "clusterrolebinding.rbac.authorization.k8s.io/kueue-visibility-server-api created",
+        "customresourcedefinition.apiextensions.k8s.io/appwrappers.workload.codeflare.dev created",
+        "6 created, 0 configured, 0 unchanged",
+    ]
+    api = await client.make_api_client(server=cluster.url)
+    try:
+        stored = await client.get_object(api, resources.CLUSTER_QUEUES, name="old")
+        binding = await client.get_object(api, rbac.CLUSTER_ROLE_BINDINGS, name="kueue-visibility-server-api")
+    finally:
+        await api.close()
+    assert stored["spec"]["cohortName"] == "team"  # converted from v1beta1's spec.cohort
+    assert "namespace" not in binding["metadata"]
+    code, out, err = await run(*kueue_es("apply", "-f", str(path), "-f", str(roles), *server))
+    assert (code, err) == (0, "") and out.splitlines()[-1] == "0 created, 0 configured, 5 unchanged"
+
+
+async def test_apply_reports_refusals_in_document_order(cluster: emulator.ClusterEmulator, tmp_path: Path) -> None:
+    """Refusals, whether kueue-es's own (before sending), the server's or a kind it does not serve, come in
+    document order (found by a new user's trial: 2, 5, 6, 3, 4), a cluster-scoped object named without a
+    namespace."""
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ok", "namespace": "default"}}
+    elsewhere = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lost", "namespace": "nowhere"}}
+    unnamed = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"namespace": "default"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+    }
+    path = write(
+        tmp_path / "mixed.yaml",
+        config_map,
+        cluster_queue("bad", quota="-1"),
+        WIDGET,
+        elsewhere,
+        unnamed,
+        cluster_queue("worse", quota="-2"),
+    )
+    code, out, err = await run(*kueue_es("apply", "-f", str(path), "--kube-server", cluster.url))
+    assert code == 1
+    lines = err.splitlines()
+    assert [line.split(": ", 2)[1] for line in lines] == [
+        f"{path} (document 2)",
+        f"{path} (document 3)",
+        f"{path} (document 4)",
+        f"{path} (document 5)",
+        f"{path} (document 6)",
+    ], err
+    assert lines[1].endswith(
+        ': Widget default/w: no matches for kind "Widget" in version "example.com/v1": ensure CRDs are installed '
+        "first (not applied)"
+    )
+    assert ": ConfigMap nowhere/lost: 404 NotFound: " in lines[2]
+    assert lines[3].startswith(f"error: {path} (document 5): ClusterRoleBinding <unnamed>: ")
+    assert out.splitlines() == ["configmap/ok created", "1 created, 0 configured, 0 unchanged, 5 failed"]
+
+
+async def test_apply_of_malformed_yaml_exits_1_as_kubectl(tmp_path: Path) -> None:
+    """Input that cannot be read (YAML that does not parse, a missing file) applies nothing and exits 1, as
+    kubectl apply -f exits (the README said 1 only for refused objects; found by a new user's trial)."""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("a: [\n")
+    code, out, err = await run(*kueue_es("apply", "-f", str(broken), "--kube-server", "http://127.0.0.1:9"))
+    assert (code, out) == (1, "") and err.startswith(f"error: {broken}: ")
+    code, out, err = await run(*kueue_es("apply", "-f", str(tmp_path / "absent.yaml")))
+    assert (code, out) == (1, "") and "does not exist" in err

@@ -29,10 +29,11 @@ from kueue_es.events.bus.server import LocalAuth, NatsServer, free_ports
 from kueue_es.services.kube import client as kube
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.supervisor import Supervisor
+from tests.kube import examples
 from tests.ops.test_standby import metrics, readyz
 
 pytestmark = pytest.mark.slow
-EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-examples"
+EXAMPLES = examples.EXAMPLES
 START_BOUND_S = 2.0
 
 

@@ -30,8 +30,9 @@ from kueue_es.services.kube import resources
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SIM_DURATION_ANNOTATION
 from kueue_es.supervisor import SERVICES
+from tests.kube import examples
 
-EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-examples"
+EXAMPLES = examples.EXAMPLES
 
 
 def write_kubeconfig(path: Path, *, server: str) -> None:

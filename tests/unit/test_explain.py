@@ -983,3 +983,27 @@ def test_list_names_every_pod_of_a_pod_group(tmp_path: Path, capsys: pytest.Capt
     held = WorkloadState(workload=fact.workload, observed_seq=1)
     written = status.workload_object(held, ClusterState())
     assert models.POD_GROUP_MEMBERS_ANNOTATION not in written["metadata"].get("annotations", {})
+
+
+def test_list_localqueue_counts_pending_workloads_of_a_missing_cluster_queue(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A LocalQueue whose ClusterQueue does not exist still holds its pending Workload, as Kueue's queue manager
+    (manager.go AddOrUpdateWorkloadWithoutLock adds it to the LocalQueue before returning for a nil ClusterQueue;
+    PendingWorkloads is len(q.items)) and the LocalQueue's status count it: ``list localqueue`` says 1, not 0
+    (found by a new user's trial)."""
+    from kueue_es.services.dispatcher import status as dispatcher_status
+
+    log = Recorder()
+    log.manifest(flavor("default-flavor"))
+    log.manifest(local_queue("orphan", "no-such-cq"))
+    log.manifest(workload("waiting", queue="orphan", cpu="1", created=1))
+    log.settle()
+    path = log.write(tmp_path / "log.jsonl")
+    code, out, _ = _run(capsys, "list", "localqueue", "-A", "--file", str(path), "-o", "json")
+    assert code == 0
+    rows = {row["NAME"]: row for row in json.loads(out)}
+    assert rows["orphan"]["CLUSTERQUEUE"] == "no-such-cq"
+    assert rows["orphan"]["PENDING WORKLOADS"] == 1
+    status = dispatcher_status.local_queue_status(log.state, "default", "orphan")
+    assert status["pendingWorkloads"] == rows["orphan"]["PENDING WORKLOADS"]

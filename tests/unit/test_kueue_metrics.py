@@ -22,11 +22,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from kueue_es import checkpoints
 from kueue_es.events import codec, manager_config, models, types
 from kueue_es.events.bus.base import LogMessage
+from kueue_es.explain import status_report
 from kueue_es.jobframework import jobs
+from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, apply
 from kueue_es.projections.kueue_metrics import FAMILIES
 from kueue_es.scenarios.core_engine import CoreRun, run_scenario
 from kueue_es.scenarios.loading import load_scenario, parse_scenario
+from kueue_es.scheduling import readiness
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher import status as dispatcher_status
 from kueue_es.services.kueue_metrics import KueueCollector, families
@@ -460,6 +463,43 @@ def test_an_inactive_cluster_queue_counts_its_pending_workloads_inadmissible_bef
     assert _pending_counts(before) == (0, 2, 0, 2), why
     assert _value(_samples(before), "kueue_cluster_queue_status", cluster_queue="cq", status=status) == 1, why
     assert _pending_counts(_fold(run.messages)) == (0, 2, 0, 2), why
+
+
+@pytest.mark.parametrize("why", ["stopped with Hold", "stopped with HoldAndDrain", "a missing ResourceFlavor"])
+def test_kueue_es_status_counts_pending_workloads_as_the_metric_does(why: str) -> None:
+    """``kueue-es status`` (PENDING, INADMISSIBLE) agrees with ``kueue_pending_workloads`` after every message of
+    a run: every pending workload of an inactive ClusterQueue (stopped, or missing its ResourceFlavor) is
+    inadmissible, as Kueue's metrics.go reportCQPendingWorkloads counts it (found by a new user's trial: status
+    counted them active while the admitter's /metrics said inadmissible)."""
+    if why.startswith("stopped"):
+        run = _stop_and_resume_run(why.rsplit(" ", 1)[-1])
+    else:
+        doc = {
+            "name": "status-inactive",
+            "source": "a new user's trial",
+            "objects": [
+                _cluster_queue(None),
+                {
+                    "apiVersion": API,
+                    "kind": "LocalQueue",
+                    "metadata": {"name": "lq", "namespace": "default"},
+                    "spec": {"clusterQueue": "cq"},
+                },
+            ],
+            "pending": [_job("one", cpus=1, second=1), _job("two", cpus=1, second=2)],
+        }
+        run = run_scenario(parse_scenario(yaml.safe_dump(doc, sort_keys=False), path="<status-inactive>"))
+    state = ClusterState()
+    seen_inactive = 0
+    for message in run.messages:
+        fold_message(state, message)
+        if "cq" not in state.cluster_queues:
+            continue
+        active, inadmissible, _, _ = _pending_counts(state)
+        shown = next(cq for cq in status_report(state, now_ms=0)["clusterQueues"] if cq["name"] == "cq")
+        assert (shown["pendingActive"], shown["pendingInadmissible"]) == (active, inadmissible), message.seq
+        seen_inactive += int(inadmissible > 0 and active == 0 and not readiness.admits(state, quota.build(state), "cq"))
+    assert seen_inactive, "the run has an inactive ClusterQueue with pending workloads"
 
 
 def test_a_fold_from_a_checkpoint_ends_with_the_same_metrics_as_one_from_the_start() -> None:

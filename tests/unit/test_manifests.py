@@ -1,14 +1,13 @@
 """Manifests become validated models; bad ones give errors naming object and field."""
 
-from pathlib import Path
-
 import pytest
 
 from kueue_es.events import manager_config, manifests, models, types
 from kueue_es.services.watcher import convert
+from tests.kube import examples
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-EXAMPLES = SHARED / "kueue-examples"
+EXAMPLES = examples.EXAMPLES
+SHARED = EXAMPLES.parent
 
 
 def cq(spec: dict) -> dict:

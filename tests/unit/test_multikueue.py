@@ -14,9 +14,10 @@ from kueue_es.scenarios.core_engine import CoreRun, run_scenario
 from kueue_es.scenarios.loading import load_scenario
 from kueue_es.scheduling import multikueue as rules
 from kueue_es.scheduling import queues, readiness
+from tests.kube import examples
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios" / "multikueue"
-SETUP = Path(__file__).resolve().parents[3] / "shared" / "kueue-examples" / "multikueue" / "multikueue-setup.yaml"
+SETUP = examples.EXAMPLES / "multikueue" / "multikueue-setup.yaml"
 MINUTE = 60_000
 
 

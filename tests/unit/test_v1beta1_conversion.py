@@ -5,15 +5,15 @@ examples, and the ConversionReview the webhook answers."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from kueue_es.events import v1beta1
+from tests.kube import examples
 
-EXAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "kueue-examples"
+EXAMPLES = examples.EXAMPLES
 V1, V2 = v1beta1.V1BETA1, v1beta1.V1BETA2
 
 
