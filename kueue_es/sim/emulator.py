@@ -501,6 +501,8 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 return await self._render_error(
                     kmock.KubernetesError(status=503, reason="ServiceUnavailable", message=str(err), details={})
                 )
+        if raw_request.method == "GET" and raw_request.path.rstrip("/") in HEALTH_PATHS:
+            return aiohttp.web.Response(text="ok")  # kube-apiserver's health checks, as `kubectl get --raw /readyz`
         if (
             raw_request.method == "GET"
             and (document := self._discovery(raw_request.path)) is None
@@ -2653,6 +2655,10 @@ def _send_initial_events(params: Mapping[str, str], *, bookmarks: bool) -> bool:
         invalid = validation.Invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=causes)
         raise store.StoreError(status=422, reason="Invalid", message=invalid.message, details=invalid.details())
     return send is not None and send.lower() == "true"
+
+
+HEALTH_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+"""kube-apiserver's health endpoints, each answering ``ok`` (text/plain) while it serves."""
 
 
 def _not_found_status() -> dict[str, Any]:

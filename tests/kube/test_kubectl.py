@@ -901,6 +901,13 @@ async def test_unknown_paths_get_kube_apiservers_not_found(kubectl: Kubectl, pat
     assert out == ""
 
 
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
+async def test_health_endpoints_answer_ok(kubectl: Kubectl, path: str) -> None:
+    """kube-apiserver's health checks answer ``ok`` (the 404 for unknown paths above must not take them)."""
+    code, out, _ = await kubectl.run("get", "--raw", path)
+    assert (code, out.strip()) == (0, "ok")
+
+
 def _events_v1(name: str, *, pod: str, uid: str) -> dict[str, object]:
     """An Event as Kueue's recorder writes it, through events.k8s.io/v1 (mgr.GetEventRecorder)."""
     return {
