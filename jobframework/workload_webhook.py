@@ -394,6 +394,12 @@ def _scaled_down(obj: Mapping[str, Any], gates: Mapping[str, bool]) -> set[Any]:
     return found
 
 
+def admission_change_refused(new: Any, old: Any, *, gates: Mapping[str, bool]) -> bool:
+    """Whether Kueue's Workload webhook refuses replacing admission ``old`` by ``new`` in one write (both a
+    ``status.admission`` as JSON): an admission may be set or cleared, not changed (:func:`_admission_update`)."""
+    return bool(_admission_update(new, old, gates))
+
+
 def _admission_update(new: Any, old: Any, gates: Mapping[str, bool]) -> list[FieldError]:
     """validateAdmissionUpdate: an admission may be set or cleared but not changed; under TopologyAwareScheduling
     its assignments' ``topologyAssignment`` and ``delayedTopologyRequest`` may be set, when the number of

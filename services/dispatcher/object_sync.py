@@ -582,6 +582,15 @@ class WorkloadSync:
                 if "resourceVersion" in body["metadata"]:
                     version = objects.meta(nominated).get("resourceVersion")
                     body["metadata"] = {**body["metadata"], "resourceVersion": version}
+            gates = self.view.cluster.configuration.feature_gates
+            cleared = admission_cleared_first(stored.get("status"), wanted, gates=gates)
+            if cleared is not None:  # evicted and admitted again in one fold: the webhook wants the two apart
+                emptied = await self.stored.apply(
+                    resources.WORKLOADS, {**body, "status": cleared}, subresource="status"
+                )
+                if "resourceVersion" in body["metadata"]:
+                    version = objects.meta(emptied).get("resourceVersion")
+                    body["metadata"] = {**body["metadata"], "resourceVersion": version}
             stored = self.stored.keep(ident, await self.stored.apply(resources.WORKLOADS, body, subresource="status"))
             if not was_finished and _is_finished(wanted) and wl.finished is not None and self.finished is not None:
                 # the job's reconciler records it once it wrote the Finished condition (reconciler.go step 3), at
@@ -861,6 +870,38 @@ def nomination_first(stored_status: Any, wanted: Mapping[str, Any]) -> dict[str,
         return None
     first = {key: value for key, value in wanted.items() if key != "clusterName"}
     first["nominatedClusterNames"] = [cluster]
+    return first
+
+
+def admission_cleared_first(
+    stored_status: Any, wanted: Mapping[str, Any], *, gates: Mapping[str, bool]
+) -> dict[str, Any] | None:
+    """The status to write before ``wanted`` when ``wanted`` holds another admission than the stored status: a
+    workload evicted and admitted again (other flavors, another count) between two of the dispatcher's writes.
+    Kueue's Workload webhook lets an admission be set or cleared, never changed in place (validateAdmissionUpdate),
+    and Kueue's own controllers write the two steps apart (the eviction clears the reservation before the next
+    cycle admits); written at once the change was refused and the object kept the old admission. The first write
+    is ``wanted`` without ``admission``, its QuotaReserved and Admitted conditions False (with the Evicted
+    condition's reason and message when there is one, else ``Pending``). None when ``wanted`` may be written as
+    it is. ``gates``: the Configuration's feature gates (TopologyAwareScheduling lets topology assignments be set)."""
+    current = stored_status if isinstance(stored_status, Mapping) else {}
+    old, new = current.get("admission"), wanted.get("admission")
+    if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+        return None
+    if not workload_webhook.admission_change_refused(new, old, gates=gates):
+        return None
+    conditions = [c for c in wanted.get("conditions") or [] if isinstance(c, Mapping)]
+    evicted = next((c for c in conditions if c.get("type") == "Evicted" and c.get("status") == "True"), None)
+    reason = str(evicted.get("reason")) if evicted is not None else "Pending"
+    message = str(evicted.get("message") or "") if evicted is not None else ""
+    cleared = [
+        {**c, "status": "False", "reason": reason, "message": message}
+        if c.get("type") in ("QuotaReserved", "Admitted") and c.get("status") == "True"
+        else dict(c)
+        for c in conditions
+    ]
+    first = {key: value for key, value in wanted.items() if key != "admission"}
+    first["conditions"] = cleared
     return first
 
 
