@@ -77,12 +77,24 @@ class Ungating:
         self.statefulsets: dict[tuple[str, str], tuple[str, str, str]] = {}
         # gated StatefulSet pods to look at for their rollout (serving.rollout_ungates)
         self._rollout: dict[objects.PodKey, None] = {}
+        # workloads with gated pods held back from an unhealthy node -> the status.unhealthyNodes that held them
+        self._held: dict[str, tuple[str, ...]] = {}
         self._wakeup = asyncio.Event()
 
     def mark(self, key: str) -> None:
         """Workload ``key``'s pods may need ungating."""
         self._dirty[key] = None
         self._wakeup.set()
+
+    def recheck_held(self) -> None:
+        """Mark the workloads whose gated pods were held back from a node in their ``status.unhealthyNodes``
+        (:func:`ungater.without_unhealthy`, Kueue topology_ungater.go) once that list changed as folded: a
+        replacement domain was assigned or the node is healthy again. Cheap when none is held."""
+        for key, nodes in list(self._held.items()):
+            record = self.view.records.get(key)
+            if record is None or record.unhealthy_nodes != nodes:
+                del self._held[key]
+                self.mark(key)
 
     async def watch_group_pods(self) -> None:
         """Keep the pods of pod groups and start, as its member, each gated one that arrives after its group's
@@ -603,6 +615,10 @@ class Ungating:
         if head is not None:
             name = slices.slice_name(head.workload)
         bounds = ungater.rank_bounds(pod_sets)
+        record_key = head.key if head is not None else key
+        record = self.view.records.get(record_key)
+        unhealthy = record.unhealthy_nodes if record is not None else ()
+        self._held.pop(record_key, None)
         for pod_set in pod_sets:
             pods = self._pods_of(namespace, name, pod_set.name)
             offset, max_rank = bounds[pod_set.name]
@@ -611,6 +627,11 @@ class Ungating:
             except ValueError as err:
                 log.warning("ungate_failed", workload=key, pod_set=pod_set.name, error=str(err))
                 continue
+            plan, held = ungater.without_unhealthy(plan, pod_set.assignment.levels, unhealthy)
+            if held:
+                # looked at again once the list changes (a replacement assigned, the node healthy again)
+                self._held[record_key] = unhealthy
+                log.info("ungate_held", workload=key, pod_set=pod_set.name, pods=[s.name for s in held])
             by_name = {objects.name_of(p): p for p in pods}
             for step in plan:
                 await self._ungate_pod(by_name[step.name], step, workload=key)
