@@ -392,10 +392,10 @@ def noexecute_eviction_delay(pod: Mapping[str, Any], node: Mapping[str, Any]) ->
         if toleration is None:
             return 0.0
         used.append(toleration)
-    bounds = [t.get("tolerationSeconds") for t in used if t.get("tolerationSeconds") is not None]
+    bounds = [int(seconds) for t in used if (seconds := t.get("tolerationSeconds")) is not None]
     if not bounds:
         return None
-    return float(max(min(int(b) for b in bounds), 0))
+    return float(max(min(bounds), 0))
 
 
 def _matches_requirement(requirement: Any, values: Mapping[str, str]) -> bool:
