@@ -131,6 +131,43 @@ def without_unhealthy(
     return now, held
 
 
+#: Kueue's TAS node controller's mark on a pending pod it fails (pkg/controller/tas/node_controller.go).
+TERMINATED_BY_KUEUE = "TerminatedByKueue"
+UNSCHEDULABLE_ON_ASSIGNED_NODE = "UnschedulableOnAssignedNode"
+TERMINATED_BY_KUEUE_MESSAGE = "Pod terminated by Kueue NodeController due to node taint"
+
+
+def pending_on_selected_node(pod: Mapping[str, Any]) -> str | None:
+    """The node a pod's ``kubernetes.io/hostname`` nodeSelector names when the pod waits for it: phase Pending,
+    not bound (no ``spec.nodeName``), no topology gate left (Kueue node_controller.go getPodsToTerminate); else
+    None."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    host = (spec.get("nodeSelector") or {}).get(tas.HOSTNAME_LABEL)
+    if not host or spec.get("nodeName") or status.get("phase") != "Pending" or is_gated(pod):
+        return None
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return None
+    return str(host)
+
+
+def terminated_by_kueue_status(pod: Mapping[str, Any], *, now: str) -> dict[str, Any]:
+    """The status Kueue's TAS node controller writes on a pending pod stranded on its assigned node
+    (node_controller.go markPodsFailed): phase Failed and the TerminatedByKueue condition, the others kept."""
+    conditions = [
+        c
+        for c in (pod.get("status") or {}).get("conditions") or []
+        if isinstance(c, dict) and c.get("type") != TERMINATED_BY_KUEUE
+    ]
+    condition = {
+        "type": TERMINATED_BY_KUEUE,
+        "status": "True",
+        "reason": UNSCHEDULABLE_ON_ASSIGNED_NODE,
+        "message": TERMINATED_BY_KUEUE_MESSAGE,
+        "lastTransitionTime": now,
+    }
+    return {"phase": "Failed", "conditions": [*conditions, condition]}
+
+
 def _ranks(
     pod_set: PodSetTopology,
     pods: Sequence[Mapping[str, Any]],

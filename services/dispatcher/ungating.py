@@ -14,6 +14,7 @@ resourceVersion as precondition, and a failed write is tried again.
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Callable
 
 import structlog
@@ -23,6 +24,7 @@ from kueue_es.jobframework import pods as pod_integration
 from kueue_es.jobframework.integrations import serving
 from kueue_es.jobframework.workloads import MANAGED_LABEL, QUEUE_LABEL
 from kueue_es.projections.cluster import WorkloadState
+from kueue_es.scheduling.tas import replacement
 from kueue_es.services.dispatcher import core, job_writes, ungater
 from kueue_es.services.dispatcher.job_writes import POD_REF
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
@@ -484,8 +486,19 @@ class Ungating:
 
     def _pod_changed(self, pod: objects.Pod) -> None:
         workload = (objects.meta(pod).get("annotations") or {}).get(core.WORKLOAD_ANNOTATION)
-        if workload and (ungater.is_gated(pod) or ungater.is_elastic_gated(pod)):
+        if workload and (
+            ungater.is_gated(pod) or ungater.is_elastic_gated(pod) or ungater.pending_on_selected_node(pod)
+        ):
             self.mark(f"{objects.pod_key(pod)[0]}/{workload}")
+
+    def node_changed(self, name: str) -> None:
+        """Node ``name`` changed as folded (its Ready status, taints, or it is gone): mark the workloads whose
+        ungated pods wait for it by nodeSelector, for :meth:`_fail_stranded` (Kueue's TAS node controller
+        reconciles a node's pods on each such change)."""
+        for (namespace, _), pod in self.pods.items():
+            workload = (objects.meta(pod).get("annotations") or {}).get(core.WORKLOAD_ANNOTATION)
+            if workload and ungater.pending_on_selected_node(pod) == name:
+                self.mark(f"{namespace}/{workload}")
 
     async def run(self, *, retry_seconds: float = 1.0) -> None:
         """Ungate the marked workloads' pods whenever one is marked (cancel to stop)."""
@@ -635,6 +648,41 @@ class Ungating:
             by_name = {objects.name_of(p): p for p in pods}
             for step in plan:
                 await self._ungate_pod(by_name[step.name], step, workload=key)
+            await self._fail_stranded(record_key, [self.pods.get(objects.pod_key(p), p) for p in pods])
+
+    async def _fail_stranded(self, key: str, pods: list[objects.Pod]) -> None:
+        """Fail the pending pods of workload ``key`` that a nodeSelector binds to a node they cannot run on
+        (:func:`~kueue_es.scheduling.tas.replacement.terminates_pending_pods`: not Ready, a taint not tolerated
+        for good, or no longer in the assignment), as Kueue's TAS node controller does (node_controller.go
+        markPodsFailed: phase Failed, condition TerminatedByKueue ``UnschedulableOnAssignedNode``): their job
+        makes them again, gated, and they are ungated onto the replacement. Without it a pod ungated onto a
+        failing node just before it was listed unhealthy stayed Pending for good (found by a new user's trial)."""
+        wl = self.view.cluster.workloads.get(key)
+        if wl is None:
+            return
+        for pod in pods:
+            host = ungater.pending_on_selected_node(pod)
+            if host is None or not replacement.terminates_pending_pods(self.view.cluster, wl, host):
+                continue
+            meta = objects.meta(pod)
+            now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            patch = {
+                "metadata": {"resourceVersion": meta.get("resourceVersion")},
+                "status": ungater.terminated_by_kueue_status(pod, now=now),
+            }
+            await self.limiter.acquire(WriteClass.JOBS)
+            try:
+                stored = await self.api.patch_object(
+                    POD_REF,
+                    namespace=meta.get("namespace"),
+                    name=objects.name_of(pod),
+                    patch=patch,
+                    subresource="status",
+                )
+            except (kube_errors.NotFoundError, kube_errors.ConflictError):
+                continue  # gone, or changed since listed: its watch event marks the workload again
+            self.pods[objects.pod_key(pod)] = objects.as_pod(stored)
+            log.info("pod_terminated_on_assigned_node", pod=f"{meta.get('namespace')}/{meta.get('name')}", node=host)
 
     async def _ungate_pod(self, pod: objects.Pod, step: ungater.Ungate, *, workload: str) -> None:
         """Remove the topology gate and add the domain's nodeSelector, if the pod is still as listed."""

@@ -222,9 +222,12 @@ class _Api:
     def __init__(self) -> None:
         self.patched: dict[str, dict[str, Any]] = {}
 
-    async def patch_object(self, ref, *, namespace, name, patch):  # noqa: ANN001, ANN201
-        self.patched[name] = patch
-        return {"metadata": {"name": name, "namespace": namespace}, "spec": patch["spec"]}
+    async def patch_object(self, ref, *, namespace, name, patch, subresource=None):  # noqa: ANN001, ANN201
+        self.patched[name if subresource is None else f"{name}/{subresource}"] = patch
+        return {
+            "metadata": {"name": name, "namespace": namespace},
+            **{k: v for k, v in patch.items() if k != "metadata"},
+        }
 
 
 class _Limiter:
@@ -259,3 +262,52 @@ async def test_a_recreated_pod_waits_for_the_replacement_of_its_failed_node() ->
     ungating.recheck_held()
     assert await ungating.ungate_dirty()
     assert api.patched["p1"]["spec"]["nodeSelector"] == {HOST: "kind-worker"}
+
+
+def test_a_pending_pod_waits_on_its_selected_node_only_ungated_and_unbound() -> None:
+    """Kueue node_controller.go getPodsToTerminate: Pending, no nodeName, no topology gate."""
+    waiting = pod("p", host="kind-worker")
+    waiting["status"] = {"phase": "Pending"}
+    assert ungater.pending_on_selected_node(waiting) == "kind-worker"
+    assert ungater.pending_on_selected_node({**waiting, "status": {"phase": "Running"}}) is None
+    assert ungater.pending_on_selected_node({**waiting, "spec": {**waiting["spec"], "nodeName": "kind-worker"}}) is None
+    gated = pod("g")
+    gated["status"] = {"phase": "Pending"}
+    assert ungater.pending_on_selected_node(gated) is None
+    status = ungater.terminated_by_kueue_status(waiting, now="2026-01-01T00:00:00Z")
+    assert status["phase"] == "Failed"
+    assert [(c["type"], c["reason"]) for c in status["conditions"]] == [
+        ("TerminatedByKueue", "UnschedulableOnAssignedNode")
+    ]
+
+
+async def test_a_pod_pending_on_a_failing_assigned_node_is_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue node_controller.go markPodsFailed: the dispatcher writes phase Failed with TerminatedByKueue on a
+    pending pod whose nodeSelector names a node it cannot run on, so its Job makes it again (the new user's TAS
+    trial: such a pod stayed Pending for good); a pod on a healthy node is left alone."""
+    from types import SimpleNamespace
+
+    from kueue_es.scheduling.tas import replacement
+    from kueue_es.services.dispatcher import core
+    from kueue_es.services.dispatcher.ungating import Ungating
+
+    monkeypatch.setattr(replacement, "terminates_pending_pods", lambda state, wl, host: host == "kind-worker")
+    view = SimpleNamespace(
+        records={"ns/wl": SimpleNamespace(unhealthy_nodes=())},
+        cluster=SimpleNamespace(
+            workloads={"ns/wl": SimpleNamespace(workload=SimpleNamespace(metadata=SimpleNamespace(annotations={})))}
+        ),
+    )
+    api = _Api()
+    ungating = Ungating(api=api, limiter=_Limiter(), view=view)  # type: ignore[arg-type]
+    ungating._topology_pod_sets = lambda key: [pod_set(("kind-worker", 1), ("kind-worker2", 1))]  # type: ignore[method-assign]
+    for name, host in (("p0", "kind-worker"), ("p1", "kind-worker2")):
+        body = pod(name, labels={core.PODSET_LABEL: "main"}, annotations={ungater.WORKLOAD_ANNOTATION: "wl"}, host=host)
+        body["metadata"]["namespace"] = "ns"
+        body["status"] = {"phase": "Pending"}
+        ungating.pods[("ns", name)] = body  # type: ignore[assignment]
+    ungating.node_changed("kind-worker")
+    assert list(ungating._dirty) == ["ns/wl"]
+    assert await ungating.ungate_dirty()
+    assert set(api.patched) == {"p0/status"}
+    assert api.patched["p0/status"]["status"]["phase"] == "Failed"
