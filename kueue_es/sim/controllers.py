@@ -74,6 +74,13 @@ controllers do, enough for Kueue's view of them:
   never finish here; a plain pod without a controller and a Job's pods are finished by
   :mod:`kueue_es.sim.kubelet` after its duration, which also makes a Job's pods); the status of
   each controller counts its ready pods.
+* Taint eviction (kube-controller-manager's taint-eviction-controller): a bound active pod on a node with a
+  NoExecute taint in ``spec.taints`` it does not tolerate is deleted at once, one that tolerates every such taint
+  but some only for ``tolerationSeconds`` once the least of those has passed (:func:`noexecute_eviction_delay`);
+  it first gets the DisruptionTarget condition (DeletionByTaintManager) and a TaintManagerEviction Event. The
+  emulator adds no DefaultTolerationSeconds tolerations (not-ready / unreachable for 300 s) and the node
+  lifecycle controller's NoExecute taints are not put on a node that is not Ready, so only the taints written on
+  the Node evict (``kubectl taint node NAME key=value:NoExecute``).
 
 Not simulated: a Deployment's minReadySeconds, progress deadline and pause, PVCs, pod failures and restarts,
 LWS startup and restart policies; in the scheduler stand-in pod (anti-)affinity, topology spread, host ports,
@@ -344,6 +351,51 @@ def _tolerated(taint: Mapping[str, Any], tolerations: Iterable[Any]) -> bool:
         if toleration.get("operator") == "Exists" or toleration.get("value", "") == taint.get("value", ""):
             return True
     return False
+
+
+def _toleration_for(taint: Mapping[str, Any], tolerations: Iterable[Any]) -> Mapping[str, Any] | None:
+    """The first of ``tolerations`` that tolerates ``taint`` (:func:`_tolerated`), or None."""
+    for toleration in tolerations:
+        if isinstance(toleration, dict) and _tolerated(taint, [toleration]):
+            return toleration
+    return None
+
+
+#: The taint-eviction controller's DisruptionTarget condition and Event (kubernetes
+#: pkg/controller/tainteviction/taint_eviction.go addConditionAndDeletePod, emitPodDeletionEvent).
+TAINT_EVICTION_REASON = "DeletionByTaintManager"
+TAINT_EVICTION_MESSAGE = "Taint manager: deleting due to NoExecute taint"
+TAINT_EVICTION_EVENT = "TaintManagerEviction"
+TAINT_EVICTION_COMPONENT = "taint-eviction-controller"
+
+
+def noexecute_eviction_delay(pod: Mapping[str, Any], node: Mapping[str, Any]) -> float | None:
+    """When Kubernetes' taint-eviction controller deletes ``pod``, bound to ``node``, for the node's NoExecute
+    taints (pkg/controller/tainteviction/taint_eviction.go processPodOnNode, getMinTolerationTime, with
+    v1helper.GetMatchingTolerations): None when it stays (the node has no NoExecute taint, or the pod tolerates
+    each of them with a toleration without ``tolerationSeconds``); 0 at once (a taint it does not tolerate, or a
+    matching toleration with ``tolerationSeconds`` <= 0); else the least ``tolerationSeconds`` of the matching
+    tolerations, counted from when the controller first saw the pod due. Only the taints in ``spec.taints``
+    count: the emulator puts no ``node.kubernetes.io/not-ready`` / ``unreachable`` NoExecute taint on a node
+    that is not Ready (the node lifecycle controller's), and adds no DefaultTolerationSeconds tolerations."""
+    taints = [
+        t
+        for t in (node.get("spec") or {}).get("taints") or []
+        if isinstance(t, dict) and t.get("effect") == "NoExecute"
+    ]
+    if not taints:
+        return None
+    tolerations = (pod.get("spec") or {}).get("tolerations") or []
+    used = []
+    for taint in taints:
+        toleration = _toleration_for(taint, tolerations)
+        if toleration is None:
+            return 0.0
+        used.append(toleration)
+    bounds = [int(seconds) for t in used if (seconds := t.get("tolerationSeconds")) is not None]
+    if not bounds:
+        return None
+    return float(max(min(bounds), 0))
 
 
 def _matches_requirement(requirement: Any, values: Mapping[str, str]) -> bool:
@@ -893,6 +945,9 @@ class SimulatedControllers:
         # owner UID -> the refusal of one of its pods last recorded as FailedCreate (recorders fold the repeats)
         self._failed_create_said: dict[str, str] = {}
         self._event_serial = itertools.count()  # keeps Event names apart within one clock tick
+        # pod UID -> when the taint-eviction stand-in first saw it due for eviction after tolerationSeconds
+        self._taint_seen: dict[str, datetime.datetime] = {}
+        self.next_eviction: datetime.datetime | None = None  # the earliest such eviction due, the timer's too
 
     async def run(self) -> None:
         """Watch every kind and reconcile whenever something changed, or a CronJob is due (cancel to stop)."""
@@ -923,8 +978,9 @@ class SimulatedControllers:
     async def _until_woken(self) -> None:
         """Until a watch event or :meth:`wake`, or else :attr:`next_schedule` (by ``clock``) is reached."""
         timeout = None
-        if self.next_schedule is not None:
-            timeout = max(0.0, (self.next_schedule - self._clock()).total_seconds())
+        due = [t for t in (self.next_schedule, self.next_eviction) if t is not None]
+        if due:
+            timeout = max(0.0, (min(due) - self._clock()).total_seconds())
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(timeout):  # not wait_for: 3.11's can swallow a cancellation
                 await self._wakeup.wait()
@@ -1000,6 +1056,8 @@ class SimulatedControllers:
         if {"TrainJob", "JobSet"} <= self._synced:
             for trainjob in self._live("TrainJob"):
                 await self._trainjob(trainjob)
+        if "Node" in self._synced:
+            await self._evict_tainted()
         await self._run_pods()
 
     def _live(self, kind: str) -> list[Object]:
@@ -1583,6 +1641,71 @@ class SimulatedControllers:
                 pod = self.objects["Pod"].get(_key(pod), pod)
             self._unschedulable_said.pop(str(pod["metadata"].get("uid")), None)
             await self._write_pod_status(pod, running_status(pod, now))
+
+    async def _evict_tainted(self) -> None:
+        """The taint-eviction controller stand-in (kube-controller-manager's taint-eviction-controller): delete
+        each active pod bound to a node with a NoExecute taint it does not tolerate, at once, or when the least
+        ``tolerationSeconds`` of its matching tolerations has passed since it was first seen due
+        (:func:`noexecute_eviction_delay`; :attr:`next_eviction` wakes the controllers then). As Kubernetes, the
+        pod first gets the DisruptionTarget condition (reason DeletionByTaintManager) and a Normal
+        TaintManagerEviction Event, then is deleted; its controller makes it again, and Kueue's TAS node failure
+        handling (TASReplaceNodeOnPodTermination) sees its pods gone from the node."""
+        now = self._clock()
+        nodes = self.objects.get("Node", {})
+        seen_due: dict[str, datetime.datetime] = {}
+        deadlines: list[datetime.datetime] = []
+        for pod in list(self.objects["Pod"].values()):
+            node_name = (pod.get("spec") or {}).get("nodeName")
+            node = nodes.get(("", str(node_name))) if node_name else None
+            if node is None or not is_active(pod):
+                continue
+            delay = noexecute_eviction_delay(pod, node)
+            if delay is None:
+                continue
+            uid = str(pod["metadata"].get("uid"))
+            seen = self._taint_seen.get(uid, now)
+            when = seen + datetime.timedelta(seconds=delay)
+            if when > now:
+                seen_due[uid] = seen
+                deadlines.append(when)
+                continue
+            await self._evict(pod, now)
+        self._taint_seen = seen_due  # a pod no longer due (taint gone, toleration added) starts afresh
+        self.next_eviction = min(deadlines, default=None)
+
+    async def _evict(self, pod: Object, now: datetime.datetime) -> None:
+        """Mark ``pod`` with the DisruptionTarget condition, record the TaintManagerEviction Event and delete it
+        (taint_eviction.go addConditionAndDeletePod, emitPodDeletionEvent)."""
+        meta = pod["metadata"]
+        name = f"{meta.get('namespace')}/{meta['name']}"
+        conditions = [c for c in (pod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+        if not any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions):
+            condition = {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": TAINT_EVICTION_REASON,
+                "message": TAINT_EVICTION_MESSAGE,
+                "lastTransitionTime": store.format_timestamp(now),
+            }
+            others = [c for c in conditions if c.get("type") != "DisruptionTarget"]
+            await self._write_status("Pod", pod, {"conditions": [*others, condition]})
+        body = core_event(
+            pod,
+            api_version="v1",
+            kind="Pod",
+            event_type="Normal",
+            reason=TAINT_EVICTION_EVENT,
+            message=f"Marking for deletion Pod {name}",
+            component=TAINT_EVICTION_COMPONENT,
+            now=now,
+            serial=next(self._event_serial),
+        )
+        try:
+            await client.create_object(self._api, resources.EVENTS, namespace=body["metadata"]["namespace"], body=body)
+        except errors.KubeError as err:  # best effort, as an Event recorder
+            logger.info("sim_event_dropped", reason=TAINT_EVICTION_EVENT, error=str(err))
+        await self._delete("Pod", pod)
+        logger.info("sim_pod_evicted_by_taint", pod=name, node=(pod.get("spec") or {}).get("nodeName"))
 
     async def _unschedulable(self, pod: Object, message: str, now: str) -> None:
         """Leave ``pod`` Pending as kube-scheduler leaves a pod that fits no node: the PodScheduled condition False

@@ -204,6 +204,58 @@ def any_suspect_node(state: ClusterState) -> bool:
     return False
 
 
+def terminates_pending_pods(state: ClusterState, wl: WorkloadState, node_name: str) -> bool:
+    """Whether Kueue's TAS node controller fails the pending pods of ``wl`` that a nodeSelector binds to node
+    ``node_name`` (pkg/controller/tas/node_controller.go getWorkloadStatus, checkPodsOnNode,
+    getPodsToTerminate, markPodsFailed: phase Failed, condition TerminatedByKueue
+    ``UnschedulableOnAssignedNode``), so that their job makes them again and the ungater places the new ones.
+    False for a workload not admitted, evicted or finished, and for a node that is gone or has no Ready
+    condition (Kueue marks such a node failed without looking at pods). True when the node is not in the
+    workload's topology assignment any more (a late pod with the old selector); when it is not Ready (gate
+    TASReplaceNodeOnPodTermination); or when one of its NoSchedule/NoExecute taints is not tolerated for good
+    by every pod set assigned there (classifyTaints: untolerated or tolerated only for ``tolerationSeconds``;
+    gate TASReplaceNodeOnNodeTaints). Only the dispatcher's pod writes follow from it: no decision changes."""
+    if not wl.admitted or wl.reservation is None or wl.eviction is not None or wl.finished is not None:
+        return False
+    node = state.topology.nodes.get(node_name)
+    if node is None or node.status.ready in ("", None):
+        return False
+    gates = state.configuration.feature_gates
+    specs = {ps.name: ps for ps in wl.workload.spec.pod_sets}
+    updates = [u for c in wl.checks.values() for u in c.pod_set_updates]
+    assigned: list[list[models.Toleration]] = []
+    by_hostname = False
+    for psa in wl.reservation.pod_set_assignments:
+        ta = (wl.topology or {}).get(psa.name)
+        if ta is None or ta.levels[-1:] != [tas.HOSTNAME_LABEL]:
+            continue
+        by_hostname = True
+        if not any(d.values[-1] == node_name for d in tas.decode(ta).domains):
+            continue
+        flavor_name = tas_flavor_of(state, psa)
+        spec = specs.get(psa.name)
+        assigned.append(
+            [
+                *(spec.tolerations if spec else []),
+                *(state.flavors[flavor_name].spec.tolerations if flavor_name in state.flavors else []),
+                *(t for u in updates if u.name == psa.name for t in u.tolerations),
+            ]
+        )
+    if not assigned:
+        return by_hostname  # a stray pod: its node is no longer in the hostname assignment
+    if node.status.ready != "True":
+        return gates.get("TASReplaceNodeOnPodTermination", True)
+    if not gates.get("TASReplaceNodeOnNodeTaints", True):
+        return False
+    for taint in node.spec.taints:
+        if taint.effect not in ("NoSchedule", "NoExecute"):
+            continue
+        for tolerations in assigned:
+            if not any(_tolerates(t, taint) for t in tolerations if t.toleration_seconds is None):
+                return True  # untolerated, or tolerated only for a while
+    return False
+
+
 def node_suspect(node: models.Node | None) -> bool:
     """Whether ``node`` may count as failed for some workload (A.13.2): gone (None), not Ready, or carrying a
     NoSchedule/NoExecute taint (which a workload may tolerate: :func:`failed_nodes` decides per workload)."""

@@ -728,7 +728,7 @@ DELETED_STOPS_KEPT = 10_000
 """The most :attr:`DispatchState.deleted_stops` kept (each is one job's stop, about a kilobyte)."""
 
 
-def _node_of_event(event: types.Event) -> str | None:
+def node_of_event(event: types.Event) -> str | None:
     """The Node a fact or deletion is about, None for any other event."""
     if isinstance(event, types.NodeObserved):
         return event.node.metadata.name
@@ -769,7 +769,7 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
     key = status.workload_key(event)
     if key is None:
         queues = _queues_of_object_event(state, event) + _held_of_object_event(state, event)
-        node = _node_of_event(event)
+        node = node_of_event(event)
         node_before = state.topology.nodes.get(node) if node is not None else None
         checks_before = _checks_spec(state, event)
         apply(state, event, seq=seq)

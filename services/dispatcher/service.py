@@ -357,6 +357,9 @@ class Dispatcher:
             else:
                 if self.write_objects:  # the queues' status and the ungater: only with a real API server
                     self.stored.observed(accepted)
+                    self.ungating.recheck_held()
+                    if (node := core.node_of_event(accepted)) is not None:
+                        self.ungating.node_changed(node)
                     if (key := status_key(accepted)) is not None:
                         self.retention.touched(key)
                         # a pod group's Workload observed, finished or deleted: its pods' finalizers looked at again

@@ -16,6 +16,10 @@ as listed; :mod:`kueue_es.services.dispatcher.ungating` watches the pods and wri
 2. Greedy: count the ungated pods per domain (by their nodeSelector), then walk the domains
    in order and give each (count - already there) of the remaining gated pods, in list order.
 
+A pod whose domain is a node the Workload lists in ``status.unhealthyNodes`` stays gated
+(:func:`without_unhealthy`): the assignment still names that node until the TAS placer's
+replacement swaps in another domain, and a pod ungated there would never schedule.
+
 Leader+workers groups (``podSetGroupName``): the smaller pod set ranks from 0, the other is
 offset by its count; a ``kueue.x-k8s.io/pod-index-offset`` annotation on the pods adds to
 the offset.
@@ -23,7 +27,7 @@ the offset.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +113,59 @@ def plan_pod_set(
             if is_gated(pod)
         ]
     return _greedy(pod_set.assignment, pods)
+
+
+def without_unhealthy(
+    plan: Sequence[Ungate], levels: Sequence[str], unhealthy: Collection[str]
+) -> tuple[list[Ungate], list[Ungate]]:
+    """Split ``plan`` into the pods to ungate now and those held back: a pod whose domain is one of the
+    ``unhealthy`` nodes (the Workload's ``status.unhealthyNodes``) stays gated until the replacement domain
+    is assigned (Kueue pkg/controller/tas/topology_ungater.go Reconcile: "skipping ungate; the assigned node
+    is unhealthy and awaiting replacement", with utiltas.NodeNameFromDomainID: a domain names a node only
+    when the lowest level is ``kubernetes.io/hostname``). Without that, a pod recreated after a node failure
+    was ungated onto the failed node and stayed Pending for good (found by a new user's TAS trial)."""
+    if not unhealthy or not levels or levels[-1] != tas.HOSTNAME_LABEL:
+        return list(plan), []
+    now = [step for step in plan if step.node_selector.get(tas.HOSTNAME_LABEL) not in unhealthy]
+    held = [step for step in plan if step.node_selector.get(tas.HOSTNAME_LABEL) in unhealthy]
+    return now, held
+
+
+#: Kueue's TAS node controller's mark on a pending pod it fails (pkg/controller/tas/node_controller.go).
+TERMINATED_BY_KUEUE = "TerminatedByKueue"
+UNSCHEDULABLE_ON_ASSIGNED_NODE = "UnschedulableOnAssignedNode"
+TERMINATED_BY_KUEUE_MESSAGE = "Pod terminated by Kueue NodeController due to node taint"
+
+
+def pending_on_selected_node(pod: Mapping[str, Any]) -> str | None:
+    """The node a pod's ``kubernetes.io/hostname`` nodeSelector names when the pod waits for it: phase Pending,
+    not bound (no ``spec.nodeName``), no topology gate left (Kueue node_controller.go getPodsToTerminate); else
+    None."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    host = (spec.get("nodeSelector") or {}).get(tas.HOSTNAME_LABEL)
+    if not host or spec.get("nodeName") or status.get("phase") != "Pending" or is_gated(pod):
+        return None
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return None
+    return str(host)
+
+
+def terminated_by_kueue_status(pod: Mapping[str, Any], *, now: str) -> dict[str, Any]:
+    """The status Kueue's TAS node controller writes on a pending pod stranded on its assigned node
+    (node_controller.go markPodsFailed): phase Failed and the TerminatedByKueue condition, the others kept."""
+    conditions = [
+        c
+        for c in (pod.get("status") or {}).get("conditions") or []
+        if isinstance(c, dict) and c.get("type") != TERMINATED_BY_KUEUE
+    ]
+    condition = {
+        "type": TERMINATED_BY_KUEUE,
+        "status": "True",
+        "reason": UNSCHEDULABLE_ON_ASSIGNED_NODE,
+        "message": TERMINATED_BY_KUEUE_MESSAGE,
+        "lastTransitionTime": now,
+    }
+    return {"phase": "Failed", "conditions": [*conditions, condition]}
 
 
 def _ranks(

@@ -14,6 +14,7 @@ resourceVersion as precondition, and a failed write is tried again.
 from __future__ import annotations
 
 import asyncio
+import datetime
 from collections.abc import Callable
 
 import structlog
@@ -23,6 +24,7 @@ from kueue_es.jobframework import pods as pod_integration
 from kueue_es.jobframework.integrations import serving
 from kueue_es.jobframework.workloads import MANAGED_LABEL, QUEUE_LABEL
 from kueue_es.projections.cluster import WorkloadState
+from kueue_es.scheduling.tas import replacement
 from kueue_es.services.dispatcher import core, job_writes, ungater
 from kueue_es.services.dispatcher.job_writes import POD_REF
 from kueue_es.services.dispatcher.kube_api import KubeApi, WriteLimiter
@@ -77,12 +79,24 @@ class Ungating:
         self.statefulsets: dict[tuple[str, str], tuple[str, str, str]] = {}
         # gated StatefulSet pods to look at for their rollout (serving.rollout_ungates)
         self._rollout: dict[objects.PodKey, None] = {}
+        # workloads with gated pods held back from an unhealthy node -> the status.unhealthyNodes that held them
+        self._held: dict[str, tuple[str, ...]] = {}
         self._wakeup = asyncio.Event()
 
     def mark(self, key: str) -> None:
         """Workload ``key``'s pods may need ungating."""
         self._dirty[key] = None
         self._wakeup.set()
+
+    def recheck_held(self) -> None:
+        """Mark the workloads whose gated pods were held back from a node in their ``status.unhealthyNodes``
+        (:func:`ungater.without_unhealthy`, Kueue topology_ungater.go) once that list changed as folded: a
+        replacement domain was assigned or the node is healthy again. Cheap when none is held."""
+        for key, nodes in list(self._held.items()):
+            record = self.view.records.get(key)
+            if record is None or record.unhealthy_nodes != nodes:
+                del self._held[key]
+                self.mark(key)
 
     async def watch_group_pods(self) -> None:
         """Keep the pods of pod groups and start, as its member, each gated one that arrives after its group's
@@ -472,8 +486,19 @@ class Ungating:
 
     def _pod_changed(self, pod: objects.Pod) -> None:
         workload = (objects.meta(pod).get("annotations") or {}).get(core.WORKLOAD_ANNOTATION)
-        if workload and (ungater.is_gated(pod) or ungater.is_elastic_gated(pod)):
+        if workload and (
+            ungater.is_gated(pod) or ungater.is_elastic_gated(pod) or ungater.pending_on_selected_node(pod)
+        ):
             self.mark(f"{objects.pod_key(pod)[0]}/{workload}")
+
+    def node_changed(self, name: str) -> None:
+        """Node ``name`` changed as folded (its Ready status, taints, or it is gone): mark the workloads whose
+        ungated pods wait for it by nodeSelector, for :meth:`_fail_stranded` (Kueue's TAS node controller
+        reconciles a node's pods on each such change)."""
+        for (namespace, _), pod in self.pods.items():
+            workload = (objects.meta(pod).get("annotations") or {}).get(core.WORKLOAD_ANNOTATION)
+            if workload and ungater.pending_on_selected_node(pod) == name:
+                self.mark(f"{namespace}/{workload}")
 
     async def run(self, *, retry_seconds: float = 1.0) -> None:
         """Ungate the marked workloads' pods whenever one is marked (cancel to stop)."""
@@ -603,6 +628,10 @@ class Ungating:
         if head is not None:
             name = slices.slice_name(head.workload)
         bounds = ungater.rank_bounds(pod_sets)
+        record_key = head.key if head is not None else key
+        record = self.view.records.get(record_key)
+        unhealthy = record.unhealthy_nodes if record is not None else ()
+        self._held.pop(record_key, None)
         for pod_set in pod_sets:
             pods = self._pods_of(namespace, name, pod_set.name)
             offset, max_rank = bounds[pod_set.name]
@@ -611,9 +640,49 @@ class Ungating:
             except ValueError as err:
                 log.warning("ungate_failed", workload=key, pod_set=pod_set.name, error=str(err))
                 continue
+            plan, held = ungater.without_unhealthy(plan, pod_set.assignment.levels, unhealthy)
+            if held:
+                # looked at again once the list changes (a replacement assigned, the node healthy again)
+                self._held[record_key] = unhealthy
+                log.info("ungate_held", workload=key, pod_set=pod_set.name, pods=[s.name for s in held])
             by_name = {objects.name_of(p): p for p in pods}
             for step in plan:
                 await self._ungate_pod(by_name[step.name], step, workload=key)
+            await self._fail_stranded(record_key, [self.pods.get(objects.pod_key(p), p) for p in pods])
+
+    async def _fail_stranded(self, key: str, pods: list[objects.Pod]) -> None:
+        """Fail the pending pods of workload ``key`` that a nodeSelector binds to a node they cannot run on
+        (:func:`~kueue_es.scheduling.tas.replacement.terminates_pending_pods`: not Ready, a taint not tolerated
+        for good, or no longer in the assignment), as Kueue's TAS node controller does (node_controller.go
+        markPodsFailed: phase Failed, condition TerminatedByKueue ``UnschedulableOnAssignedNode``): their job
+        makes them again, gated, and they are ungated onto the replacement. Without it a pod ungated onto a
+        failing node just before it was listed unhealthy stayed Pending for good (found by a new user's trial)."""
+        wl = self.view.cluster.workloads.get(key)
+        if wl is None:
+            return
+        for pod in pods:
+            host = ungater.pending_on_selected_node(pod)
+            if host is None or not replacement.terminates_pending_pods(self.view.cluster, wl, host):
+                continue
+            meta = objects.meta(pod)
+            now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            patch = {
+                "metadata": {"resourceVersion": meta.get("resourceVersion")},
+                "status": ungater.terminated_by_kueue_status(pod, now=now),
+            }
+            await self.limiter.acquire(WriteClass.JOBS)
+            try:
+                stored = await self.api.patch_object(
+                    POD_REF,
+                    namespace=meta.get("namespace"),
+                    name=objects.name_of(pod),
+                    patch=patch,
+                    subresource="status",
+                )
+            except (kube_errors.NotFoundError, kube_errors.ConflictError):
+                continue  # gone, or changed since listed: its watch event marks the workload again
+            self.pods[objects.pod_key(pod)] = objects.as_pod(stored)
+            log.info("pod_terminated_on_assigned_node", pod=f"{meta.get('namespace')}/{meta.get('name')}", node=host)
 
     async def _ungate_pod(self, pod: objects.Pod, step: ungater.Ungate, *, workload: str) -> None:
         """Remove the topology gate and add the domain's nodeSelector, if the pod is still as listed."""

@@ -630,4 +630,6 @@ STEPS: tuple[Step, ...] = (
     hotswap_replaces_deleted_node,
     hotswap_evicts_without_replacement,
     hotswap_evicts_on_taint,
+    hotswap_replaces_tolerated_no_execute,
+    hotswap_replaces_no_schedule_after_pod_fails,
 )

@@ -10,18 +10,11 @@ Kueue's cases not here, and why:
   (``docker exec ... systemctl stop kubelet``) and keeps the pods behind an artificial scheduling gate; the
   emulator's pods have no kubelet to stop.
 
-Cases that find kueue-es differing, not fixed yet (their steps are in kueue_e2e_tas.py, left out of the run):
-
-- hotswap_test.go "Should replace a node when it becomes tainted with NoExecute and tolerationSeconds"
-  (:func:`kueue_e2e_tas.hotswap_replaces_tolerated_no_execute`): Kueue's node controller counts a NoExecute taint
-  tolerated only for ``tolerationSeconds`` as a failure once the taint manager has evicted the node's pods
-  (node_controller.go classifyTaints, checkPodsOnNode); kueue-es's placer takes any matching toleration as
-  tolerating for good, and the emulator has no taint manager to evict the pods, so the node is never replaced;
-- hotswap_test.go "Should replace a node when it becomes tainted with NoSchedule and pod fails"
-  (:func:`kueue_e2e_tas.hotswap_replaces_no_schedule_after_pod_fails`): passes most runs, but the Job's new pod
-  may be ungated onto the tainted node before the placer's new assignment is written; Kueue's node controller
-  then terminates the pending pod assigned to the failed node (node_controller.go getPodsToTerminate) and the Job
-  makes it again on the replacement, kueue-es does not, and the emulator runs a pod no node fits without a node.
+Two hotswap_test.go cases were left out until a new user's TAS trial had these fixed: "Should replace a node when
+it becomes tainted with NoExecute and tolerationSeconds" needed the simulated taint-eviction controller to evict the
+pods (kueue_es/sim/controllers.py); "... tainted with NoSchedule and pod fails" needed the ungater to keep pods off a
+node listed in status.unhealthyNodes and Kueue's node controller's markPodsFailed for a pod ungated there first
+(services/dispatcher/ungating.py).
 """
 
 from __future__ import annotations

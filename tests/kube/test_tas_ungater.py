@@ -199,3 +199,115 @@ def test_the_pods_of_a_chain_started_by_its_second_slice_are_found_by_its_first(
     assert [p["metadata"]["name"] for p in ungating._pods_of("ns", "job-a-1", "main")] == ["a-x", "a-y"]
     assert ungating._pods_of("ns", "job-a-2", "main") == []
     assert [p["metadata"]["name"] for p in ungating._pods_of("ns", "job-b", "main")] == ["b-x"]
+
+
+def test_pods_whose_domain_is_an_unhealthy_node_stay_gated() -> None:
+    """Kueue topology_ungater.go: while the Workload lists a node in status.unhealthyNodes, a gated pod the old
+    assignment puts there is not ungated (it could never schedule); the others are. Only a hostname-level
+    assignment names nodes (utiltas.NodeNameFromDomainID)."""
+    ps = pod_set(("kind-worker", 2), ("kind-worker2", 2))
+    pods = [pod("p0", host="kind-worker2"), pod("p1"), pod("p2"), pod("p3")]
+    plan = ungater.plan_pod_set(ps, pods)
+    assert placed(plan) == {"p1": "kind-worker", "p2": "kind-worker", "p3": "kind-worker2"}
+    now, held = ungater.without_unhealthy(plan, ps.assignment.levels, ("kind-worker",))
+    assert placed(now) == {"p3": "kind-worker2"}
+    assert [step.name for step in held] == ["p1", "p2"]
+    assert ungater.without_unhealthy(plan, ps.assignment.levels, ()) == (plan, [])
+    # a rack-level assignment names no node: nothing is held back
+    rack = [ungater.Ungate(name="p1", node_selector={"rack": "kind-worker"})]
+    assert ungater.without_unhealthy(rack, ("rack",), ("kind-worker",)) == (rack, [])
+
+
+class _Api:
+    def __init__(self) -> None:
+        self.patched: dict[str, dict[str, Any]] = {}
+
+    async def patch_object(self, ref, *, namespace, name, patch, subresource=None):  # noqa: ANN001, ANN201
+        self.patched[name if subresource is None else f"{name}/{subresource}"] = patch
+        return {
+            "metadata": {"name": name, "namespace": namespace},
+            **{k: v for k, v in patch.items() if k != "metadata"},
+        }
+
+
+class _Limiter:
+    async def acquire(self, write_class) -> None:  # noqa: ANN001
+        return None
+
+
+async def test_a_recreated_pod_waits_for_the_replacement_of_its_failed_node() -> None:
+    """The new user's TAS trial: after kind-worker failed, a recreated pod was ungated onto kind-worker with the old
+    assignment before the replacement came, and stayed Pending for good. The dispatcher's ungater holds it back
+    while the Workload's status.unhealthyNodes lists kind-worker, and ungates it once the list changed as folded."""
+    from types import SimpleNamespace
+
+    from kueue_es.services.dispatcher import core
+    from kueue_es.services.dispatcher.ungating import Ungating
+
+    record = SimpleNamespace(unhealthy_nodes=("kind-worker",))
+    view = SimpleNamespace(records={"ns/wl": record}, cluster=SimpleNamespace(workloads={}))
+    api = _Api()
+    ungating = Ungating(api=api, limiter=_Limiter(), view=view)  # type: ignore[arg-type]
+    ungating._topology_pod_sets = lambda key: [pod_set(("kind-worker", 1), ("kind-worker2", 1))]  # type: ignore[method-assign]
+    for name, host in (("p0", "kind-worker2"), ("p1", "")):
+        body = pod(name, labels={core.PODSET_LABEL: "main"}, annotations={ungater.WORKLOAD_ANNOTATION: "wl"}, host=host)
+        body["metadata"]["namespace"] = "ns"
+        ungating.pods[("ns", name)] = body  # type: ignore[assignment]
+    ungating.mark("ns/wl")
+    assert await ungating.ungate_dirty()
+    assert api.patched == {}  # p1's domain is the failed node: it stays gated
+    ungating.recheck_held()
+    assert api.patched == {} and not ungating._dirty  # nothing changed: not marked again
+    record.unhealthy_nodes = ()  # the node healthy again (or a replacement assigned)
+    ungating.recheck_held()
+    assert await ungating.ungate_dirty()
+    assert api.patched["p1"]["spec"]["nodeSelector"] == {HOST: "kind-worker"}
+
+
+def test_a_pending_pod_waits_on_its_selected_node_only_ungated_and_unbound() -> None:
+    """Kueue node_controller.go getPodsToTerminate: Pending, no nodeName, no topology gate."""
+    waiting = pod("p", host="kind-worker")
+    waiting["status"] = {"phase": "Pending"}
+    assert ungater.pending_on_selected_node(waiting) == "kind-worker"
+    assert ungater.pending_on_selected_node({**waiting, "status": {"phase": "Running"}}) is None
+    assert ungater.pending_on_selected_node({**waiting, "spec": {**waiting["spec"], "nodeName": "kind-worker"}}) is None
+    gated = pod("g")
+    gated["status"] = {"phase": "Pending"}
+    assert ungater.pending_on_selected_node(gated) is None
+    status = ungater.terminated_by_kueue_status(waiting, now="2026-01-01T00:00:00Z")
+    assert status["phase"] == "Failed"
+    assert [(c["type"], c["reason"]) for c in status["conditions"]] == [
+        ("TerminatedByKueue", "UnschedulableOnAssignedNode")
+    ]
+
+
+async def test_a_pod_pending_on_a_failing_assigned_node_is_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue node_controller.go markPodsFailed: the dispatcher writes phase Failed with TerminatedByKueue on a
+    pending pod whose nodeSelector names a node it cannot run on, so its Job makes it again (the new user's TAS
+    trial: such a pod stayed Pending for good); a pod on a healthy node is left alone."""
+    from types import SimpleNamespace
+
+    from kueue_es.scheduling.tas import replacement
+    from kueue_es.services.dispatcher import core
+    from kueue_es.services.dispatcher.ungating import Ungating
+
+    monkeypatch.setattr(replacement, "terminates_pending_pods", lambda state, wl, host: host == "kind-worker")
+    view = SimpleNamespace(
+        records={"ns/wl": SimpleNamespace(unhealthy_nodes=())},
+        cluster=SimpleNamespace(
+            workloads={"ns/wl": SimpleNamespace(workload=SimpleNamespace(metadata=SimpleNamespace(annotations={})))}
+        ),
+    )
+    api = _Api()
+    ungating = Ungating(api=api, limiter=_Limiter(), view=view)  # type: ignore[arg-type]
+    ungating._topology_pod_sets = lambda key: [pod_set(("kind-worker", 1), ("kind-worker2", 1))]  # type: ignore[method-assign]
+    for name, host in (("p0", "kind-worker"), ("p1", "kind-worker2")):
+        body = pod(name, labels={core.PODSET_LABEL: "main"}, annotations={ungater.WORKLOAD_ANNOTATION: "wl"}, host=host)
+        body["metadata"]["namespace"] = "ns"
+        body["status"] = {"phase": "Pending"}
+        ungating.pods[("ns", name)] = body  # type: ignore[assignment]
+    ungating.node_changed("kind-worker")
+    assert list(ungating._dirty) == ["ns/wl"]
+    assert await ungating.ungate_dirty()
+    assert set(api.patched) == {"p0/status"}
+    assert api.patched["p0/status"]["status"]["phase"] == "Failed"

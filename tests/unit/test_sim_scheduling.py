@@ -146,3 +146,34 @@ def test_the_failed_scheduling_event_is_kube_schedulers() -> None:
         {"component": "default-scheduler"},
         "Pod",
     )
+
+
+MAINT = {"key": "maint", "value": "true", "effect": "NoExecute"}
+
+
+@pytest.mark.parametrize(
+    ("taints", "tolerations", "delay"),
+    [
+        ([], [], None),  # no taint
+        ([{"key": "maint", "value": "true", "effect": "NoSchedule"}], [], None),  # NoSchedule evicts nothing
+        ([MAINT], [], 0.0),  # not tolerated: at once
+        ([MAINT], [{"key": "maint", "operator": "Exists", "effect": "NoExecute"}], None),  # for good
+        ([MAINT], [{"key": "maint", "operator": "Exists", "tolerationSeconds": 30}], 30.0),
+        ([MAINT], [{"key": "maint", "value": "true", "tolerationSeconds": 0}], 0.0),
+        ([MAINT], [{"key": "maint", "value": "false", "tolerationSeconds": 600}], 0.0),  # another value: not
+        ([MAINT], [{"operator": "Exists"}], None),  # tolerates every taint
+        # two taints: each must be tolerated; the least tolerationSeconds of the matching tolerations counts
+        (
+            [MAINT, {"key": "gpu", "effect": "NoExecute"}],
+            [{"key": "maint", "operator": "Exists", "tolerationSeconds": 60}, {"key": "gpu", "operator": "Exists"}],
+            60.0,
+        ),
+        ([MAINT, {"key": "gpu", "effect": "NoExecute"}], [{"key": "maint", "operator": "Exists"}], 0.0),
+    ],
+)
+def test_noexecute_taints_evict_as_the_taint_eviction_controller_does(
+    taints: list[dict[str, Any]], tolerations: list[dict[str, Any]], delay: float | None
+) -> None:
+    """kubernetes pkg/controller/tainteviction/taint_eviction.go processPodOnNode and getMinTolerationTime."""
+    bound = pod("p", node_name="kind-worker", tolerations=tolerations)
+    assert controllers.noexecute_eviction_delay(bound, node("kind-worker", taints=taints)) == delay

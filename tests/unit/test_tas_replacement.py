@@ -208,3 +208,42 @@ def test_the_timeline_names_where_a_failed_nodes_pods_went() -> None:
     [decision] = placer.decide(state, now_ms=10**13)
     verb, text = timeline.describe(decision, state) or ("", "")
     assert (verb, text) == ("placed", "default/wl1: pod set main on x1 (1 pod), x4 (1 pod) (no longer on x3)")
+
+
+# --- pending pods stranded on their assigned node (Kueue node_controller.go markPodsFailed) -----------
+
+
+def test_pending_pods_bound_by_selector_to_a_failing_node_are_terminated() -> None:
+    """Kueue node_controller.go getWorkloadStatus / getPodsToTerminate: a NotReady node, or a Ready one with a
+    NoSchedule taint the pod set does not tolerate for good, fails the workload's pending pods selecting it
+    (UnschedulableOnAssignedNode); a healthy node in the assignment does not; a node no longer in the hostname
+    assignment does (a late pod with the old selector). Found by a new user's TAS trial."""
+    from kueue_es.scheduling.tas.replacement import terminates_pending_pods
+
+    not_ready = _not_ready_x3([])
+    wl = not_ready.workloads["default/wl1"]
+    assert terminates_pending_pods(not_ready, wl, "x3")
+    assert not terminates_pending_pods(not_ready, wl, "x1")  # Ready, untainted, in the assignment
+    assert terminates_pending_pods(not_ready, wl, "x4")  # Ready, but no longer in the assignment: stray
+    assert not terminates_pending_pods(not_ready, wl, "nowhere")  # gone: Kueue fails the node, not its pods
+    gate_off = _not_ready_x3([])
+    gate_off.configuration = msgspec.structs.replace(
+        gate_off.configuration, feature_gates={"TASReplaceNodeOnPodTermination": False}
+    )
+    assert not terminates_pending_pods(gate_off, gate_off.workloads["default/wl1"], "x3")
+
+    taint = {"key": "maintenance", "value": "true", "effect": "NoSchedule"}
+    tainted = _not_ready_x3(["default/wl1"], taint=taint)
+    assert terminates_pending_pods(tainted, tainted.workloads["default/wl1"], "x3")
+    evicted = _failed_after(
+        types.EvictionRequested(
+            workload=types.WorkloadRef(namespace="default", name="wl1"),
+            cluster_queue="tas-cq",
+            reason="PodsReadyTimeout",
+            message="m",
+            at_ms=10**12,
+        )
+    )
+    assert not terminates_pending_pods(evicted, evicted.workloads["default/wl1"], "x3")
+    prefer_no = _not_ready_x3([], taint={"key": "maintenance", "value": "true", "effect": "PreferNoSchedule"})
+    assert not terminates_pending_pods(prefer_no, prefer_no.workloads["default/wl1"], "x3")

@@ -1,0 +1,69 @@
+"""The TAS Nodes shipped for the demo (``kueue_es/demo_manifests/tas-nodes.yaml``): Kueue's TAS kind cluster's
+workers, applied with the real kubectl, are Ready Nodes a TAS sample Job of Kueue's is placed on, as docs/tas.md
+("Trying it in the demo") tells a user to do. Found by a new user's TAS trial, who had to write Nodes by hand."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.demo_process import eventually
+from tests.e2e.kueue_e2e import demo_system
+from tests.kube.examples import EXAMPLES
+
+NODES = Path(str(resources.files("kueue_es") / "demo_manifests" / "tas-nodes.yaml"))
+RACK = "cloud.provider.com/topology-rack"
+BLOCK = "cloud.provider.com/topology-block"
+
+
+def test_the_shipped_nodes_are_kueues_tas_kind_workers() -> None:
+    """The Nodes carry the labels of Kueue's tas/kind-cluster.yaml workers, in order, named as kind names them,
+    with a hostname label and a Ready kubelet status with allocatable CPU and memory."""
+    kind = yaml.safe_load((EXAMPLES / "tas" / "kind-cluster.yaml").read_text())
+    workers = [n["labels"] for n in kind["nodes"] if n["role"] == "worker"]
+    nodes = [d for d in yaml.safe_load_all(NODES.read_text()) if d]
+    assert [n["metadata"]["name"] for n in nodes] == ["kind-worker", *(f"kind-worker{i}" for i in range(2, 9))]
+    for node, labels in zip(nodes, workers, strict=True):
+        own = node["metadata"]["labels"]
+        assert {k: own.get(k) for k in labels} == labels
+        assert own["kubernetes.io/hostname"] == node["metadata"]["name"]
+        assert {"type": "Ready", "status": "True"}.items() <= node["status"]["conditions"][0].items()
+        assert {"cpu", "memory", "pods"} <= set(node["status"]["allocatable"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_kueues_tas_sample_runs_on_the_shipped_nodes(tmp_path: Path) -> None:
+    """``kubectl apply`` of the Nodes, Kueue's tas/sample-queues.yaml and tas/sample-job-required.yaml (10 pods of
+    1 CPU in one rack) on ``kueue-es demo --keep``: the Nodes are Ready, the Workload is admitted with a topology
+    assignment, and the 10 pods run bound to the two Nodes of one rack."""
+    async with demo_system(tmp_path / "demo") as e2e:
+        await e2e.kubectl.ok("apply", "-f", str(NODES))
+        await e2e.kubectl.ok("apply", "-f", str(EXAMPLES / "tas" / "sample-queues.yaml"))
+        ready = await e2e.kubectl.ok(
+            "get", "nodes", "-o", 'jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status} {end}'
+        )
+        assert ready.split() == ["True"] * 8
+        await e2e.kubectl.ok("create", "-f", str(EXAMPLES / "tas" / "sample-job-required.yaml"))
+
+        async def running() -> list[dict[str, Any]] | None:
+            out = await e2e.kubectl.ok("get", "pods", "-n", "default", "-o", "json")
+            pods = [p for p in json.loads(out)["items"] if p["metadata"]["name"].startswith("tas-sample-required")]
+            live = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+            return live if len(live) == 10 else None
+
+        pods = await eventually(running, what="the sample Job's 10 pods Running", timeout=120)
+        out = await e2e.kubectl.ok("get", "nodes", "-o", "json")
+        labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in json.loads(out)["items"]}
+        bound = {p["spec"]["nodeName"] for p in pods}
+        assert len({(labels[n][BLOCK], labels[n][RACK]) for n in bound}) == 1, bound  # one rack, as required
+        out = await e2e.kubectl.ok("get", "workloads", "-n", "default", "-o", "json")
+        [wl] = json.loads(out)["items"]
+        [psa] = wl["status"]["admission"]["podSetAssignments"]
+        assert psa["topologyAssignment"]["levels"] == ["kubernetes.io/hostname"]
+        assert psa["flavors"] == {"cpu": "tas-flavor", "memory": "tas-flavor"}
