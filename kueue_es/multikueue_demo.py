@@ -273,8 +273,7 @@ class MultiKueueTimeline(TimelinePrinter):
                 event = codec.decode(message.data)
             except codec.DecodeError:
                 continue
-            # a record's carried decisions (event schema 17) and a batch's results, each as its own message
-            for one in [*types.with_carried(event), *types.dispatch_results(event)]:
+            for one in multikueue_events(event):
                 self.note(message.seq, one)
             await self._print_core(message, event)
 
@@ -311,6 +310,15 @@ class MultiKueueTimeline(TimelinePrinter):
                     highlight=False,
                 )
         self.changed.set()
+
+
+def multikueue_events(event: types.Event) -> list[types.Event]:
+    """What the MultiKueue timeline notes for one message's ``event``: a record's carried decisions (event schema
+    17) and a batch's results, each once. A single DispatchApplied or DispatchFailed is its own carried event and
+    its own result: listed once (it was noted, and its ``remote`` line printed, twice; found by a new user's trial)."""
+    if isinstance(event, types.DispatchBatchApplied):
+        return [*types.with_carried(event), *types.dispatch_results(event)]
+    return types.with_carried(event)
 
 
 def _describe(event: types.Event) -> tuple[str, str] | None:
