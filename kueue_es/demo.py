@@ -61,6 +61,7 @@ from kueue_es.supervisor import (
 )
 
 DEMO_TIMEOUT = 50.0
+PREEMPTED = "Preempted"  # EvictionRequested.reason of a preemption
 _STYLES = {
     "submitted": "cyan",
     "admitted": "bold green",
@@ -135,6 +136,7 @@ class TimelinePrinter:
         self.admitted: set[str] = set()
         self.finished: set[str] = set()
         self.evicted: set[str] = set()
+        self.evictions: dict[str, set[str]] = {}  # eviction reason -> the workloads evicted for it
         self.changed = asyncio.Event()
         self.starts = timeline.JobStarts()  # which admitted workloads' jobs have not started yet
         self._restated: list[types.Event] = []  # the last record's pending outcomes, not shown again
@@ -150,6 +152,17 @@ class TimelinePrinter:
             self.finished.add(event.workload.key)
         if isinstance(event, types.EvictionRequested):
             self.evicted.add(event.workload.key)
+            self.evictions.setdefault(event.reason, set()).add(event.workload.key)
+
+    def evictions_text(self) -> str:
+        """The evictions for a summary line: ``N evicted by preemption``, then one ``N evicted (<reason>)`` per
+        other reason (NodeFailures, PodsReadyTimeout, ...): counted as preemptions, those misled (found by a new
+        user's trial)."""
+        parts = [f"{len(self.evictions.get(PREEMPTED, ()))} evicted by preemption"]
+        parts += [
+            f"{len(keys)} evicted ({reason})" for reason, keys in sorted(self.evictions.items()) if reason != PREEMPTED
+        ]
+        return ", ".join(parts)
 
     async def follow(self) -> None:
         """Print events forever (cancel to stop)."""
@@ -382,7 +395,7 @@ async def run_demo(
             console.print(f"[bold red]services exited with errors: {crashed}[/bold red] (logs in {run_dir / 'logs'})")
         console.print(
             f"all services stopped; {len(printer.admitted)} workloads admitted, "
-            f"{len(printer.evicted)} evicted by preemption, "
+            f"{printer.evictions_text()}, "
             f"{len(printer.finished & printer.released)} finished. Replaying the log ..."
         )
         report = await closing_replay(bus)
@@ -396,7 +409,7 @@ def _kept_stop_line(printer: TimelinePrinter, run_dir: Path) -> str:
     """What a stopped ``demo --keep`` prints last: its counts, and how to read its log again (the store stays in
     ``run_dir``; ``--dir`` with the same path resumes it)."""
     return (
-        f"stopped: {len(printer.admitted)} workloads admitted, {len(printer.evicted)} evicted by preemption, "
+        f"stopped: {len(printer.admitted)} workloads admitted, {printer.evictions_text()}, "
         f"{len(printer.finished & printer.released)} finished. The log stays in {run_dir / 'nats'}: "
         f"kueue-es replay --store {run_dir / 'nats'}"
     )

@@ -44,6 +44,8 @@ from kueue_es.events.manifests import load_documents
 from kueue_es.replay import replay_bus, summary
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, cancel_on_stop_signals, configure_logging
+from kueue_es.sim.autoscaler import FakeAutoscaler
+from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
 from kueue_es.supervisor import CREDS_DIR, MULTIKUEUE_EDGE, SERVICES, Supervisor
@@ -52,8 +54,11 @@ SETUP = "multikueue-setup.yaml"
 WORKERS = ("multikueue-test-worker1", "multikueue-test-worker2")
 SECRET_NAMESPACE = "kueue-system"
 DEMO_TIMEOUT = 120.0
-WORKER_SERVICES = ("watcher", "admitter", "dispatcher")
-"""What a worker runs: enough kueue-es to admit and start what it is sent (no preemption, no TAS)."""
+WORKER_SERVICES = ("watcher", "admitter", "tas-placer", "dispatcher")
+"""What a worker runs: enough kueue-es to admit and start what it is sent, TAS included (the admitter places a
+TAS workload; the TAS placer acts on a failed node of its placement); no preemptor. Its API server also gets the
+single-cluster demo's simulated controllers (the scheduler stand-in binds the ungated pods to Nodes) and fake
+autoscaler (:meth:`Cluster.start`)."""
 MULTIKUEUE_DECIDER = "multikueue"
 
 
@@ -220,8 +225,13 @@ class Cluster:
         watcher_args: list[str],
         extra: list[str],
         crds: list[dict[str, Any]] | None = None,
+        controllers: bool = False,
     ) -> None:
-        """Start the API server (closed by ``servers``), the nats-server, the services and a simulated kubelet."""
+        """Start the API server (closed by ``servers``), the nats-server, the services and a simulated kubelet;
+        with ``controllers`` (a worker) also what the single-cluster demo runs beside them
+        (:class:`~kueue_es.sim.controllers.SimulatedControllers`, whose scheduler stand-in binds pods to Nodes,
+        and :class:`~kueue_es.sim.autoscaler.FakeAutoscaler`): without it a TAS workload's pods, ungated with
+        their topology's nodeSelector, stayed Pending on the worker (found by a new user's trial)."""
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         self.auth = LocalAuth.create(self.run_dir / CREDS_DIR)
         emulator = await servers.enter_async_context(serve_emulator())
@@ -248,8 +258,11 @@ class Cluster:
         await self.supervisor.start(services)
         self.api = await kube.make_api_client(server=direct)
         self.stack.push_async_callback(self.api.close)
-        kubelet = asyncio.create_task(SimulatedKubelet(self.api, default_duration_seconds=duration).run())
-        self.stack.push_async_callback(cancel_and_wait, [kubelet])
+        background = [asyncio.create_task(SimulatedKubelet(self.api, default_duration_seconds=duration).run())]
+        if controllers:
+            background.append(asyncio.create_task(SimulatedControllers(self.api).run()))
+            background.append(asyncio.create_task(FakeAutoscaler(self.api).run()))
+        self.stack.push_async_callback(cancel_and_wait, background)
 
     async def stop(self) -> None:
         """Stop this cluster's kueue-es, kubelet and gate: the manager cannot reach it any more."""
@@ -273,8 +286,7 @@ class MultiKueueTimeline(TimelinePrinter):
                 event = codec.decode(message.data)
             except codec.DecodeError:
                 continue
-            # a record's carried decisions (event schema 17) and a batch's results, each as its own message
-            for one in [*types.with_carried(event), *types.dispatch_results(event)]:
+            for one in multikueue_events(event):
                 self.note(message.seq, one)
             await self._print_core(message, event)
 
@@ -313,6 +325,15 @@ class MultiKueueTimeline(TimelinePrinter):
         self.changed.set()
 
 
+def multikueue_events(event: types.Event) -> list[types.Event]:
+    """What the MultiKueue timeline notes for one message's ``event``: a record's carried decisions (event schema
+    17) and a batch's results, each once. A single DispatchApplied or DispatchFailed is its own carried event and
+    its own result: listed once (it was noted, and its ``remote`` line printed, twice; found by a new user's trial)."""
+    if isinstance(event, types.DispatchBatchApplied):
+        return [*types.with_carried(event), *types.dispatch_results(event)]
+    return types.with_carried(event)
+
+
 def _describe(event: types.Event) -> tuple[str, str] | None:
     match event:
         case types.WorkersNominated(workload=ref, clusters=clusters):
@@ -342,7 +363,9 @@ async def start_system(
     the edge (``config_file``: its Configuration), the kubeconfig Secrets, ``setup`` unchanged and the
     second worker; ``stack`` stops each cluster (one already stopped is left alone)."""
     for worker in workers:
-        await worker.start(stack, services=WORKER_SERVICES, duration=duration, watcher_args=[], extra=[], crds=crds)
+        await worker.start(
+            stack, services=WORKER_SERVICES, duration=duration, watcher_args=[], extra=[], crds=crds, controllers=True
+        )
         stack.push_async_callback(_stop_unless_stopped, worker)
         for doc in worker_manifests(setup):
             await kube.apply_manifest(worker.api, doc)

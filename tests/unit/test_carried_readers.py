@@ -97,6 +97,27 @@ async def test_the_multikueue_timeline_sees_carried_decisions(schema: int) -> No
     assert "runs on" in out.getvalue() and "retry" in out.getvalue()
 
 
+async def test_the_multikueue_timeline_prints_a_remote_write_once() -> None:
+    """A DispatchApplied of a remote write is one ``remote`` line: it was noted both as the message's event and as
+    its dispatch result, and printed twice (found by a new user's trial)."""
+    from kueue_es.multikueue_demo import MultiKueueTimeline
+
+    bus = MemoryBus()
+    applied = types.DispatchApplied(workload=A, decision_seq=1, action="create-remote-workload", target="worker-2/ns/a")
+    await bus.publish(subjects.message(applied, subject=subjects.dispatch_subject(A, "worker-2"), msg_id="d1"))
+    out = io.StringIO()
+    printer = MultiKueueTimeline(bus=bus, console=Console(file=out, width=200))
+    task = asyncio.create_task(printer.follow())
+    try:
+        await until(lambda: "create-remote-workload" in out.getvalue())
+        await asyncio.sleep(0.05)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert out.getvalue().count("create-remote-workload") == 1, out.getvalue()
+
+
 @pytest.mark.parametrize("schema", SCHEMAS)
 async def test_the_bus_engine_returns_the_decisions_a_record_answers_with(schema: int) -> None:
     from kueue_es.scenarios.bus_engine import _BusRun

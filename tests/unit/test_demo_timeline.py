@@ -65,3 +65,26 @@ async def test_a_rejections_field_is_shown_whole_not_read_as_markup() -> None:
     finally:
         task.cancel()
     assert f"Job default/wpc-job: {field}: WorkloadPriorityClass" in out.getvalue()
+
+
+def test_the_summary_names_evictions_by_reason_not_all_as_preemptions() -> None:
+    """A NodeFailures eviction is not a preemption: the closing line and ``demo --keep``'s stop line say so (found by
+    a new user's trial, which saw "1 evicted by preemption" for a failed node)."""
+    from pathlib import Path
+
+    from kueue_es.demo import _kept_stop_line
+
+    printer = TimelinePrinter(bus=MemoryBus(), console=Console(file=io.StringIO()))
+    for name, reason in [("a", "Preempted"), ("b", "NodeFailures"), ("c", "Preempted"), ("d", "PodsReadyTimeout")]:
+        ref = types.WorkloadRef(namespace="default", name=name, uid=f"uid-{name}")
+        printer.count(types.EvictionRequested(workload=ref, cluster_queue="cq", reason=reason, message="", at_ms=1))
+    text = "2 evicted by preemption, 1 evicted (NodeFailures), 1 evicted (PodsReadyTimeout)"
+    assert printer.evictions_text() == text
+    assert text in _kept_stop_line(printer, Path("/tmp/run"))
+
+
+def test_no_eviction_is_zero_by_preemption() -> None:
+    printer = TimelinePrinter(bus=MemoryBus(), console=Console(file=io.StringIO()))
+    ref = types.WorkloadRef(namespace="default", name="n", uid="uid-n")
+    printer.count(types.EvictionRequested(workload=ref, cluster_queue="cq", reason="NodeFailures", message="", at_ms=1))
+    assert printer.evictions_text() == "0 evicted by preemption, 1 evicted (NodeFailures)"
