@@ -311,7 +311,6 @@ def rejection_report(collector: core.StoryCollector, state: ClusterState) -> dic
     since), ``deleted``, and its ``story`` (each rejection and the deletion: ``seq``, ``time`` RFC 3339,
     ``approximateTime``, ``what``, ``text``, ``detail``). ``status``: ``rejected`` when a rejection
     still stands, else ``deleted`` when the objects are gone, else ``no longer rejected``."""
-    from kueue_es import logsource
 
     objects = []
     for identity, lines in collector.rejections.items():
@@ -328,17 +327,7 @@ def rejection_report(collector: core.StoryCollector, state: ClusterState) -> dic
                 "problem": last.problem,
                 "stillStands": stands,
                 "deleted": not stands and lines[-1].what == "deleted",
-                "story": [
-                    {
-                        "seq": line.seq,
-                        "time": logsource.rfc3339(line.time_ms),
-                        "approximateTime": line.approximate,
-                        "what": line.what,
-                        "text": line.text,
-                        "detail": line.detail,
-                    }
-                    for line in lines
-                ],
+                "story": [_line_json(line, detail=True) for line in lines],
             }
         )
     if any(o["stillStands"] for o in objects):
@@ -393,7 +382,6 @@ def _render_rejections(report: dict[str, Any], *, as_of: str) -> None:
 
 def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *, now_ms: int) -> dict[str, Any]:
     """The JSON form of an explanation: the workload, its owner, story, position and needs."""
-    from kueue_es import logsource
     from kueue_es.scheduling import explain as core
     from kueue_es.scheduling import visibility
 
@@ -427,23 +415,28 @@ def explanation(collector: core.StoryCollector, state: ClusterState, key: str, *
         # the base priority (Kueue's spec.priority, the visibility API's) and the one the deciders used
         "priority": needed.priority if wl is not None else None,
         "effectivePriority": needed.effective_priority if wl is not None else None,
-        "story": [
-            {
-                "seq": line.seq,
-                "time": logsource.rfc3339(line.time_ms),
-                "approximateTime": line.approximate,
-                "what": line.what,
-                "text": line.text,
-                **({"detail": line.detail} if line.detail else {}),
-            }
-            for line in collector.lines.get(key, [])
-        ],
+        "story": [_line_json(line, detail=bool(line.detail)) for line in collector.lines.get(key, [])],
         "repeatedPendingOutcomes": collector.repeats(key),
         "sliceChain": _slice_chain(state, key),
         "position": position,
         "needs": _needs_json(needed),
         "multikueue": _multikueue_json(state, key, now_ms=now_ms),
     }
+
+
+def _line_json(line: Any, *, detail: bool) -> dict[str, Any]:
+    """One story line (``core.StoryLine``) as ``-o json`` writes it: its sequence, RFC 3339 time (``approximateTime``
+    when the event had none of its own), what happened and the text; ``detail`` too when asked."""
+    from kueue_es import logsource
+
+    out = {
+        "seq": line.seq,
+        "time": logsource.rfc3339(line.time_ms),
+        "approximateTime": line.approximate,
+        "what": line.what,
+        "text": line.text,
+    }
+    return {**out, "detail": line.detail} if detail else out
 
 
 def _multikueue_json(state: ClusterState, key: str, *, now_ms: int) -> dict[str, Any] | None:
