@@ -1590,18 +1590,23 @@ async def _events_on(api: Any, name: str) -> list[tuple[str, str]]:
     return sorted((e["reason"], e["message"]) for e in listed if e["involvedObject"]["name"] == name)
 
 
-async def test_a_running_job_grown_past_its_workload_gets_a_new_one(api, bus: MemoryBus) -> None:
-    """``kubectl patch job runner -p '{"spec":{"parallelism":5}}'`` while it runs with 3 pods admitted: its
-    workload no longer matches it (Kueue's EquivalentToWorkload), so, as Kueue's ensureOneWorkload does, the
-    job is stopped, that workload deleted and its quota released, and a new Workload (another UID) with 5 pods
-    is made, admitted and started. Before, the Job ran 5 pods on a 3 pod admission."""
+@pytest.mark.parametrize(("name", "cpu", "resized"), [("runner", 9, 5), ("shrink", 3, 1)], ids=["grown", "shrunk"])
+async def test_a_running_job_resized_gets_a_new_workload(
+    api, bus: MemoryBus, name: str, cpu: int, resized: int
+) -> None:
+    """``kubectl patch job NAME -p '{"spec":{"parallelism":N}}'`` while it runs with 3 pods admitted (no partial
+    admission): its workload no longer matches it (Kueue's EquivalentToWorkload; ComparePodSets sees the count
+    differ both ways, a batch/v1 Job's count being min(parallelism, completions), whatever its pods did), so, as
+    Kueue's ensureOneWorkload does, the job is stopped, that workload deleted and its quota released, and a new
+    Workload (another UID) of N pods is made, admitted and started. Before, a grown Job ran 5 pods on a 3 pod
+    admission, and (found by a new user's trial) a shrunk one kept its admission of 3 running 1 pod."""
     async with _kueue(api, bus):
-        await set_up(api, cpu=9)
-        await kube.apply_manifest(api, job("runner", parallelism=3))
+        await set_up(api, cpu=cpu)
+        await kube.apply_manifest(api, job(name, parallelism=3))
         [admitted] = await wait_for(bus, types.WorkloadAdmitted)
-        await eventually(api, JOBS, namespace="default", name="runner", check=lambda o: o["spec"]["suspend"] is False)
+        await eventually(api, JOBS, namespace="default", name=name, check=lambda o: o["spec"]["suspend"] is False)
         old = await eventually(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name, check=bool)
-        await kube.patch_object(api, JOBS, namespace="default", name="runner", patch={"spec": {"parallelism": 5}})
+        await kube.patch_object(api, JOBS, namespace="default", name=name, patch={"spec": {"parallelism": resized}})
         [released] = await wait_for(bus, types.QuotaReleased, workload=admitted.workload)
         admissions = await wait_for(bus, types.WorkloadAdmitted, count=2)
         new = await eventually(
@@ -1615,12 +1620,12 @@ async def test_a_running_job_grown_past_its_workload_gets_a_new_one(api, bus: Me
             ),
         )
         restarted = await eventually(
-            api, JOBS, namespace="default", name="runner", check=lambda o: o["spec"]["suspend"] is False
+            api, JOBS, namespace="default", name=name, check=lambda o: o["spec"]["suspend"] is False
         )
         await asyncio.sleep(0.5)  # the old object's deletion is not taken for a deletion of the new workload
         releases = await events_of(bus, types.QuotaReleased)
         [dropped] = await events_of(bus, types.ObjectDeleted, kind="Workload")
-        on_job = await until_steady(lambda: _events_on(api, "runner"), what="the job's Events")
+        on_job = await until_steady(lambda: _events_on(api, name), what="the job's Events")
     assert released.reason == "Deleted" and len(releases) == 1
     # Kueue's ensureOneWorkload: the job stopped with its message, the old Workload deleted with an Event
     assert dropped.reason == types.NO_MATCHING_WORKLOAD
@@ -1628,9 +1633,9 @@ async def test_a_running_job_grown_past_its_workload_gets_a_new_one(api, bus: Me
     deleted = ("DeletedWorkload", f"Deleted not matching Workload: default/{admitted.workload.name}")
     assert stopped in on_job and deleted in on_job, on_job
     assert ("Stopped", "Workload is deleted") not in on_job
-    assert [a.pod_set_assignments[0].count for a in admissions] == [3, 5]
-    assert [ps["count"] for ps in new["spec"]["podSets"]] == [5]
-    assert restarted["spec"]["parallelism"] == 5
+    assert [a.pod_set_assignments[0].count for a in admissions] == [3, resized]
+    assert [ps["count"] for ps in new["spec"]["podSets"]] == [resized]
+    assert restarted["spec"]["parallelism"] == resized
 
 
 def _partial_job(name: str, *, parallelism: int, min_parallelism: int) -> dict[str, Any]:
@@ -1728,42 +1733,6 @@ async def test_a_partially_admitted_job_suspended_by_hand_keeps_its_workload(api
     assert after["metadata"]["uid"] == before["metadata"]["uid"]
     assert conditions(after)["Admitted"]["status"] == "True"
     assert [ps["count"] for ps in after["spec"]["podSets"]] == [5]
-
-
-async def test_a_running_job_shrunk_below_its_workload_gets_a_new_one(api, bus: MemoryBus) -> None:
-    """``kubectl patch job shrink --type=merge -p '{"spec":{"parallelism":1}}'`` while it runs with 3 pods
-    admitted (no partial admission): Kueue's ComparePodSets sees the count differ (a batch/v1 Job's count is
-    min(parallelism, completions), whatever its pods did), so ensureOneWorkload stops the Job, deletes its
-    Workload and the Job gets a new one of 1 pod, admitted and started. Before (found by a new user's trial), a
-    smaller count was no mismatch: the Job ran 1 pod on its admission of 3."""
-    async with _kueue(api, bus):
-        await set_up(api, cpu=3)
-        await kube.apply_manifest(api, job("shrink", parallelism=3))
-        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
-        await eventually(api, JOBS, namespace="default", name="shrink", check=lambda o: o["spec"]["suspend"] is False)
-        old = await eventually(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name, check=bool)
-        await kube.patch_object(api, JOBS, namespace="default", name="shrink", patch={"spec": {"parallelism": 1}})
-        [released] = await wait_for(bus, types.QuotaReleased, workload=admitted.workload)
-        admissions = await wait_for(bus, types.WorkloadAdmitted, count=2)
-        new = await eventually(
-            api,
-            resources.WORKLOADS,
-            namespace="default",
-            name=admitted.workload.name,
-            check=lambda o: (
-                o["metadata"]["uid"] != old["metadata"]["uid"]
-                and conditions(o).get("Admitted", {}).get("status") == "True"
-            ),
-        )
-        restarted = await eventually(
-            api, JOBS, namespace="default", name="shrink", check=lambda o: o["spec"]["suspend"] is False
-        )
-        [dropped] = await events_of(bus, types.ObjectDeleted, kind="Workload")
-    assert released.reason == "Deleted"
-    assert dropped.reason == types.NO_MATCHING_WORKLOAD
-    assert [a.pod_set_assignments[0].count for a in admissions] == [3, 1]
-    assert [ps["count"] for ps in new["spec"]["podSets"]] == [1]
-    assert restarted["spec"]["parallelism"] == 1
 
 
 async def test_a_pending_job_whose_queue_name_label_is_taken_off_keeps_its_workload(api, bus: MemoryBus) -> None:
