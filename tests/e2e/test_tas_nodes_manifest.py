@@ -67,3 +67,38 @@ async def test_kueues_tas_sample_runs_on_the_shipped_nodes(tmp_path: Path) -> No
         [psa] = wl["status"]["admission"]["podSetAssignments"]
         assert psa["topologyAssignment"]["levels"] == ["kubernetes.io/hostname"]
         assert psa["flavors"] == {"cpu": "tas-flavor", "memory": "tas-flavor"}
+
+
+FAILURE_JOB = Path(str(resources.files("kueue_es") / "demo_manifests" / "tas-node-failure-job.yaml"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_the_node_failure_walk_through_moves_the_pods_off_a_tainted_host(tmp_path: Path) -> None:
+    """docs/tas.md's node failure steps as typed: the shipped Job's 4 pods run on one host; ``kubectl taint node
+    HOST maint=true:NoExecute`` evicts them (the simulated taint-eviction controller), the TAS placer moves the
+    pod set off that host, and 4 pods run again elsewhere, in one block, none on the tainted host."""
+    async with demo_system(tmp_path / "demo") as e2e:
+        await e2e.kubectl.ok("apply", "-f", str(NODES))
+        await e2e.kubectl.ok("apply", "-f", str(EXAMPLES / "tas" / "sample-queues.yaml"))
+        await e2e.kubectl.ok("create", "-f", str(FAILURE_JOB))
+
+        async def running_on() -> list[str] | None:
+            out = await e2e.kubectl.ok("get", "pods", "-n", "default", "-o", "json")
+            pods = [p for p in json.loads(out)["items"] if p["metadata"]["name"].startswith("tas-node-failure-")]
+            live = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+            return sorted(p["spec"]["nodeName"] for p in live) if len(live) == 4 else None
+
+        first = await eventually(running_on, what="the Job's 4 pods Running", timeout=120)
+        host = first[0]
+        assert set(first) == {host}  # one host of one block: 4 CPUs of its 8
+        await e2e.kubectl.ok("taint", "node", host, "maint=true:NoExecute")
+
+        async def moved() -> list[str] | None:
+            now = await running_on()
+            return now if now is not None and host not in now else None
+
+        second = await eventually(moved, what="4 pods Running off the tainted host", timeout=180)
+        out = await e2e.kubectl.ok("get", "nodes", "-o", "json")
+        labels = {n["metadata"]["name"]: n["metadata"]["labels"] for n in json.loads(out)["items"]}
+        assert len({labels[n][BLOCK] for n in second}) == 1, second  # still one block, as required
