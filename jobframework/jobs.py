@@ -157,8 +157,7 @@ def job_to_workload(job: Mapping[str, Any], *, context: workloads.Context | None
     One pod set ``main`` of ``min(parallelism, completions)`` pods (parallelism 1
     and completions unbounded when absent: podsCount); ``minCount`` from the
     ``kueue.x-k8s.io/job-min-parallelism`` annotation (minPodsCount), which Kueue's
-    webhook accepts only as an integer in 1..count-1 at creation (validatePartialAdmissionCreate); a Job
-    running at its minimum after a partial admission has count == minCount, which the conversion keeps.
+    webhook accepts only as an integer in 1..count-1 (validatePartialAdmissionCreate).
     The template's TAS annotations give the pod set's ``topologyRequest`` (SEMANTICS-ADVANCED A.4.1, with
     the completion index label as rank hint). Raises ManifestError (kind Job) for a bad quantity, count, annotation or label.
     """
@@ -253,13 +252,10 @@ def _min_count(ref: workloads.JobRef, *, count: int) -> int | None:
     if raw is None:
         return None
     value = workloads.parse_int(raw)
-    # up to the count itself: a Job admitted at its minimum runs with parallelism == min-parallelism (Kueue's
-    # minPodsCount reads the annotation unchecked; its webhook refuses min >= parallelism at creation only, and
-    # the Workload's schema takes minCount <= count)
-    if value is None or not 0 < value <= count:
+    if value is None or not 0 < value < count:
         raise ref.error(
             field=f"metadata.annotations[{MIN_PARALLELISM_ANNOTATION}]",
-            problem=f"{raw!r} should be an integer from 1 to {count}",
+            problem=f"{raw!r} should be an integer between 0 and {count - 1} (exclusive of 0)",
         )
     return value
 

@@ -12,9 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-import pytest
 
-from kueue_es.events import manifests
 from kueue_es.jobframework import jobs
 from kueue_es.services.watcher.job_tracking import HeldWorkload, _not_equivalent, _not_matching
 
@@ -113,14 +111,3 @@ def with_count(workload: Any, count: int) -> Any:
     count, the webhook's rule at creation, so a Job started with its minCount is built here)."""
     pod_set = msgspec.structs.replace(workload.spec.pod_sets[0], count=count)
     return msgspec.structs.replace(workload, spec=msgspec.structs.replace(workload.spec, pod_sets=[pod_set]))
-
-
-def test_a_job_running_at_its_min_parallelism_converts_without_a_rejection() -> None:
-    """Admitted at exactly its ``job-min-parallelism``, a Job runs with parallelism == min-parallelism; Kueue's
-    minPodsCount reads the annotation unchecked (only its webhook bounds it, at creation), so the watcher's
-    conversion must not refuse the running Job (it raised ManifestError, an ObjectRejected with a Warning)."""
-    at_minimum = job_workload(2, min_parallelism=2)
-    [pod_set] = at_minimum.spec.pod_sets
-    assert (pod_set.count, pod_set.min_count) == (2, 2)
-    with pytest.raises(manifests.ManifestError, match="from 1 to 2"):
-        job_workload(2, min_parallelism=3)
