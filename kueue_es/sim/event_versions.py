@@ -61,26 +61,25 @@ FIELD_LABELS: dict[str, str] = {
 
 def to_events_v1(event: Mapping[str, Any]) -> dict[str, Any]:
     """A core/v1 Event as events.k8s.io/v1 shows it (Kubernetes' ``Convert_core_Event_To_v1_Event``)."""
-    out: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND}
-    for name in _SHARED:
-        if name in event:
-            out[name] = event[name]
-    for served, core in _RENAMED.items():
-        if core in event:
-            out[served] = event[core]
-    return out
+    return _converted(event, API_VERSION, {core: served for served, core in _RENAMED.items()})
 
 
 def to_core(event: Mapping[str, Any]) -> dict[str, Any]:
     """An events.k8s.io/v1 Event (or an apply configuration of one) as the core/v1 Event stored (Kubernetes'
     ``Convert_v1_Event_To_core_Event``); fields events.k8s.io/v1 does not have are dropped."""
-    out: dict[str, Any] = {"apiVersion": CORE_API_VERSION, "kind": KIND}
+    return _converted(event, CORE_API_VERSION, _RENAMED)
+
+
+def _converted(event: Mapping[str, Any], api_version: str, renamed: Mapping[str, str]) -> dict[str, Any]:
+    """``event`` as an Event of ``api_version``: the fields both versions share as they are, each field
+    ``renamed`` maps from under its new name; any other field dropped."""
+    out: dict[str, Any] = {"apiVersion": api_version, "kind": KIND}
     for name in _SHARED:
         if name in event:
             out[name] = event[name]
-    for served, core in _RENAMED.items():
-        if served in event:
-            out[core] = event[served]
+    for source, target in renamed.items():
+        if source in event:
+            out[target] = event[source]
     return out
 
 
