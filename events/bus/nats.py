@@ -220,6 +220,9 @@ silence) counts as a lost connection that the operating system did not report (a
 closing, a partition). nats-py's default of 2 min left a service reading nothing for 4-6 min; a
 busy event loop delays the pings as much as the answers, so this stays clear of false alarms."""
 RECONNECT_WAIT_MAX = 0.5
+# a reader holds a message the server said more follow until the next one comes; after this long with
+# nothing, it asks the stream leader whether anything does (read())
+HELD_CHECK_SECONDS = 0.5
 """Seconds at most between two attempts to reconnect to a server (nats-py waits 2 s by default, and
 a restarted server was found 1-2 s late): attempts 50 ms doubling to this, with jitter."""
 
@@ -849,7 +852,18 @@ class NatsBus(base.Bus):
                 queued = reader.buffer.queued
                 while queued or not reader.stale:
                     if not queued:
-                        await reader.buffer.wait(self.nc)
+                        if held is None:
+                            await reader.buffer.wait(self.nc)
+                        elif not await reader.buffer.wait(
+                            self.nc, timeout=HELD_CHECK_SECONDS
+                        ) and not await self._anything_after(reader.consumer_filters, next_seq - 1):
+                            # the server said more was coming and nothing is there: its count is wrong
+                            # (seen on a 3-node cluster: 2 too many for good); a new consumer counts again
+                            log.warning("pending_miscounted", seq=next_seq - 1, said=held[2], filters=reader.filters)
+                            yield _log_message(held[0], seq=held[1], pending=0)
+                            held = None
+                            reader.delivered(next_seq - 1, 0)
+                            break
                         continue
                     msg = queued.popleft()
                     seq, pending = _position(msg)
@@ -866,9 +880,9 @@ class NatsBus(base.Bus):
                         yield _log_message(held[0], seq=held[1], pending=held[2])
                         held = None
                     reader.delivered(seq, pending)
-                    if wanted is not None and pending > 0:
-                        # the server's pending counts unwanted messages too: whether anything wanted
-                        # follows is known only from the next ones (already on their way)
+                    if pending > 0:
+                        # whether anything (wanted) follows is known only from the next ones, already on
+                        # their way: the server's pending counts unwanted messages too, and it can be wrong
                         held = (msg, seq, pending)
                         continue
                     yield _log_message(msg, seq=seq, pending=pending)
@@ -881,6 +895,17 @@ class NatsBus(base.Bus):
             self._readers.discard(reader)
             if sub is not None and not self.nc.is_closed:
                 await _drop(sub)
+
+    async def _anything_after(self, filters: Sequence[str], seq: int) -> bool:
+        """Whether the log holds a message on one of ``filters`` after ``seq`` (the stream leader's
+        last message of each filter); True when that cannot be read now (the reader waits on)."""
+        try:
+            for subject in filters:
+                if await self.last_subject_seq(subject) > seq:
+                    return True
+        except base.BusError:
+            return True
+        return False
 
     async def _subscribe(self, reader: _Reader, next_seq: int) -> Any:
         """An ordered consumer for ``reader`` from ``next_seq`` on (once connected; transient
@@ -1251,18 +1276,20 @@ class _ReadBuffer:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def wait(self, nc: Client) -> None:
-        """Return when a message is queued, when woken (:meth:`wake`) or after CLOSED_CHECK_SECONDS;
-        raise BusError once ``nc`` is closed."""
+    async def wait(self, nc: Client, *, timeout: float | None = None) -> bool:
+        """Return when a message is queued, when woken (:meth:`wake`) or after ``timeout`` seconds
+        (CLOSED_CHECK_SECONDS when None); False when that time passed with nothing. Raises BusError
+        once ``nc`` is closed."""
         if nc.is_closed:
             raise base.BusError("Reading failed: the connection to NATS is closed.")
         if self.queued:
-            return
-        self._waiter = asyncio.get_running_loop().create_future()
+            return True
+        self._waiter = waiter = asyncio.get_running_loop().create_future()
         try:
-            await asyncio.wait((self._waiter,), timeout=self.CLOSED_CHECK_SECONDS)
+            await asyncio.wait((waiter,), timeout=self.CLOSED_CHECK_SECONDS if timeout is None else timeout)
         finally:
             self._waiter = None
+        return waiter.done()
 
 
 async def cancel_pull(pull: asyncio.Future[Any]) -> None:

@@ -49,6 +49,19 @@ async def collect(
     return got
 
 
+def assert_positions(harness: Harness, got: Sequence[base.LogMessage], expected: list[tuple[int, int]]) -> None:
+    """``got``'s (seq, pending) are ``expected``. On a 3-node cluster a consumer's ``num_pending``
+    has once stayed 2 too high (CI, nats-server 2.15.1), so there only the last message's pending
+    is exact (the reader checks with the stream leader, NatsBus.read) and the others may be more."""
+    said = [(m.seq, m.pending) for m in got]
+    if harness.kind != "cluster":
+        assert said == expected
+        return
+    assert [seq for seq, _ in said] == [seq for seq, _ in expected]
+    assert said[-1] == expected[-1]
+    assert all(p >= want for (_, p), (_, want) in zip(said, expected, strict=True)), said
+
+
 async def publish_facts(bus: base.Bus, count: int, *, prefix: str = "f") -> None:
     """Publish ``count`` workload facts ``kq.in.wl.ns.<prefix><i>``."""
     for i in range(count):
@@ -97,12 +110,11 @@ async def test_publish_refuses_what_the_server_refuses(bus: base.Bus) -> None:
     assert await bus.last_seq() == 0
 
 
-async def test_read_from_start_counts_pending_down_to_zero(bus: base.Bus) -> None:
+async def test_read_from_start_counts_pending_down_to_zero(harness: Harness, bus: base.Bus) -> None:
     """A reader from seq 1 gets every message in order with pending n-1 .. 0."""
     await publish_facts(bus, 5)
     got = await collect(bus, 5)
-    assert [m.seq for m in got] == [1, 2, 3, 4, 5]
-    assert [m.pending for m in got] == [4, 3, 2, 1, 0]
+    assert_positions(harness, got, [(1, 4), (2, 3), (3, 2), (4, 1), (5, 0)])
     assert got[0].subject == "kq.in.wl.ns.f0"
     assert got[0].data == b"{}"
 
@@ -128,11 +140,11 @@ async def test_a_reader_of_several_filters_is_caught_up_when_only_others_follow(
     assert [(m.seq, m.pending) for m in (await live)[2:]] == [(6, 0)]
 
 
-async def test_read_from_the_middle(bus: base.Bus) -> None:
+async def test_read_from_the_middle(harness: Harness, bus: base.Bus) -> None:
     """A reader from seq 3 of 5 starts at 3 and is caught up at 5."""
     await publish_facts(bus, 5)
     got = await collect(bus, 3, start_seq=3)
-    assert [(m.seq, m.pending) for m in got] == [(3, 2), (4, 1), (5, 0)]
+    assert_positions(harness, got, [(3, 2), (4, 1), (5, 0)])
 
 
 async def test_read_waits_for_new_messages_on_an_empty_log(bus: base.Bus) -> None:
@@ -173,7 +185,7 @@ async def test_read_from_past_the_end_waits_for_that_sequence(bus: base.Bus) -> 
     assert got[-1].pending == 0
 
 
-async def test_read_filters_by_wildcards(bus: base.Bus) -> None:
+async def test_read_filters_by_wildcards(harness: Harness, bus: base.Bus) -> None:
     """Filters with '*' and '>' select subjects; pending counts only matching messages for one filter,
     and is 0 exactly at the last matching message for several (see LogMessage)."""
     await bus.publish(msg("kq.in.wl.ns.a", "1"))
@@ -182,7 +194,7 @@ async def test_read_filters_by_wildcards(bus: base.Bus) -> None:
     await bus.publish(msg("kq.in.wl.ns.b", "4"))
     await bus.publish(msg("kq.dec.p0.head", "5"))
     workloads = await collect(bus, 2, subjects=["kq.in.wl.*.*"])
-    assert [(m.seq, m.pending) for m in workloads] == [(1, 1), (4, 0)]
+    assert_positions(harness, workloads, [(1, 1), (4, 0)])
     mixed = await collect(bus, 2, subjects=["kq.dec.*.head", "kq.disp.>"])
     assert [m.seq for m in mixed] == [3, 5]
     assert mixed[0].pending >= 1
