@@ -157,7 +157,9 @@ def job_to_workload(job: Mapping[str, Any], *, context: workloads.Context | None
     One pod set ``main`` of ``min(parallelism, completions)`` pods (parallelism 1
     and completions unbounded when absent: podsCount); ``minCount`` from the
     ``kueue.x-k8s.io/job-min-parallelism`` annotation (minPodsCount), which Kueue's
-    webhook accepts only as an integer in 1..count-1 (validatePartialAdmissionCreate).
+    webhook accepts only as an integer in 1..count-1 at creation (validatePartialAdmissionCreate); a
+    started Job (``spec.suspend: false``, as the API server defaults it) may run at its minimum after a
+    partial admission, count == minCount, which Kueue's minPodsCount reads unchecked.
     The template's TAS annotations give the pod set's ``topologyRequest`` (SEMANTICS-ADVANCED A.4.1, with
     the completion index label as rank hint). Raises ManifestError (kind Job) for a bad quantity, count, annotation or label.
     """
@@ -178,7 +180,7 @@ def job_to_workload(job: Mapping[str, Any], *, context: workloads.Context | None
         count=count,
         pod_spec=pod_spec,
         where="spec.template.spec",
-        min_count=_min_count(ref, count=count),
+        min_count=_min_count(ref, count=count, started=spec.get("suspend") is False),
         context=context,
         topology_request=workloads.topology_request(
             ref,
@@ -247,11 +249,15 @@ def restored_pod_counts(annotations: Mapping[str, str], spec: Mapping[str, Any],
     return out
 
 
-def _min_count(ref: workloads.JobRef, *, count: int) -> int | None:
+def _min_count(ref: workloads.JobRef, *, count: int, started: bool) -> int | None:
     raw = ref.annotations.get(MIN_PARALLELISM_ANNOTATION)
     if raw is None:
         return None
     value = workloads.parse_int(raw)
+    # a Job admitted at its minimum runs with parallelism == min-parallelism: Kueue's webhook bounds the
+    # annotation below the count at creation only, and the Workload takes minCount <= count
+    if value is not None and started and 0 < value <= count:
+        return value
     if value is None or not 0 < value < count:
         raise ref.error(
             field=f"metadata.annotations[{MIN_PARALLELISM_ANNOTATION}]",

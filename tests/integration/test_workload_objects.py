@@ -1702,6 +1702,28 @@ async def test_a_partially_admitted_job_deactivated_keeps_its_workload(api, bus:
     assert conditions(after)["QuotaReserved"]["status"] == "False"
 
 
+async def test_a_job_admitted_at_its_min_parallelism_runs_without_a_rejection(api, bus: MemoryBus) -> None:
+    """Kueue's sample-job-partial-admission.yaml, scaled down to a ClusterQueue of 2 CPUs: the Job of 5 pods, at
+    least 2, is admitted with exactly 2 and started with parallelism 2 == its job-min-parallelism. Kueue's
+    minPodsCount reads the annotation unchecked (its webhook bounds it below the count at creation only), so the
+    running Job keeps its Workload and nothing is rejected. Before (found by a new user's trial), the watcher's
+    conversion applied the creation bound to the started Job: an ObjectRejected and a Warning Event."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=2)
+        await kube.apply_manifest(api, _partial_job("partial", parallelism=5, min_parallelism=2))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+        started = await eventually(
+            api, JOBS, namespace="default", name="partial", check=lambda o: o["spec"]["suspend"] is False
+        )
+        await asyncio.sleep(0.5)  # the watcher sees the started Job
+        after = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=admitted.workload.name)
+    assert [a.count for a in admitted.pod_set_assignments] == [2]
+    assert started["spec"]["parallelism"] == 2
+    assert not await events_of(bus, types.ObjectRejected)
+    assert not await events_of(bus, types.ObjectDeleted, kind="Workload")
+    assert conditions(after)["Admitted"]["status"] == "True"
+
+
 async def test_a_partially_admitted_job_suspended_by_hand_keeps_its_workload(api, bus: MemoryBus) -> None:
     """``kubectl patch job partial -p '{"spec":{"suspend":true}}'`` on a Job admitted with 3 of its 5 pods (its
     parallelism 3): the suspended Job matches the pod sets its admitted Workload is expected to run

@@ -12,14 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 
+from kueue_es.events import manifests
 from kueue_es.jobframework import jobs
 from kueue_es.services.watcher.job_tracking import HeldWorkload, _not_equivalent, _not_matching
 
 MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
 
 
-def job_workload(parallelism: int, *, min_parallelism: int | None = None) -> Any:
+def job_workload(parallelism: int, *, min_parallelism: int | None = None, suspend: bool = True) -> Any:
     """The workload of a Job of ``parallelism`` pods (at least ``min_parallelism``: partial admission)."""
     manifest: dict[str, Any] = {
         "apiVersion": "batch/v1",
@@ -34,7 +36,7 @@ def job_workload(parallelism: int, *, min_parallelism: int | None = None) -> Any
         "spec": {
             "parallelism": parallelism,
             "completions": 20,
-            "suspend": True,
+            "suspend": suspend,
             "template": {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}},
         },
     }
@@ -111,3 +113,19 @@ def with_count(workload: Any, count: int) -> Any:
     count, the webhook's rule at creation, so a Job started with its minCount is built here)."""
     pod_set = msgspec.structs.replace(workload.spec.pod_sets[0], count=count)
     return msgspec.structs.replace(workload, spec=msgspec.structs.replace(workload.spec, pod_sets=[pod_set]))
+
+
+def test_a_job_running_at_its_min_parallelism_converts_and_matches_its_workload() -> None:
+    """Admitted at exactly its ``job-min-parallelism`` (2 of 20), a started Job runs with parallelism 2 ==
+    min-parallelism: Kueue's minPodsCount reads the annotation unchecked (its webhook bounds it at creation
+    only), so the watcher's conversion keeps it and it matches its Workload. Before, the running Job became
+    an ObjectRejected with a Warning Event. A suspended Job so made is still refused, as at creation."""
+    at_minimum = job_workload(2, min_parallelism=2, suspend=False)
+    [pod_set] = at_minimum.spec.pod_sets
+    assert (pod_set.count, pod_set.min_count) == (2, 2)
+    held = HeldWorkload.of(workload_object(20, min_count=2, assigned=2), admitted=True)
+    assert _not_equivalent(held, job_workload(20, min_parallelism=2), at_minimum) == ""
+    with pytest.raises(manifests.ManifestError, match="between 0 and 1"):
+        job_workload(2, min_parallelism=2)
+    with pytest.raises(manifests.ManifestError, match="between 0 and 1"):
+        job_workload(2, min_parallelism=3, suspend=False)
