@@ -10,7 +10,9 @@ log folded up to that decision's basis, and the objects that differ between the 
 Configuration, workloads and whether they hold quota), field by field after the same defaulting
 (their CRDs' defaults, as the API server fills them in: an object written without
 ``flavorFungibility`` and one the API server defaulted are the same), and the facts one basis
-has and the other has not; then the two decisions side by side and how many later ones differ.
+has and the other has not; then the two decisions side by side, the differing fields of each pair
+of outputs the table describes alike (the same JSON paths ``kueue-es replay`` names: a record whose
+``resourceUsage.cpu`` was changed reads the same in the table), and how many later ones differ.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from kueue_es import crds, validation
 from kueue_es.events import codec, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.replay import field_diff
+from kueue_es.replay import MISSING, FieldDiff, field_diff
 from kueue_es.services.runtime import fold_message
 
 POSITION_FIELDS = frozenset({"causeSeq", "nominationSeq"})
@@ -44,8 +46,7 @@ class Decision:
 
     def shape(self, *, ignore_times: bool) -> tuple[str, list[Any]]:
         """What is compared: the role and the outputs without position (and time) fields."""
-        drop = POSITION_FIELDS | (TIME_FIELDS if ignore_times else frozenset())
-        return self.record.role, [_strip(json.loads(codec.encode(o)), drop) for o in self.outputs]
+        return self.record.role, [_compared(o, ignore_times=ignore_times) for o in self.outputs]
 
 
 @dataclass(kw_only=True)
@@ -62,6 +63,7 @@ class Divergence:
     later: int = 0
     total_a: int = 0
     total_b: int = 0
+    ignore_times: bool = False
 
 
 def decisions(messages: list[LogMessage]) -> list[Decision]:
@@ -111,7 +113,7 @@ def compare(a: list[LogMessage], b: list[LogMessage], *, ignore_times: bool = Fa
         if same:
             continue
         if first is None:
-            first = Divergence(index=i, a=x, b=y, total_a=len(da), total_b=len(db))
+            first = Divergence(index=i, a=x, b=y, total_a=len(da), total_b=len(db), ignore_times=ignore_times)
         else:
             later += 1
     if first is None:
@@ -264,8 +266,13 @@ def print_divergence(console: Any, found: Divergence | None, *, name_a: str, nam
     if found.a and found.b and found.a.shape(ignore_times=True) == found.b.shape(ignore_times=True):
         console.print("  (they differ only in their times: --ignore-times compares decisions without them)")
     console.print("why: at the two bases")
+    content = found.a is not None and found.b is not None and differ_in_content(found.a, found.b)
     if not (found.objects or found.facts_only_a or found.facts_only_b):
-        console.print("  the folded objects and the facts are the same (a difference of time or order)")
+        if content:
+            console.print("  the folded objects and the facts are the same, yet the decisions differ in their content")
+            console.print("  (not only in time or order: see below); `kueue-es replay` re-runs each log's decisions")
+        else:
+            console.print("  the folded objects and the facts are the same (a difference of time or order)")
     for line in found.objects[:MAX_LINES]:
         console.print(f"  {line}")
     if len(found.objects) > MAX_LINES:
@@ -282,8 +289,46 @@ def print_divergence(console: Any, found: Divergence | None, *, name_a: str, nam
     for i in range(max(len(left), len(right))):
         table.add_row(left[i] if i < len(left) else "", right[i] if i < len(right) else "")
     console.print(table)
+    if found.a is not None and found.b is not None:
+        for number, text, diffs in alike_but_different(found.a, found.b, ignore_times=found.ignore_times):
+            console.print(f"output {number} ({text}) reads the same in both, but differs in:")
+            for one in diffs[:MAX_LINES]:
+                console.print(f"  {one.path or '(event)'}: {_short(one.stored)} -> {_short(one.replayed)}")
+            if len(diffs) > MAX_LINES:
+                console.print(f"  ... and {len(diffs) - MAX_LINES} more fields")
     later = f"{found.later} later decision differs" if found.later == 1 else f"{found.later} later decisions differ"
     console.print(f"{later} too (A has {found.total_a} decisions, B {found.total_b})")
+
+
+def differ_in_content(a: Decision, b: Decision) -> bool:
+    """Whether two decisions differ in more than their times and the order of their outputs."""
+    left, right = a.shape(ignore_times=True), b.shape(ignore_times=True)
+    return left[0] != right[0] or sorted(map(_key, left[1])) != sorted(map(_key, right[1]))
+
+
+def alike_but_different(a: Decision, b: Decision, *, ignore_times: bool) -> list[tuple[int, str, list[FieldDiff]]]:
+    """The outputs (1-based number, description, differing fields) that :func:`describe_output` describes the
+    same in ``a`` and ``b``, at the same place, but whose compared JSON differs: its differing paths, as
+    ``kueue-es replay`` names them (:func:`kueue_es.replay.field_diff`), A's value first."""
+    found = []
+    for number, (x, y) in enumerate(zip(a.outputs, b.outputs, strict=False), start=1):
+        text = describe_output(x)
+        if text != describe_output(y):
+            continue  # the table shows the difference
+        one, two = _compared(x, ignore_times=ignore_times), _compared(y, ignore_times=ignore_times)
+        if one != two:
+            found.append((number, text, field_diff(json.dumps(one), json.dumps(two))))
+    return found
+
+
+def _compared(event: types.Event, *, ignore_times: bool) -> Any:
+    """An output's JSON as decisions are compared: without position (and, with ``ignore_times``, time) fields."""
+    drop = POSITION_FIELDS | (TIME_FIELDS if ignore_times else frozenset())
+    return _strip(json.loads(codec.encode(event)), drop)
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 def _strip(value: Any, drop: frozenset[str]) -> Any:
@@ -295,5 +340,7 @@ def _strip(value: Any, drop: frozenset[str]) -> Any:
 
 
 def _short(value: object) -> str:
+    if value == MISSING:
+        return MISSING
     text = json.dumps(value, sort_keys=True)
     return text if len(text) <= 120 else text[:117] + "..."

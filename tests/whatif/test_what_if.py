@@ -10,8 +10,10 @@ their recorded run time replays the same preemptions).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from kueue_es import cli, deciders, logfile, replay
@@ -192,6 +194,50 @@ def test_diff_finds_where_a_changed_quota_first_changes_a_decision(
 def test_diff_of_a_log_with_itself_finds_nothing(log_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["diff", str(log_file), str(log_file)]) == 0
     assert "the two logs decide the same" in capsys.readouterr().out
+
+
+def _with_usage(recorded: list[LogMessage], cpu: int) -> list[LogMessage]:
+    """``recorded`` with its first carried WorkloadAdmitted's ``resourceUsage.cpu`` set to ``cpu``."""
+    out, done = [], False
+    for message in recorded:
+        event = json.loads(message.data)
+        if not done and event["type"] == "DecisionRecord" and event.get("decisions"):
+            admitted = [d for d in event["decisions"] if d["type"] == "WorkloadAdmitted"]
+            if admitted:
+                admitted[0]["podSetAssignments"][0]["resourceUsage"]["cpu"] = cpu
+                message = msgspec.structs.replace(message, data=codec.encode(codec.decode(json.dumps(event).encode())))
+                done = True
+        out.append(message)
+    assert done
+    return out
+
+
+def test_diff_names_the_fields_of_outputs_that_read_the_same(
+    recorded: list[LogMessage], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two logs whose only difference is a record's ``resourceUsage.cpu``: the table's two cells read alike, so
+    diff names the field (as replay does) and does not call it a difference of time or order."""
+    a, b = tmp_path / "a.log", tmp_path / "b.log"
+    logfile.write_lines(a, _with_usage(recorded, 3000))
+    logfile.write_lines(b, _with_usage(recorded, 300))
+    assert cli.main(["diff", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert "output 1 (WorkloadAdmitted default/a in cq flavor default-flavor at" in out
+    assert "podSetAssignments[0].resourceUsage.cpu: 3000 -> 300" in out
+    assert "time or order)" not in out
+    assert "the decisions differ in their content" in out
+    assert "kueue-es replay" in out
+
+
+def test_diff_of_outputs_in_another_order_is_a_difference_of_order(recorded: list[LogMessage]) -> None:
+    """Outputs the same but in another order: no field is named, and it is no difference of content."""
+    found = diff.compare(recorded, recorded)
+    assert found is None
+    record = next(d for d in diff.decisions(recorded) if len(d.outputs) > 1)
+    swapped = diff.Decision(seq=record.seq, record=record.record, outputs=list(reversed(record.outputs)))
+    assert not diff.differ_in_content(record, swapped)
+    one = diff.Decision(seq=record.seq, record=record.record, outputs=record.outputs[:1])
+    assert diff.differ_in_content(record, one)
 
 
 def test_without_a_source_or_running_system_it_says_how_to_name_one(
