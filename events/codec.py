@@ -1,8 +1,10 @@
 """Encoding events to bytes and back, deterministically.
 
-One encoder and one decoder, built once (msgspec's own advice): JSON with map
-keys sorted, so the same event is always the same bytes, which is what lets
-replay compare decisions byte for byte (research/event-sourcing.md §4).
+One encoder and one decoder, built once (msgspec's own advice): JSON with
+``order="deterministic"``: a struct's tag first and its fields in declaration
+order, a dict's keys sorted (struct fields are not sorted), so the same event is
+always the same bytes, which is what lets replay compare decisions byte for byte
+(research/event-sourcing.md §4).
 """
 
 from __future__ import annotations
