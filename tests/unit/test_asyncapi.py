@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 import referencing
 
 from kueue_es import asyncapi, cli
-from kueue_es.events import types
+from kueue_es.events import subjects, types
 from kueue_es.events.bus import permissions
 from kueue_es.services.publisher import core
 from tests import publisher_log
@@ -128,3 +129,28 @@ def test_the_vendored_schema_is_the_official_one() -> None:
         json.loads((FIXTURES / "3.0.0.json").read_text())["$id"]
         == "http://asyncapi.com/definitions/3.0.0/asyncapi.json"
     )
+
+
+def _subscribing_row(subject: str) -> str:
+    """The row of docs/subscribing.md's table "What is on it" for ``subject``."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "subscribing.md").read_text()
+    [row] = [line for line in text.splitlines() if line.startswith(f"| `{subject}")]
+    return row
+
+
+def test_the_subscribing_guide_names_every_type_of_the_workload_channel(document: dict[str, Any]) -> None:
+    """docs/subscribing.md's row for ``kq.pub.wl.<namespace>.<name>`` names every message type the document
+    lists on the workload channel, and no other event type but the log's DispatchBatchApplied (which it says is
+    published as DispatchApplied messages), so the guide and the document cannot drift apart."""
+    named = set(re.findall(r"`([A-Za-z]+)`", _subscribing_row("kq.pub.wl.<namespace>.<name>")))
+    channel = set(document["channels"]["workload"]["messages"])
+    assert channel - named == set(), "add these to docs/subscribing.md's kq.pub.wl row"
+    tags = {t.__struct_config__.tag for t in types.ALL_TYPES}
+    assert (named & tags) - channel == {"DispatchBatchApplied"}
+
+
+def test_the_subscribing_guide_names_every_decider_of_the_record_channel() -> None:
+    """Every head a decider of a running system writes records on (all but the scenario runner's ``seed``)."""
+    row = _subscribing_row("kq.pub.rec.<partition>.<decider>")
+    named = set(re.findall(r"`([a-z-]+)`", row))
+    assert set(subjects.HEAD_TOKENS.values()) - {"seed"} <= named
