@@ -240,7 +240,10 @@ def document(*, server: str = "127.0.0.1:4222") -> dict[str, Any]:
         f"receive{key[0].upper()}{key[1:]}": {
             "action": "receive",
             "title": f"Read {channels[key]['title']}",
-            "description": "An ordered or durable JetStream consumer as NATS user reader (it may publish nothing).",
+            "description": "An ordered JetStream consumer (push, no acks) as NATS user reader, which may publish"
+            " nothing and may not ack, pull or delete a consumer, so no durable consumer: the subscriber keeps its"
+            " own position, the last stream sequence it handled, and starts its next ordered consumer after it"
+            " (docs/subscribing.md).",
             "channel": {"$ref": f"#/channels/{key}"},
             "messages": [{"$ref": f"#/channels/{key}/messages/{tag}"} for tag in channels[key]["messages"]],
             "security": [{"$ref": "#/components/securitySchemes/reader"}],

@@ -58,6 +58,9 @@ def test_channels_operations_and_permissions(document: dict[str, Any]) -> None:
     assert addresses["record"] == "kq.pub.rec.{partition}.{decider}"
     assert {"kq.in.{kind}.{namespace}.{name}", "kq.dec.{partition}.head.{decider}"} <= set(addresses.values())
     assert {op["action"] for op in document["operations"].values()} == {"receive"}
+    for op in document["operations"].values():  # reader may not pull or ack (events/bus/permissions.py)
+        assert op["description"].startswith("An ordered JetStream consumer (push, no acks)")
+        assert "or durable" not in op["description"]
     assert {op["channel"]["$ref"] for op in document["operations"].values()} == {f"#/channels/{k}" for k in addresses}
     tags = {msg["name"] for msg in document["components"]["messages"].values()}
     assert tags == {t.__struct_config__.tag for t in types.ALL_TYPES}
