@@ -70,7 +70,7 @@ async def serve_decider(
         bus=bus, decider=decider, partitions=partitions, wakeup=wakeup, stepped=stepped, start=start, gate=lease
     )
     if isinstance(bus, ObservedBus):  # the observed bus carries the Health it reports to
-        loop.on_orphan = bus.health.orphaned
+        loop.on_orphan = bus.health.orphan_counter()
         bus.health.add_check(loop.readiness)
         bus.health.registry.register(PartitionCollector(loop, service=bus.health.service))
         if lease is not None:
@@ -178,7 +178,7 @@ async def serve_deciders(
     reader = buses[users[0]]
     if isinstance(reader, ObservedBus):
         health = reader.health
-        fold.on_orphan = health.orphaned
+        fold.on_orphan = health.orphan_counter()
         health.add_check(_cohosted_readiness(loops, [buses[u] for u in users]))
         health.registry.register(PartitionCollector(loops, service=health.service))
         held = {user: lease for user, lease in leases.items() if lease is not None}

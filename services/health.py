@@ -106,7 +106,9 @@ class Health:
       recorded (DispatchApplied and each entry of a DispatchBatchApplied, DispatchFailed);
     - ``orphan_decisions_total{reason}``: messages the fold refused as outside any verified
       decision batch (:mod:`kueue_es.projections.batches`: a non-record on a head subject,
-      a decision outside a batch, a broken batch, ...), never folded nor executed;
+      a decision outside a batch, a broken batch, ...), never folded nor executed; counted by the
+      services whose fold takes :meth:`orphan_counter` as its hook (the deciders, the dispatcher, the
+      publisher), which export every reason's series from their start, at 0 until the first orphan;
     - ``dispatch_backlog{class}``: the dispatcher's writes waiting, by write class (``jobs``,
       ``workloads``, ``queues``; :mod:`kueue_es.services.dispatcher.write_budget`): waiting for a
       token, and Workloads and queues changed but not yet written (set by
@@ -246,6 +248,15 @@ class Health:
     def orphaned(self, orphan: batches.Orphan) -> None:
         """Count one orphaned message (the fold's ``on_orphan``)."""
         self._orphans.labels(self.service, orphan.reason).inc()
+
+    def orphan_counter(self) -> Callable[[batches.Orphan], None]:
+        """The fold's ``on_orphan`` of a service that counts its orphans (:meth:`orphaned`), with
+        ``kueue_es_orphan_decisions_total{service, reason}`` of every reason (``batches.REASONS``) exported
+        at 0 from now on: a series a dashboard or an alert names is there before the first orphan, not
+        only the metric's HELP and TYPE."""
+        for reason in batches.REASONS:
+            self._orphans.labels(self.service, reason)
+        return self.orphaned
 
     def report_dispatch_backlog(self, backlog: Callable[[], Mapping[str, int]]) -> None:
         """Export ``backlog()`` (write class -> writes waiting, the dispatcher's ``backlog``) as

@@ -970,7 +970,7 @@ async def bind_decisions(
 def observe(dispatcher: Dispatcher, bus: ObservedBus) -> None:
     """Tell the Health the observed ``bus`` carries of ``dispatcher``'s orphans and acks (its readiness
     then also asks :meth:`~kueue_es.services.dispatcher.settling.Settling.readiness`)."""
-    dispatcher.on_orphan = bus.health.orphaned
+    dispatcher.on_orphan = bus.health.orphan_counter()
     dispatcher.settling.on_abandoned = bus.health.report_dispatch_acks(dispatcher.settling.readiness)
 
 

@@ -6,8 +6,8 @@ events/bus/permissions.py). It folds the log as every service does (:func:`runti
 publishes what the fold accepts, as :mod:`.core` says, each message only once its batch has passed: a
 decision waits for the last output of its batch and is published with its record; a record carrying its
 decisions (event schema 17) is published with them, each on its workload's subject. Orphans are not
-published (logged ``decision_orphaned`` and counted in ``kueue_es_orphan_decisions_total``, as by every
-service).
+published (logged ``decision_orphaned`` and counted in ``kueue_es_orphan_decisions_total``, as by the
+deciders and the dispatcher: one series per reason, exported at 0 from the start).
 
 Restartable and exactly-once: at start it reads ``KQ_PUB``'s last message and resumes after the log
 sequence that message carries (``Kq-Seq``), folding from the newest snapshot at or before that point
@@ -50,6 +50,8 @@ class Publisher(runtime.LogFollower):
 
     def __init__(self, *, bus: Bus, start: runtime.StartPoint | None = None, health: Health | None = None) -> None:
         self.bus, self.start, self.health = bus, start, health
+        # kueue_es_orphan_decisions_total{service="publisher"} exported at 0 from the start
+        self._count_orphan = health.orphan_counter() if health is not None else None
         self.state = ClusterState()
         self.position = 0  # the last log sequence read
         self.published_through = 0  # every log message up to here is on KQ_PUB (or not public)
@@ -122,8 +124,8 @@ class Publisher(runtime.LogFollower):
             self._ready.append((raw, event, record))
 
     def on_orphan(self, orphan: batches.Orphan) -> None:
-        if self.health is not None:
-            self.health.orphaned(orphan)
+        if self._count_orphan is not None:
+            self._count_orphan(orphan)
 
     async def _publish(self, item: tuple[LogMessage, types.Event, core.RecordRef | None]) -> None:
         message, event, record = item

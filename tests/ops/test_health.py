@@ -150,6 +150,7 @@ async def test_orphans_are_counted_and_a_stalled_decider_is_not_ready() -> None:
         await task
     found = samples(health.metrics())
     assert found["kueue_es_orphan_decisions_total", (("reason", "not_a_record"), ("service", "admitter"))] == 1
+    assert found["kueue_es_orphan_decisions_total", (("reason", "outside_batch"), ("service", "admitter"))] == 0
     assert health.readiness()[0] and health.readiness()[1]["stalled"] is False
 
     class Fenced(MemoryBus):
@@ -231,3 +232,37 @@ def test_the_carried_decisions_of_a_record_are_counted_by_their_tags() -> None:
     broken = OutgoingMessage(subject=head.subject, data=b'{"decisions": 7', msg_id="x", headers=head.headers)
     assert carried_decisions(broken) == []
     assert carried_decisions(rest[0] if rest else old_rest[0]) == []
+
+
+def _orphan_series(health: Health) -> dict[str, float]:
+    """``kueue_es_orphan_decisions_total`` by reason, of ``health``'s service, as /metrics shows it."""
+    return {
+        dict(labels)["reason"]: value
+        for (name, labels), value in samples(health.metrics()).items()
+        if name == "kueue_es_orphan_decisions_total" and dict(labels)["service"] == health.service
+    }
+
+
+async def test_the_orphan_series_are_exported_at_zero_from_the_start() -> None:
+    """docs/subscribing.md names ``kueue_es_orphan_decisions_total{service="publisher"}``: the publisher, the
+    dispatcher and the deciders export it for every reason at 0 as soon as they start, not only (HELP and
+    TYPE before) once the first orphan came; the first orphan then counts 1."""
+    from types import SimpleNamespace
+
+    from kueue_es.projections import batches
+    from kueue_es.services.dispatcher import service as dispatcher_service
+    from kueue_es.services.publisher.service import Publisher
+
+    publisher_health = Health(service="publisher")
+    publisher = Publisher(bus=await publisher_health.observe(MemoryBus()), health=publisher_health)
+    assert _orphan_series(publisher_health) == dict.fromkeys(batches.REASONS, 0)
+    publisher.on_orphan(batches.Orphan(seq=3, subject="kq.dec._.head.admitter", reason="not_a_record", detail=""))
+    assert _orphan_series(publisher_health) == {**dict.fromkeys(batches.REASONS, 0), "not_a_record": 1}
+
+    dispatcher_health = Health(service="dispatcher")
+    settling = SimpleNamespace(readiness=lambda: (True, {"acks_outstanding": 0, "acks_retrying": 0}))
+    dispatcher = SimpleNamespace(on_orphan=None, settling=settling)
+    dispatcher_service.observe(dispatcher, await dispatcher_health.observe(MemoryBus()))  # type: ignore[arg-type]
+    assert _orphan_series(dispatcher_health) == dict.fromkeys(batches.REASONS, 0)
+
+    assert _orphan_series(Health(service="watcher")) == {}  # a service that counts no orphans exports none
