@@ -25,8 +25,11 @@ every message the fold accepts to :func:`public_message`, in log order. What is 
   (a subscriber tells the record by its ``Kq-Type``; the publisher resumes a record it left half
   published from these, :func:`resume_point`, :func:`resume_entry`).
 
-Nothing else: no orphan (a message outside a verified batch, a forged or broken batch) is ever
-published, and no fact about other objects (ClusterQueues, Nodes, ...).
+Nothing else: no orphan (a message outside a verified batch, a batch the verifier refuses: broken,
+incomplete, misplaced) is ever published, and no fact about other objects (ClusterQueues, Nodes, ...).
+The verifier checks a batch's form, not its decisions' content: a well-formed batch written with a
+decider's credentials is published whether or not that decider would have made it (``kueue-es replay``,
+which re-runs every decision, is what tells; docs/subscribing.md).
 
 Every public message carries the log message's bytes unchanged and these headers:
 
