@@ -275,9 +275,9 @@ def group_facts(
        (Finished); a serving group never finishes;
     3. None (no workload yet) while fewer pods can run than the group counts, unless
        fast admission is asked for (validatePodGroupMetadata);
-    4. every pod not Failed names the same queue (not compared for a StatefulSet's or
-       LeaderWorkerSet's group, which is in its parent's LocalQueue) and total count, else
-       ObjectRejected naming the odd pod;
+    4. every pod not Failed names the same queue and total count, else ObjectRejected naming
+       the odd pod (not compared for a StatefulSet's or LeaderWorkerSet's group: Kueue prebuilds
+       its Workload, whose pods take the prebuilt path, which validates none of it);
     5. extra pods beyond the count are left out as Kueue deletes them: the gated and
        the youngest first (sortActivePods);
     6. one pod set per role, named by the role hash, counting its pods, sorted by
@@ -646,17 +646,22 @@ def group_has_finished(members: Sequence[Mapping[str, Any]]) -> bool:
 def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int) -> None:
     queue = ref.labels.get(workloads.QUEUE_LABEL) or ""
     # a StatefulSet's or LeaderWorkerSet's group is in its parent's LocalQueue, whatever its pods say (_group_queue):
-    # Kueue prebuilds its Workload and never compares its pods' queues, which differ while they are relabelled
+    # Kueue prebuilds its Workload, which its pods name, so its job reconciler takes the prebuilt path and never
+    # validates the group's metadata (validatePodGroupMetadata runs from ConstructComposableWorkload only): neither
+    # its pods' queues (which differ while they are relabelled) nor their total counts (a pod made after a
+    # `kubectl scale`, which no webhook sees, states the new replicas) are compared
     by_parent = bool(pods) and serving.parent_framework(pods[0]) in (
         serving.STATEFULSET_FRAMEWORK,
         serving.LWS_FRAMEWORK,
     )
+    if by_parent:
+        return
     for pod in pods:
         if _phase(pod) == "Failed":
             continue
         member = _ref(pod)
         other_queue = member.labels.get(workloads.QUEUE_LABEL) or ""
-        if other_queue != queue and not by_parent:
+        if other_queue != queue:
             problem = f"pods '{ref.name}' and '{member.name}' has different queue names: {queue}!={other_queue}"
             raise MemberError(pod, member.error(field=f"metadata.labels[{workloads.QUEUE_LABEL}]", problem=problem))
         raw = member.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
