@@ -1074,3 +1074,49 @@ async def test_a_statefulset_scaled_past_its_workload_deletes_no_pod(api: Any, b
     assert pod_integration.is_gated(pods["nginx-statefulset-2"])
     assert all(started(pods[f"nginx-statefulset-{i}"]) for i in range(2))
     assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2]
+
+
+async def test_serving_groups_never_wait_for_replacement_pods(api: Any, bus: MemoryBus) -> None:
+    """A user's trial stopped and resumed a StatefulSet's and a LeaderWorkerSet's Workloads: both got
+    ``WaitingForReplacementPods`` False ``PodsReady`` "No pods need replacement". Kueue counts a group's absent
+    pods in FindMatchingWorkloads only, which the pods of these groups never reach (they name their Workload as
+    prebuilt: reconciler.go ensureOneWorkload), so waitingForReplacementPodsCondition never sets it on them
+    (pod_controller.go). Here each is evicted, its pods deleted and made again, and admitted and started again."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    seen: list[tuple[str, str, str]] = []
+
+    async def watch_conditions() -> None:
+        while True:
+            listed, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+            for wl in listed:
+                for c in wl.get("status", {}).get("conditions", []):
+                    if c["type"] == "WaitingForReplacementPods":
+                        seen.append((wl["metadata"]["name"], c["status"], c["reason"]))
+            await asyncio.sleep(0.05)
+
+    async with running(*services(bus, api, dispatcher, consumer), watch_conditions()):
+        await set_up_queues(api)
+        sts = await apply(api, "serving-workloads/sample-statefulset.yaml")
+        lws = await apply(api, "serving-workloads/sample-leaderworkerset.yaml")
+        sts_group = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        lws_group = serving.lws_workload_name("nginx-leaderworkerset", lws["metadata"]["uid"], "0")
+        pods = await pods_until(api, lambda ps: len(ps) == 9 and all(started(p) for p in ps))
+        applied = await wait_for(bus, types.DispatchApplied, action="StartJob", count=3, timeout=10)
+        before = {p["metadata"]["uid"] for p in pods}
+        for group in (sts_group, lws_group):
+            [ref] = [a.workload for a in applied if a.workload.name == group]
+            await commit(bus, eviction(ref))
+            await wait_for(bus, types.WorkloadStopped, workload__name=group, timeout=10)
+        await wait_for(bus, types.DispatchApplied, action="StartJob", count=5, timeout=20)
+        await pods_until(
+            api,
+            lambda ps: (
+                len(live(ps)) == 9
+                and all(started(p) for p in live(ps))
+                and sum(p["metadata"]["uid"] not in before for p in live(ps)) == 6
+            ),
+        )
+        for group in (sts_group, lws_group):
+            await workload_until(api, group, lambda w: condition(w, "PodsReady").get("status") == "True")
+        await asyncio.sleep(1)
+    assert seen == []
