@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from kueue_es.events import job_owners, manifests, models, quantities, types
-from kueue_es.jobframework import integrations, workloads
+from kueue_es.jobframework import goint, integrations, workloads
 from kueue_es.jobframework.annotations import (
     IS_GROUP_WORKLOAD_ANNOTATION,
     POD_GROUP_POD_INDEX_LABEL,
@@ -665,7 +665,16 @@ def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, 
             problem = f"pods '{ref.name}' and '{member.name}' has different queue names: {queue}!={other_queue}"
             raise MemberError(pod, member.error(field=f"metadata.labels[{workloads.QUEUE_LABEL}]", problem=problem))
         raw = member.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
-        if workloads.parse_int(raw) != total:
+        try:
+            theirs = goint.atoi(str(raw or ""))
+        except goint.GoNumError as err:  # Kueue's words (validatePodGroupMetadata)
+            problem = (
+                f"failed to extract '{GROUP_TOTAL_COUNT_ANNOTATION}' annotation from the pod '{member.name}': {err}"
+            )
+            raise MemberError(
+                pod, member.error(field=f"metadata.annotations[{GROUP_TOTAL_COUNT_ANNOTATION}]", problem=problem)
+            ) from err
+        if theirs != total:
             problem = (
                 f"pods '{ref.name}' and '{member.name}' has different '{GROUP_TOTAL_COUNT_ANNOTATION}' values:"
                 f" {total}!={raw}"
@@ -916,16 +925,30 @@ def _role_of(pod: Mapping[str, Any]) -> str:
         raise MemberError(pod, member.error(field="spec", problem=str(err))) from err
 
 
+def parse_group_total_count(raw: str) -> int:
+    """A pod group's ``kueue.x-k8s.io/pod-group-total-count`` as Kueue reads it (pod_controller.go
+    groupTotalCount): Go's strconv.Atoi (64 bits), then at least 1; raises ValueError with Kueue's words, which
+    its pod webhook puts in its Invalid error (``strconv.Atoi: parsing "x": invalid syntax``, ``... value out of
+    range``, ``incorrect annotation value '...=0': group total count should be greater than zero``)."""
+    value = goint.atoi(raw)
+    if value < 1:
+        raise ValueError(
+            f"incorrect annotation value '{GROUP_TOTAL_COUNT_ANNOTATION}={raw}': group total count should be greater"
+            " than zero"
+        )
+    return value
+
+
 def _total_count(ref: workloads.JobRef) -> int:
     raw = ref.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
     field = f"metadata.annotations[{GROUP_TOTAL_COUNT_ANNOTATION}]"
     if raw is None:
         problem = f"both the '{GROUP_TOTAL_COUNT_ANNOTATION}' annotation and the '{GROUP_NAME_KEY}' label should be set"
         raise ref.error(field=field, problem=problem)
-    value = workloads.parse_int(raw)
-    if value is None or value < 1:
-        raise ref.error(field=field, problem=f"{raw!r}: group total count should be an integer greater than zero")
-    return value
+    try:
+        return parse_group_total_count(str(raw))
+    except ValueError as err:
+        raise ref.error(field=field, problem=str(err)) from err
 
 
 def _check_group_name(ref: workloads.JobRef, name: str) -> None:
