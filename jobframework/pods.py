@@ -406,6 +406,49 @@ _KUEUE_WORDED = (
 )
 
 
+_LOGGED_ONLY = (
+    # pod_controller.go validatePodGroupMetadata and groupTotalCount
+    (
+        f"metadata.labels[{workloads.QUEUE_LABEL}]",
+        re.compile(r"pods '[^']*' and '[^']*' has different queue names: .*"),
+    ),
+    (
+        _GROUP_TOTAL_FIELD,
+        re.compile(rf"pods '[^']*' and '[^']*' has different '{re.escape(GROUP_TOTAL_COUNT_ANNOTATION)}' values: .*"),
+    ),
+    (
+        _GROUP_TOTAL_FIELD,
+        re.compile(rf"failed to extract '{re.escape(GROUP_TOTAL_COUNT_ANNOTATION)}' annotation from the pod .*"),
+    ),
+    (_GROUP_TOTAL_FIELD, re.compile(r'strconv\.Atoi: parsing ".*": (invalid syntax|value out of range)', re.DOTALL)),
+    (
+        _GROUP_TOTAL_FIELD,
+        re.compile(
+            rf"incorrect annotation value '{re.escape(GROUP_TOTAL_COUNT_ANNOTATION)}=.*': group total count should be"
+            " greater than zero",
+            re.DOTALL,
+        ),
+    ),
+    # ConstructComposableWorkload: errMsgIncorrectGroupRoleCount, getByKey's mismatches
+    ("", re.compile(r"pod group can't include more than \d+ roles")),
+    (None, re.compile(r"constructing workload: pods have different (label|annotation) values")),
+)
+
+
+def kueue_logs_only(fact: types.ObjectRejected) -> bool:
+    """Whether a pod's rejection is one of the pod group compose errors Kueue's pod reconciler words itself and
+    only logs, recording no Event: the group's pods naming different queues or total counts, a total count that
+    does not read (pod_controller.go validatePodGroupMetadata, groupTotalCount), more roles than a Workload holds
+    and members copying different label or annotation values (ConstructComposableWorkload); its job reconciler
+    logs what they return (reconciler.go handleJobWithNoWorkload). Kueue records an Event only for a group short of
+    pods and for a name another Workload holds (:func:`kueue_reason`)."""
+    if fact.kind != "Pod":
+        return False
+    return any(
+        (field is None or fact.field == field) and words.fullmatch(fact.problem) for field, words in _LOGGED_ONLY
+    )
+
+
 def kueue_reason(fact: types.ObjectRejected) -> str | None:
     """The reason of the Event Kueue records, in the words of the rejection's problem, for a pod's rejection by
     :func:`incomplete_group` or :func:`name_conflict`; None for any other rejection."""
