@@ -41,6 +41,8 @@ TAS_POD_ANNOTATIONS = (
 
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+"""The range of the API's int32 sizes (Kueue reads the slice size with strconv.ParseInt(value, 10, 32))."""
 
 
 class TopologyRequestError(ValueError):
@@ -217,10 +219,12 @@ def topology_request_from_annotations(
         if SLICE_REQUIRED_ANNOTATION not in annotations or SLICE_SIZE_ANNOTATION not in annotations:
             missing = SLICE_SIZE_ANNOTATION if SLICE_SIZE_ANNOTATION not in annotations else SLICE_REQUIRED_ANNOTATION
             raise TopologyRequestError(missing, "is required together with the other slice annotation")
-        try:
-            size = int(annotations[SLICE_SIZE_ANNOTATION])
-        except ValueError as err:
-            raise TopologyRequestError(SLICE_SIZE_ANNOTATION, "must be an integer") from err
+        raw_size = str(annotations[SLICE_SIZE_ANNOTATION])
+        if not re.fullmatch(r"[+-]?[0-9]+", raw_size):  # Go's strconv.ParseInt(value, 10, 32), as Kueue reads it
+            raise TopologyRequestError(SLICE_SIZE_ANNOTATION, "must be an integer")
+        size = int(raw_size)
+        if not _INT32_MIN <= size <= _INT32_MAX:
+            raise TopologyRequestError(SLICE_SIZE_ANNOTATION, f"{raw_size} is out of the int32 range")
         fields["pod_set_slice_required_topology"] = annotations[SLICE_REQUIRED_ANNOTATION]
         fields["pod_set_slice_size"] = size
     if multi_layer and SLICE_CONSTRAINTS_ANNOTATION in annotations:
@@ -233,6 +237,11 @@ def topology_request_from_annotations(
             raise TopologyRequestError(
                 SLICE_CONSTRAINTS_ANNOTATION, f"is not a JSON list of {{topology, size}}: {err}"
             ) from err
+        for index, layer in enumerate(layers):
+            if not _INT32_MIN <= layer.size <= _INT32_MAX:  # the API's int32
+                raise TopologyRequestError(
+                    SLICE_CONSTRAINTS_ANNOTATION, f"[{index}].size {layer.size} is out of the int32 range"
+                )
         fields["podset_slice_required_topology_constraints"] = layers
     if GROUP_NAME_ANNOTATION in annotations and ("required" in fields or "preferred" in fields):
         fields["pod_set_group_name"] = annotations[GROUP_NAME_ANNOTATION]

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kueue_es.events import manifests, models, types
-from kueue_es.jobframework import workloads
+from kueue_es.jobframework import goint, workloads
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 
 MIN_PARALLELISM_ANNOTATION = "kueue.x-k8s.io/job-min-parallelism"
@@ -205,8 +205,15 @@ def job_to_workload(job: Mapping[str, Any], *, context: workloads.Context | None
 
 def accepts_partial_admission(annotations: Mapping[str, str]) -> bool:
     """Whether a Job may run with fewer pods than it asks for: it carries an integer
-    ``kueue.x-k8s.io/job-min-parallelism`` annotation (job_controller.go minPodsCount)."""
-    return workloads.parse_int(annotations.get(MIN_PARALLELISM_ANNOTATION)) is not None
+    ``kueue.x-k8s.io/job-min-parallelism`` annotation Go's strconv.Atoi reads (job_controller.go minPodsCount)."""
+    raw = annotations.get(MIN_PARALLELISM_ANNOTATION)
+    if raw is None:
+        return False
+    try:
+        goint.atoi(str(raw))
+    except goint.GoNumError:
+        return False
+    return True
 
 
 def completions_follow_parallelism(annotations: Mapping[str, str]) -> bool:
@@ -253,16 +260,20 @@ def _min_count(ref: workloads.JobRef, *, count: int, started: bool) -> int | Non
     raw = ref.annotations.get(MIN_PARALLELISM_ANNOTATION)
     if raw is None:
         return None
-    value = workloads.parse_int(raw)
+    field = f"metadata.annotations[{MIN_PARALLELISM_ANNOTATION}]"
+    try:
+        # Kueue reads it with strconv.Atoi and keeps int32(value), which wraps (job_controller.go minPodsCount); its
+        # webhook refuses what Atoi refuses, in Atoi's words (job_webhook.go validatePartialAdmissionCreate)
+        written = goint.atoi(str(raw))
+    except goint.GoNumError as err:
+        raise ref.error(field=field, problem=str(err)) from err
+    value = goint.int32(written)
     # a Job admitted at its minimum runs with parallelism == min-parallelism: Kueue's webhook bounds the
     # annotation below the count at creation only, and the Workload takes minCount <= count
-    if value is not None and started and 0 < value <= count:
+    if written > 0 and started and 0 < value <= count:
         return value
-    if value is None or not 0 < value < count:
-        raise ref.error(
-            field=f"metadata.annotations[{MIN_PARALLELISM_ANNOTATION}]",
-            problem=f"{raw!r} should be an integer between 0 and {count - 1} (exclusive of 0)",
-        )
+    if written <= 0 or not 0 < value < count:
+        raise ref.error(field=field, problem=f"{raw!r} should be an integer between 0 and {count - 1} (exclusive of 0)")
     return value
 
 

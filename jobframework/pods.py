@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from kueue_es.events import job_owners, manifests, models, quantities, types
-from kueue_es.jobframework import integrations, workloads
+from kueue_es.jobframework import goint, integrations, workloads
 from kueue_es.jobframework.annotations import (
     IS_GROUP_WORKLOAD_ANNOTATION,
     POD_GROUP_POD_INDEX_LABEL,
@@ -275,9 +275,9 @@ def group_facts(
        (Finished); a serving group never finishes;
     3. None (no workload yet) while fewer pods can run than the group counts, unless
        fast admission is asked for (validatePodGroupMetadata);
-    4. every pod not Failed names the same queue (not compared for a StatefulSet's or
-       LeaderWorkerSet's group, which is in its parent's LocalQueue) and total count, else
-       ObjectRejected naming the odd pod;
+    4. every pod not Failed names the same queue and total count, else ObjectRejected naming
+       the odd pod (not compared for a StatefulSet's or LeaderWorkerSet's group: Kueue prebuilds
+       its Workload, whose pods take the prebuilt path, which validates none of it);
     5. extra pods beyond the count are left out as Kueue deletes them: the gated and
        the youngest first (sortActivePods);
     6. one pod set per role, named by the role hash, counting its pods, sorted by
@@ -404,6 +404,49 @@ _KUEUE_WORDED = (
         NAME_CONFLICT_REASON,
     ),
 )
+
+
+_LOGGED_ONLY = (
+    # pod_controller.go validatePodGroupMetadata and groupTotalCount
+    (
+        f"metadata.labels[{workloads.QUEUE_LABEL}]",
+        re.compile(r"pods '[^']*' and '[^']*' has different queue names: .*"),
+    ),
+    (
+        _GROUP_TOTAL_FIELD,
+        re.compile(rf"pods '[^']*' and '[^']*' has different '{re.escape(GROUP_TOTAL_COUNT_ANNOTATION)}' values: .*"),
+    ),
+    (
+        _GROUP_TOTAL_FIELD,
+        re.compile(rf"failed to extract '{re.escape(GROUP_TOTAL_COUNT_ANNOTATION)}' annotation from the pod .*"),
+    ),
+    (_GROUP_TOTAL_FIELD, re.compile(r'strconv\.Atoi: parsing ".*": (invalid syntax|value out of range)', re.DOTALL)),
+    (
+        _GROUP_TOTAL_FIELD,
+        re.compile(
+            rf"incorrect annotation value '{re.escape(GROUP_TOTAL_COUNT_ANNOTATION)}=.*': group total count should be"
+            " greater than zero",
+            re.DOTALL,
+        ),
+    ),
+    # ConstructComposableWorkload: errMsgIncorrectGroupRoleCount, getByKey's mismatches
+    ("", re.compile(r"pod group can't include more than \d+ roles")),
+    (None, re.compile(r"constructing workload: pods have different (label|annotation) values")),
+)
+
+
+def kueue_logs_only(fact: types.ObjectRejected) -> bool:
+    """Whether a pod's rejection is one of the pod group compose errors Kueue's pod reconciler words itself and
+    only logs, recording no Event: the group's pods naming different queues or total counts, a total count that
+    does not read (pod_controller.go validatePodGroupMetadata, groupTotalCount), more roles than a Workload holds
+    and members copying different label or annotation values (ConstructComposableWorkload); its job reconciler
+    logs what they return (reconciler.go handleJobWithNoWorkload). Kueue records an Event only for a group short of
+    pods and for a name another Workload holds (:func:`kueue_reason`)."""
+    if fact.kind != "Pod":
+        return False
+    return any(
+        (field is None or fact.field == field) and words.fullmatch(fact.problem) for field, words in _LOGGED_ONLY
+    )
 
 
 def kueue_reason(fact: types.ObjectRejected) -> str | None:
@@ -646,21 +689,35 @@ def group_has_finished(members: Sequence[Mapping[str, Any]]) -> bool:
 def _check_members(ref: workloads.JobRef, pods: Sequence[Mapping[str, Any]], *, total: int) -> None:
     queue = ref.labels.get(workloads.QUEUE_LABEL) or ""
     # a StatefulSet's or LeaderWorkerSet's group is in its parent's LocalQueue, whatever its pods say (_group_queue):
-    # Kueue prebuilds its Workload and never compares its pods' queues, which differ while they are relabelled
+    # Kueue prebuilds its Workload, which its pods name, so its job reconciler takes the prebuilt path and never
+    # validates the group's metadata (validatePodGroupMetadata runs from ConstructComposableWorkload only): neither
+    # its pods' queues (which differ while they are relabelled) nor their total counts (a pod made after a
+    # `kubectl scale`, which no webhook sees, states the new replicas) are compared
     by_parent = bool(pods) and serving.parent_framework(pods[0]) in (
         serving.STATEFULSET_FRAMEWORK,
         serving.LWS_FRAMEWORK,
     )
+    if by_parent:
+        return
     for pod in pods:
         if _phase(pod) == "Failed":
             continue
         member = _ref(pod)
         other_queue = member.labels.get(workloads.QUEUE_LABEL) or ""
-        if other_queue != queue and not by_parent:
+        if other_queue != queue:
             problem = f"pods '{ref.name}' and '{member.name}' has different queue names: {queue}!={other_queue}"
             raise MemberError(pod, member.error(field=f"metadata.labels[{workloads.QUEUE_LABEL}]", problem=problem))
         raw = member.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
-        if workloads.parse_int(raw) != total:
+        try:
+            theirs = goint.atoi(str(raw or ""))
+        except goint.GoNumError as err:  # Kueue's words (validatePodGroupMetadata)
+            problem = (
+                f"failed to extract '{GROUP_TOTAL_COUNT_ANNOTATION}' annotation from the pod '{member.name}': {err}"
+            )
+            raise MemberError(
+                pod, member.error(field=f"metadata.annotations[{GROUP_TOTAL_COUNT_ANNOTATION}]", problem=problem)
+            ) from err
+        if theirs != total:
             problem = (
                 f"pods '{ref.name}' and '{member.name}' has different '{GROUP_TOTAL_COUNT_ANNOTATION}' values:"
                 f" {total}!={raw}"
@@ -911,16 +968,30 @@ def _role_of(pod: Mapping[str, Any]) -> str:
         raise MemberError(pod, member.error(field="spec", problem=str(err))) from err
 
 
+def parse_group_total_count(raw: str) -> int:
+    """A pod group's ``kueue.x-k8s.io/pod-group-total-count`` as Kueue reads it (pod_controller.go
+    groupTotalCount): Go's strconv.Atoi (64 bits), then at least 1; raises ValueError with Kueue's words, which
+    its pod webhook puts in its Invalid error (``strconv.Atoi: parsing "x": invalid syntax``, ``... value out of
+    range``, ``incorrect annotation value '...=0': group total count should be greater than zero``)."""
+    value = goint.atoi(raw)
+    if value < 1:
+        raise ValueError(
+            f"incorrect annotation value '{GROUP_TOTAL_COUNT_ANNOTATION}={raw}': group total count should be greater"
+            " than zero"
+        )
+    return value
+
+
 def _total_count(ref: workloads.JobRef) -> int:
     raw = ref.annotations.get(GROUP_TOTAL_COUNT_ANNOTATION)
     field = f"metadata.annotations[{GROUP_TOTAL_COUNT_ANNOTATION}]"
     if raw is None:
         problem = f"both the '{GROUP_TOTAL_COUNT_ANNOTATION}' annotation and the '{GROUP_NAME_KEY}' label should be set"
         raise ref.error(field=field, problem=problem)
-    value = workloads.parse_int(raw)
-    if value is None or value < 1:
-        raise ref.error(field=field, problem=f"{raw!r}: group total count should be an integer greater than zero")
-    return value
+    try:
+        return parse_group_total_count(str(raw))
+    except ValueError as err:
+        raise ref.error(field=field, problem=str(err)) from err
 
 
 def _check_group_name(ref: workloads.JobRef, name: str) -> None:

@@ -36,7 +36,7 @@ from typing import Any
 
 import msgspec
 
-from kueue_es.events import manifests, models, quantities
+from kueue_es.events import job_owners, manifests, models, quantities
 from kueue_es.jobframework import workloads
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION
 
@@ -96,6 +96,26 @@ def is_adopted(workload: models.Workload) -> bool:
     if owner.kind == "Pod":
         return workload.metadata.annotations.get(workloads.PREBUILT_WORKLOAD_LABEL) == workload.metadata.name
     return owner.uid != workload.metadata.uid
+
+
+def group_on_prebuilt(workload: models.Workload) -> bool:
+    """Whether a pod group's workload is one its pods name in ``kueue.x-k8s.io/prebuilt-workload-name``, so that
+    Kueue's job reconciler takes the prebuilt path for the group (reconciler.go ensureOneWorkload) and never
+    deletes a pod beyond its count (pod_controller.go removeExcessPods runs only from ConstructComposableWorkload
+    and FindMatchingWorkloads, which that path skips): a prebuilt one the group adopted (:func:`is_adopted`), or
+    a StatefulSet's or LeaderWorkerSet's group's, which Kueue's reconciler of that parent prebuilds and names on
+    each pod (:func:`kueue_es.events.job_owners.serving_parent`; kueue-es makes it from the pods). Its pods
+    beyond the count stay gated; such a group never gets the WaitingForReplacementPods condition either (its
+    absent pods are counted in FindMatchingWorkloads only)."""
+    return is_adopted(workload) or job_owners.serving_parent(workload) is not None
+
+
+def members_name_prebuilt(members: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a pod group's pods (``members``, as the API server has them) name a prebuilt Workload
+    (:func:`kueue_es.jobframework.workloads.prebuilt_workload`: the annotation or the label; a StatefulSet's and a
+    LeaderWorkerSet's pods name their group's), which puts the group on Kueue's prebuilt path as
+    :func:`group_on_prebuilt` says of its workload: for a writer that has the pods in hand."""
+    return any(workloads.prebuilt_workload(pod) for pod in members)
 
 
 def adopted(

@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from kueue_es.events import labels, manifests, slices, tas_requests
-from kueue_es.jobframework import integrations, jobs, pods, workloads
+from kueue_es.jobframework import goint, integrations, jobs, pods, workloads
 from kueue_es.jobframework.annotations import POD_GROUP_POD_INDEX_LABEL
 from kueue_es.jobframework.integrations import ray, serving
 
@@ -1039,25 +1039,14 @@ def _common_create(obj: Mapping[str, Any]) -> list[FieldError]:
         errors += _subdomain(_annotations(obj)[PREBUILT_WORKLOAD_KEY], _annotation_path(PREBUILT_WORKLOAD_KEY))
     if MAX_EXEC_TIME_LABEL in labels:
         raw = str(labels[MAX_EXEC_TIME_LABEL])
-        value = _go_atoi(raw)
-        if value is None:
-            errors.append(
-                FieldError(
-                    type="Invalid",
-                    field=_label_path(MAX_EXEC_TIME_LABEL),
-                    value=raw,
-                    detail=f'strconv.Atoi: parsing "{raw}": invalid syntax',
-                )
-            )
-        elif value <= 0:
-            errors.append(
-                FieldError(
-                    type="Invalid",
-                    field=_label_path(MAX_EXEC_TIME_LABEL),
-                    value=value,
-                    detail="should be greater than 0",
-                )
-            )
+        where = _label_path(MAX_EXEC_TIME_LABEL)
+        try:
+            value = goint.atoi(raw)
+        except goint.GoNumError as err:  # validation.go validateCreateForMaxExecTime: strconv.Atoi's words
+            errors.append(FieldError(type="Invalid", field=where, value=raw, detail=str(err)))
+        else:
+            if value <= 0:
+                errors.append(FieldError(type="Invalid", field=where, value=value, detail="should be greater than 0"))
     return errors
 
 
@@ -1071,9 +1060,12 @@ def _subdomain(value: Any, field: str) -> list[FieldError]:
     return [FieldError(type="Invalid", field=field, value=text, detail=",".join(problems))] if problems else []
 
 
-def _go_atoi(text: str) -> int | None:
-    """Go's strconv.Atoi: an optional sign and decimal digits, nothing else."""
-    return int(text) if re.fullmatch(r"[+-]?[0-9]+", text) else None
+def _go_int32(text: str) -> int | None:
+    """Go's strconv.ParseInt(text, 10, 32) (:func:`goint.parse_int`), None where it gives an error."""
+    try:
+        return goint.parse_int(text, bits=32)
+    except goint.GoNumError:
+        return None
 
 
 def _job_pods_count(job: Mapping[str, Any]) -> int:
@@ -1096,13 +1088,12 @@ def _job_partial_admission(job: Mapping[str, Any]) -> list[FieldError]:
         return []
     raw = str(annotations[jobs.MIN_PARALLELISM_ANNOTATION])
     where = _annotation_path(jobs.MIN_PARALLELISM_ANNOTATION)
-    value = _go_atoi(raw)
-    if value is None:
-        return [
-            FieldError(type="Invalid", field=where, value=raw, detail=f'strconv.Atoi: parsing "{raw}": invalid syntax')
-        ]
+    try:
+        value = goint.atoi(raw)
+    except goint.GoNumError as err:  # job_webhook.go validatePartialAdmissionCreate: strconv.Atoi's words
+        return [FieldError(type="Invalid", field=where, value=raw, detail=str(err))]
     count = _job_pods_count(job)
-    if value >= count or value <= 0:
+    if goint.int32(value) >= count or value <= 0:  # Kueue compares int32(v), which wraps
         return [FieldError(type="Invalid", field=where, value=value, detail=f"should be between 0 and {count - 1}")]
     return []
 
@@ -1173,17 +1164,10 @@ def _pod_create(pod: Mapping[str, Any]) -> list[FieldError]:
     if not has_total:
         return [*errors, FieldError(type="Required", field=total_field, detail=detail)]
     raw = str(annotations[pods.GROUP_TOTAL_COUNT_ANNOTATION])
-    total = _go_atoi(raw)
-    if total is None:
-        errors.append(
-            FieldError(
-                type="Invalid", field=total_field, value=raw, detail=f'strconv.Atoi: parsing "{raw}": invalid syntax'
-            )
-        )
-    elif total < 1:
-        errors.append(
-            FieldError(type="Invalid", field=total_field, value=raw, detail="should be greater than or equal to 1")
-        )
+    try:
+        pods.parse_group_total_count(raw)
+    except ValueError as err:  # pod_webhook.go validatePodGroupMetadata: groupTotalCount's error, as it words it
+        errors.append(FieldError(type="Invalid", field=total_field, value=raw, detail=str(err)))
     return errors
 
 
@@ -1238,7 +1222,7 @@ def _topology(served: Target, obj: Mapping[str, Any]) -> list[FieldError]:
             # a Pod is one pod of its pod set (a Job's, a JobSet's, a group's) and carries that pod set's slice
             # size: the pod webhook checks the annotations alone (pod_webhook.go validateTopologyRequest), the
             # owner's webhook the bound
-            count = max(count, _go_atoi(str(annotations.get(tas_requests.SLICE_SIZE_ANNOTATION, ""))) or 1)
+            count = max(count, _go_int32(str(annotations.get(tas_requests.SLICE_SIZE_ANNOTATION, ""))) or 1)
         elif not found or served != JOB:
             found += _slice_size_bound(where, annotations, count)
         if found:
@@ -1285,7 +1269,7 @@ def _tas_request(where: str, annotations: Mapping[str, Any]) -> list[FieldError]
         if annotation in annotations:
             errors += label_key(annotation)
     if group in annotations:
-        if re.fullmatch(r"[0-9]+", str(annotations[group])):  # strconv.ParseUint
+        if re.fullmatch(r"[0-9]+", str(annotations[group])) and int(str(annotations[group])) < 2**64:  # ParseUint
             errors.append(_invalid(key(group), str(annotations[group]), "must not be a number"))
         for annotation in (slice_size, slice_level):
             if annotation in annotations:
@@ -1299,9 +1283,10 @@ def _tas_request(where: str, annotations: Mapping[str, Any]) -> list[FieldError]
         errors.append(_invalid(key(unconstrained), str(annotations[unconstrained]), "must be a boolean value"))
     if slice_size in annotations:
         size = str(annotations[slice_size])
-        if _go_atoi(size) is None:
+        parsed = _go_int32(size)  # tas_validation.go: strconv.ParseInt(value, 10, 32)
+        if parsed is None:
             errors.append(_invalid(key(slice_size), size, "must be a numeric value"))
-        elif int(size) < 1:
+        elif parsed < 1:
             errors.append(_invalid(key(slice_size), size, "must be greater than or equal to 1"))
     if slice_level in annotations and slice_size not in annotations:
         detail = f"must be set when '{slice_level}' is specified"
@@ -1317,7 +1302,7 @@ def _slice_size_bound(where: str, annotations: Mapping[str, Any], count: int) ->
     ``count`` (an unreadable one is :func:`_tas_request`'s)."""
     annotation = tas_requests.SLICE_SIZE_ANNOTATION
     size = str(annotations.get(annotation, ""))
-    parsed = _go_atoi(size) if annotation in annotations else None
+    parsed = _go_int32(size) if annotation in annotations else None
     if parsed is None or parsed <= count:
         return []
     return [_invalid(f"{where}[{annotation}]", size, f"must not be greater than pod set count {count}")]

@@ -27,7 +27,7 @@ from typing import Any, Final
 import msgspec
 
 from kueue_es.events import manifests, models, slices, tas, types
-from kueue_es.jobframework import adjust
+from kueue_es.jobframework import adjust, goint
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
@@ -425,15 +425,22 @@ def queue_name(ref: JobRef, context: Context, *, managed_without_queue: bool | N
 def max_execution_time(ref: JobRef) -> int | None:
     """``kueue.x-k8s.io/max-exec-time-seconds``: a positive integer, or None when absent.
 
-    Kueue's webhook refuses anything else (jobframework/validation.go validateCreateForMaxExecTime).
+    Kueue's webhook refuses what Go's strconv.Atoi refuses and a value below 1 (jobframework/validation.go
+    validateCreateForMaxExecTime): raises ManifestError with its words (a job no webhook saw). A value it lets
+    through that is beyond the Workload's int32 field gives no maximum, as Kueue's reconciler reads the label
+    with strconv.ParseInt(value, 10, 32) and takes none on its error (utils.go MaximumExecutionTimeSecondsForObject).
     """
     raw = ref.labels.get(MAX_EXEC_TIME_LABEL)
     if raw is None:
         return None
-    value = parse_int(raw)
-    if value is None or value <= 0:
-        raise ref.error(field=f"metadata.labels[{MAX_EXEC_TIME_LABEL}]", problem=f"{raw!r} is not a positive integer")
-    return value
+    field = f"metadata.labels[{MAX_EXEC_TIME_LABEL}]"
+    try:
+        value = goint.atoi(str(raw))
+    except goint.GoNumError as err:
+        raise ref.error(field=field, problem=str(err)) from err
+    if value <= 0:
+        raise ref.error(field=field, problem=f"{raw!r} is not a positive integer")
+    return value if value <= goint.INT32_MAX else None
 
 
 # -- priority -------------------------------------------------------------------------------------
@@ -566,6 +573,14 @@ def pod_set(
     context = context or Context()
     if not context.topology_aware_scheduling:
         topology_request = None  # no TAS without the gate (Kueue PR #4742)
+    for what, value in (("count", count), ("minCount", min_count)):
+        # the Workload's int32 fields: a count read from an object (a replica count times a parallelism, a pod
+        # group's total count) beyond them makes no Workload, nor an event the codec could read back
+        if value is not None and not 0 <= value <= goint.INT32_MAX:
+            raise ref.error(
+                field=f"spec.podSets[{index}].{what}",
+                problem=f"{value} pods is out of the range of a Workload's pod set (0 to {goint.INT32_MAX})",
+            )
     for group in ("containers", "initContainers"):
         containers = pod_spec.get(group)
         if containers is not None and not isinstance(containers, list):
@@ -710,6 +725,8 @@ def count_field(ref: JobRef, value: Any, *, field: str, default: int) -> int:
     number = parse_int(value)
     if number is None or number < 0:
         raise ref.error(field=field, problem=f"{value!r} is not a non-negative integer")
+    if number > goint.INT32_MAX:  # the API's int32: a count beyond it is no count a Workload can hold
+        raise ref.error(field=field, problem=f"{value!r} is out of the int32 range (at most {goint.INT32_MAX})")
     return number
 
 

@@ -488,8 +488,8 @@ class StartPods:
     uid: str = ""
     pod_sets: list[PodSetInfo] = field(default_factory=list)
     total: int = 0  # a group's pod count (its pod sets' counts): active pods beyond it are deleted, not started
-    # a prebuilt Workload's group: those beyond its count are left gated, not deleted (Kueue's prebuilt path deletes
-    # none: its in-sync check keeps them gated, and the watcher finishes such a workload OutOfSync)
+    # a group on a prebuilt Workload (:func:`prebuilt.group_on_prebuilt`: one it adopted, a StatefulSet's or a
+    # LeaderWorkerSet's): those beyond its count are left gated, not deleted (Kueue's prebuilt path deletes none)
     keep_excess: bool = False
     # a StatefulSet's group: the LocalQueue its pods are labelled with before they start (its Workload's), as Kueue's
     # StatefulSet reconciler runs syncQueueLabel before it ungates them (statefulset_reconciler.go Reconcile)
@@ -1183,7 +1183,7 @@ def start_of(
             uid="" if group else owner.uid,
             pod_sets=infos,
             total=sum(ps.count for ps in current.workload.spec.pod_sets) if group else 0,
-            keep_excess=prebuilt.is_adopted(current.workload),
+            keep_excess=prebuilt.group_on_prebuilt(current.workload),
             queue=_statefulset_queue(current),
             serving=job_owners.serving_parent(current.workload) is not None,
         )
@@ -1273,7 +1273,7 @@ def late_start(view: DispatchState, key: str) -> StartPods | None:
         group=group,
         pod_sets=infos,
         total=sum(ps.count for ps in wl.workload.spec.pod_sets),
-        keep_excess=prebuilt.is_adopted(wl.workload),
+        keep_excess=prebuilt.group_on_prebuilt(wl.workload),
         queue=_statefulset_queue(wl),
         serving=job_owners.serving_parent(wl.workload) is not None,
     )

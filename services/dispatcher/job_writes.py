@@ -22,7 +22,7 @@ from typing import Any, assert_never
 import structlog
 
 from kueue_es.events import manifests, types
-from kueue_es.jobframework import integrations
+from kueue_es.jobframework import integrations, prebuilt
 from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher.kube_api import KubeApi, RawObject, WriteLimiter
@@ -75,13 +75,15 @@ async def delete_excess(
     gated ones go first), as Kueue's pod group reconciler does, so no pod runs outside the workload's quota, each
     let go of Kueue's pod finalizer first (removeExcessPods finalizes, then deletes: an excess pod is no member
     to count); ``on_deleted`` is told of each (its Event). Returns the names deleted (or found gone), or, for a
-    prebuilt Workload's group (``keep_excess``), those left gated."""
+    group on a prebuilt Workload (``keep_excess``, or pods naming one: :func:`prebuilt.members_name_prebuilt`;
+    Kueue's prebuilt path never calls removeExcessPods), those left gated."""
     if not action.group or action.total <= 0:
         return set()
+    keep = action.keep_excess or prebuilt.members_name_prebuilt(members)
     deleted: set[str] = set()
     for pod in pod_integration.excess_pods(members, action.total):
         name = str((pod.get("metadata") or {}).get("name") or "")
-        if action.keep_excess:
+        if keep:
             deleted.add(name)
             continue
         try:

@@ -581,7 +581,10 @@ def for_rejection(fact: types.ObjectRejected) -> KubeEvent | None:
     itself: ``WorkloadPriorityClassNotFound``, ``JobNestingTooDeep`` (a job's owner chain deeper than Kueue
     walks: :func:`~kueue_es.jobframework.workloads.managed_ancestor`), and for a pod group ``ErrWorkloadCompose`` "'G' group has fewer
     runnable pods than expected" and ``WorkloadNameConflict`` (:func:`~kueue_es.jobframework.pods.kueue_reason`).
-    None for a kind kueue-es does not address."""
+    None for a kind kueue-es does not address, and for the pod group compose errors Kueue's pod reconciler only
+    logs (:func:`~kueue_es.jobframework.pods.kueue_logs_only`: pods naming different queues or total counts, ...)."""
+    if pods.kueue_logs_only(fact):
+        return None
     ref = next((r for r in resources.RESOURCES.values() if r.kind == fact.kind), None)
     integration = integrations.by_kind(fact.kind)
     if ref is None and integration is not None:

@@ -607,12 +607,15 @@ class WorkloadSync:
         pod reconciler keeps from the group's pods (:func:`kueue_es.jobframework.pods.replacement_condition`):
         True while the group lacks pods against its pod sets, False once they are replaced, from the condition
         the object has (``stored``). Not on the log: the dispatcher's view of the group's pods decides it, as
-        Kueue's pod reconciler's does; no change for another workload or while no pod of the group is watched."""
+        Kueue's pod reconciler's does; no change for another workload or while no pod of the group is watched.
+        A group on a prebuilt Workload (:func:`kueue_es.jobframework.prebuilt.group_on_prebuilt`: a StatefulSet's,
+        a LeaderWorkerSet's, one adopted) lacks none: Kueue counts absent pods in FindMatchingWorkloads only,
+        which its prebuilt path skips, so it never gets the condition (one it has turns False)."""
         meta = wl.workload.metadata
         if self.absent_pods is None or meta.annotations.get(status.GROUP_WORKLOAD_ANNOTATION) != "true":
             return wanted
         pod_sets = [(ps.name, ps.count) for ps in wl.workload.spec.pod_sets]
-        absent = self.absent_pods(meta.namespace, meta.name, pod_sets)
+        absent = 0 if prebuilt.group_on_prebuilt(wl.workload) else self.absent_pods(meta.namespace, meta.name, pod_sets)
         conditions = [c for c in (stored.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
         existing = next((c for c in conditions if c.get("type") == pod_integration.WAITING_FOR_REPLACEMENT_PODS), None)
         if absent is None:

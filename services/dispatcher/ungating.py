@@ -21,6 +21,7 @@ import structlog
 
 from kueue_es.events import slices, tas
 from kueue_es.jobframework import pods as pod_integration
+from kueue_es.jobframework import prebuilt
 from kueue_es.jobframework.integrations import serving
 from kueue_es.jobframework.workloads import MANAGED_LABEL, QUEUE_LABEL
 from kueue_es.projections.cluster import WorkloadState
@@ -375,15 +376,16 @@ class Ungating:
                 continue
             namespace, _, group = key.partition("/")
             members = {objects.name_of(pod): pod for pod in self._group_members(namespace, group)}
-            # a pod beyond the group's count is deleted, not started (Kueue's removeExcessPods; a prebuilt Workload's
-            # group's is left gated)
+            # a pod beyond the group's count is deleted, not started (Kueue's removeExcessPods; a group on a prebuilt
+            # Workload's, a StatefulSet's or LeaderWorkerSet's too, is left gated)
+            kept_gated = action.keep_excess or prebuilt.members_name_prebuilt(list(members.values()))
             excess = await job_writes.delete_excess(
                 self.api, self.limiter, action, list(members.values()), on_deleted=self.on_excess
             )
             for name, pod in members.items():
                 ns = namespace
                 if name in excess:
-                    if not action.keep_excess:
+                    if not kept_gated:
                         self._forget((ns, name))
                     continue
                 patch = action.patch(pod, pod_set=pod_integration.role_hash(pod))

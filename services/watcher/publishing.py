@@ -21,7 +21,7 @@ from typing import cast
 import msgspec
 import structlog
 
-from kueue_es.events import codec, models, subjects, types
+from kueue_es.events import codec, job_owners, models, subjects, types
 from kueue_es.events.bus.base import Bus, BusError, OutgoingMessage
 from kueue_es.jobframework import workloads
 from kueue_es.projections.cluster import ClusterState
@@ -35,6 +35,36 @@ FACT_SOURCE = "watcher"
 
 RETRY_SECONDS = 1.0
 """Seconds between two tries of publishing queued facts the bus refused (:meth:`Publisher.emit`)."""
+
+
+def readable(fact: types.Fact, data: bytes | None = None) -> types.Fact:
+    """``fact``, or, when it carries an integer beyond 64 bits (which no service can read back:
+    :func:`kueue_es.events.codec.decode` refuses it), the ObjectRejected of the object it is about naming where:
+    the watcher never publishes an event that does not decode. A workload's is its job's (the field its
+    Workload's, as a converter's rejection names it); ``data``: the fact encoded, when the caller has it. The
+    converters refuse such numbers themselves where they read them (a pod group's total count, a count, a
+    slice size); this is the boundary for anything they let through."""
+    found = codec.out_of_range(codec.encode(fact) if data is None else data)
+    if found is None:
+        return fact
+    path, value = found
+    kind, namespace, name = subjects.fact_identity(fact)
+    steps = path.removeprefix("$.")
+    if isinstance(fact, types.WorkloadObserved):
+        job = job_owners.job_of(fact.workload)
+        if job is not None:
+            kind, name = job.kind, job.name
+        steps = steps.removeprefix("workload.")
+    rejection = types.ObjectRejected(
+        kind=kind,
+        namespace=namespace,
+        name=name,
+        field=steps,
+        problem=f"{value} is out of the 64-bit integer range: no event can carry it",
+        at_ms=getattr(fact, "at_ms", 0) or 0,
+    )
+    log.warning("unreadable_fact", fact=codec.type_name(fact), kind=kind, name=f"{namespace}/{name}", field=steps)
+    return rejection
 
 
 def content_key(data: bytes) -> bytes:
@@ -220,8 +250,10 @@ class Publisher:
         API server whose versions started over), must not be dropped as a duplicate.
         """
         fact = self.boosted(fact)
-        kind, namespace, name = subjects.fact_identity(fact)
         data = codec.encode(fact)
+        if (checked := readable(fact, data)) is not fact:
+            fact, data = checked, codec.encode(checked)
+        kind, namespace, name = subjects.fact_identity(fact)
         identity = (kind, namespace, name)
         # A rejection or a finish seen again (a status write, a conversion redone) is the same, whenever seen.
         same_as = compared(fact, data)
@@ -232,7 +264,7 @@ class Publisher:
                 # known only by its rejection (the last fact published about it, :meth:`rejected_gone`): the fold
                 # forgets that rejection, nothing else
                 fact = msgspec.structs.replace(fact, reason=types.REJECTED_OBJECT_GONE)
-                await self.emit(fact, version=version)
+                await self._emit(fact, version=version)
                 return
             self.known[kind].discard((namespace, name))
             self.last_published.pop(identity, None)
@@ -258,7 +290,7 @@ class Publisher:
                 # resourceVersions started over (an emulator restarted, a cluster restored from a backup), which
                 # the stream's duplicate window would otherwise drop as the old object's fact of that version
                 version = f"{version}.{hashlib.sha256(data).hexdigest()[:8]}"
-        await self.emit(fact, version=version)
+        await self._emit(fact, version=version)
 
     def boosted(self, fact: types.Fact) -> types.Fact:
         """``fact`` with a job's workload carrying the priority boost its Workload object was last seen with
@@ -291,7 +323,12 @@ class Publisher:
             await self.publish(types.ObjectDeleted(kind=kind, namespace=namespace, name=name, uid=uid), version=version)
 
     async def emit(self, fact: types.Fact, *, version: str) -> None:
-        """Publish ``fact`` as it is, with the Msg-Id version given (the caller keeps what it dedups by).
+        """Publish ``fact`` as it is, with the Msg-Id version given (the caller keeps what it dedups by); one no
+        service could read back goes as its ObjectRejected (:func:`readable`)."""
+        await self._emit(readable(fact), version=version)
+
+    async def _emit(self, fact: types.Fact, *, version: str) -> None:
+        """:meth:`emit` of a fact known to be readable.
 
         With ``batch_facts``, a WorkloadObserved or WorkloadFinished is queued instead and emit returns at
         once: a task publishes what is queued as soon as the watcher waits for the API server again, so a

@@ -628,3 +628,40 @@ async def test_a_single_pod_that_succeeded_keeps_pods_ready_true(api, bus: Memor
     assert ("Finished", "True") == (conditions["Finished"]["type"], conditions["Finished"]["status"])
     assert (conditions["PodsReady"]["status"], conditions["PodsReady"]["reason"]) == ("True", "Started")
     assert (False, "WaitForRecovery") not in reports
+
+
+async def test_a_groups_compose_errors_kueue_only_logs_record_no_event(api, bus: MemoryBus) -> None:
+    """A user's trial: a pod group whose pods name different queues got a Warning ``ErrWorkloadCompose`` "Pod gq-1
+    is invalid: ... has different queue names: user-queue!=plq". Kueue's pod reconciler returns that as an
+    UnretryableError, which its job reconciler only logs (pod_controller.go validatePodGroupMetadata, reconciler.go
+    handleJobWithNoWorkload); so are different total counts. Its only Event while composing a group's Workload is
+    "'G' group has fewer runnable pods than expected" (and WorkloadNameConflict): that one is still recorded, and
+    written after the others, so that it is there says the dispatcher has looked at them."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api, cpu=9)
+        other = member("gq-1", "gq", total=2)
+        other["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "plq"
+        for pod in (member("gq-0", "gq", total=2), other, member("gt-0", "gt", total=2), member("gt-1", "gt", total=3)):
+            await kube.apply_manifest(api, pod)
+        rejected = await wait_for(bus, types.ObjectRejected, count=2, timeout=10)
+        await kube.apply_manifest(api, member("short-0", "short", total=2))
+        async with asyncio.timeout(10):
+            while not any(e["reason"] == "ErrWorkloadCompose" for e in await group_warnings(api)):
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        warnings = await group_warnings(api)
+    problems = sorted(r.problem for r in rejected)
+    assert problems == [
+        "pods 'gq-0' and 'gq-1' has different queue names: user-queue!=plq",
+        "pods 'gt-0' and 'gt-1' has different 'kueue.x-k8s.io/pod-group-total-count' values: 2!=3",
+    ]
+    assert [(e["involvedObject"]["name"], e["reason"], e["message"]) for e in warnings] == [
+        ("short-0", "ErrWorkloadCompose", "'short' group has fewer runnable pods than expected")
+    ]
+
+
+async def group_warnings(api: Any) -> list[dict[str, Any]]:
+    """The Warning Events about pods in ``default``."""
+    listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    return [e for e in listed if e["type"] == "Warning" and e["involvedObject"]["kind"] == "Pod"]

@@ -1021,3 +1021,102 @@ async def test_a_leaderworkersets_rollout_ungates_its_current_revision_pod(api: 
         update = await kube.get_object(api, resources.PODS, namespace="default", name="lws-0-1")
         assert [g["name"] for g in update["spec"]["schedulingGates"]] == list(serving.ROLLOUT_UNGATED)
         assert not await events_of(bus, types.DispatchApplied, action="StartJob")
+
+
+async def scale_subresource(api: Any, name: str, replicas: int) -> None:
+    """``kubectl scale sts NAME --replicas=N``: the ``scale`` subresource, which no webhook of Kueue's sees (its
+    StatefulSet webhook is registered for ``statefulsets``, not ``statefulsets/scale``)."""
+    await kube.patch_object(
+        api,
+        resources.STATEFUL_SETS,
+        namespace="default",
+        name=name,
+        patch={"spec": {"replicas": replicas}},
+        subresource="scale",
+    )
+
+
+async def test_a_statefulset_scaled_past_its_workload_deletes_no_pod(api: Any, bus: MemoryBus) -> None:
+    """A user's trial: sample-statefulset scaled with ``kubectl scale`` to 0, 2, then 4 (no webhook refuses a
+    scale) had pod nginx-statefulset-2 deleted as excess ("Excess pod deleted") and made again by its controller
+    hundreds of times. Kueue's StatefulSet pods name their Workload in ``kueue.x-k8s.io/prebuilt-workload-name``,
+    so its job reconciler takes the prebuilt path (reconciler.go ensureOneWorkload) and never calls
+    removeExcessPods (pod_controller.go: only from ConstructComposableWorkload and FindMatchingWorkloads): no pod
+    is deleted, those beyond the Workload's 2 stay gated."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await set_up_queues(api)
+        sts = await apply(api, "serving-workloads/sample-statefulset.yaml")
+        name = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        await pods_until(api, lambda ps: len(ps) == 3 and all(started(p) for p in ps))
+        await scale_subresource(api, "nginx-statefulset", 0)
+        await pods_until(api, lambda ps: not ps)
+        await workload_until(api, name, lambda w: condition(w, "QuotaReserved").get("reason") == "OnHold")
+        await scale_subresource(api, "nginx-statefulset", 2)
+        await pods_until(api, lambda ps: len(ps) == 2 and all(started(p) for p in ps))
+        await workload_until(api, name, lambda w: condition(w, "PodsReady").get("status") == "True")
+        await scale_subresource(api, "nginx-statefulset", 4)
+        pods = await pods_until(api, lambda ps: len(live(ps)) == 3)
+        first_uid = next(p["metadata"]["uid"] for p in pods if p["metadata"]["name"] == "nginx-statefulset-2")
+        await asyncio.sleep(2)
+        pods = {
+            p["metadata"]["name"]: p for p in (await kube.list_objects(api, resources.PODS, namespace="default"))[0]
+        }
+        listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+        wl = await workload(api, name)
+    # nor is its metadata validated (validatePodGroupMetadata runs only while Kueue composes a group's Workload): pod 2
+    # states the total count 4, its elders 2, and no Warning says so
+    assert not [e for e in listed if e["reason"] in ("ExcessPodDeleted", "ErrWorkloadCompose")]
+    # OrderedReady: pod 3 waits for pod 2, which stays gated, the same pod throughout
+    assert sorted(pods) == [f"nginx-statefulset-{i}" for i in range(3)]
+    assert pods["nginx-statefulset-2"]["metadata"]["uid"] == first_uid
+    assert not pods["nginx-statefulset-2"]["metadata"].get("deletionTimestamp")
+    assert pod_integration.is_gated(pods["nginx-statefulset-2"])
+    assert all(started(pods[f"nginx-statefulset-{i}"]) for i in range(2))
+    assert [ps["count"] for ps in wl["spec"]["podSets"]] == [2]
+
+
+async def test_serving_groups_never_wait_for_replacement_pods(api: Any, bus: MemoryBus) -> None:
+    """A user's trial stopped and resumed a StatefulSet's and a LeaderWorkerSet's Workloads: both got
+    ``WaitingForReplacementPods`` False ``PodsReady`` "No pods need replacement". Kueue counts a group's absent
+    pods in FindMatchingWorkloads only, which the pods of these groups never reach (they name their Workload as
+    prebuilt: reconciler.go ensureOneWorkload), so waitingForReplacementPodsCondition never sets it on them
+    (pod_controller.go). Here each is evicted, its pods deleted and made again, and admitted and started again."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    seen: list[tuple[str, str, str]] = []
+
+    async def watch_conditions() -> None:
+        while True:
+            listed, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+            for wl in listed:
+                for c in wl.get("status", {}).get("conditions", []):
+                    if c["type"] == "WaitingForReplacementPods":
+                        seen.append((wl["metadata"]["name"], c["status"], c["reason"]))
+            await asyncio.sleep(0.05)
+
+    async with running(*services(bus, api, dispatcher, consumer), watch_conditions()):
+        await set_up_queues(api)
+        sts = await apply(api, "serving-workloads/sample-statefulset.yaml")
+        lws = await apply(api, "serving-workloads/sample-leaderworkerset.yaml")
+        sts_group = serving.statefulset_workload_name("nginx-statefulset", sts["metadata"]["uid"])
+        lws_group = serving.lws_workload_name("nginx-leaderworkerset", lws["metadata"]["uid"], "0")
+        pods = await pods_until(api, lambda ps: len(ps) == 9 and all(started(p) for p in ps))
+        applied = await wait_for(bus, types.DispatchApplied, action="StartJob", count=3, timeout=10)
+        before = {p["metadata"]["uid"] for p in pods}
+        for group in (sts_group, lws_group):
+            [ref] = [a.workload for a in applied if a.workload.name == group]
+            await commit(bus, eviction(ref))
+            await wait_for(bus, types.WorkloadStopped, workload__name=group, timeout=10)
+        await wait_for(bus, types.DispatchApplied, action="StartJob", count=5, timeout=20)
+        await pods_until(
+            api,
+            lambda ps: (
+                len(live(ps)) == 9
+                and all(started(p) for p in live(ps))
+                and sum(p["metadata"]["uid"] not in before for p in live(ps)) == 6
+            ),
+        )
+        for group in (sts_group, lws_group):
+            await workload_until(api, group, lambda w: condition(w, "PodsReady").get("status") == "True")
+        await asyncio.sleep(1)
+    assert seen == []

@@ -562,8 +562,8 @@ def test_finished_job(condition: str, want_succeeded: bool, want_reason: str) ->
         pytest.param(
             job(parallelism=5, annotations={jobs.MIN_PARALLELISM_ANNOTATION: "two"}),
             f"metadata.annotations[{jobs.MIN_PARALLELISM_ANNOTATION}]",
-            "'two'",
-            id="job-min-parallelism not an integer",
+            'strconv.Atoi: parsing "two": invalid syntax',
+            id="job-min-parallelism not an integer [validatePartialAdmissionCreate: strconv.Atoi's words]",
         ),
         pytest.param(
             job(labels={workloads.MAX_EXEC_TIME_LABEL: "0"}),

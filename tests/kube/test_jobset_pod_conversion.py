@@ -675,8 +675,15 @@ def test_group_finished(members: list[dict], succeeded: bool | None) -> None:
             group(pod("a", group="g", total="zero")),
             "a",
             f"metadata.annotations[{TOTAL}]",
-            "greater than zero",
+            'strconv.Atoi: parsing "zero": invalid syntax',
             id="bad count",
+        ),
+        pytest.param(
+            group(pod("a", group="g", total="0")),
+            "a",
+            f"metadata.annotations[{TOTAL}]",
+            f"incorrect annotation value '{TOTAL}=0': group total count should be greater than zero",
+            id="count below one [groupTotalCount]",
         ),
         pytest.param(
             group(pod("a", group="G_1", total=1)), "a", f"metadata.labels[{GROUP}]", "not a valid", id="bad name"

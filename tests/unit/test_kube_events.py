@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import msgspec
+import pytest
 
 from kueue_es.events import manifests, models, types
 from kueue_es.jobframework import workloads
@@ -543,3 +544,40 @@ def test_multikueue_admission_and_worker_resets_are_told_as_kueue_tells_them() -
     ]
     lost = 'Admitting remote lost, Previously: "Ready"'
     assert told(types.MultiKueueCheckRetry(workload=ref, check="mk", message=lost, at_ms=4)) == []
+
+
+@pytest.mark.parametrize(
+    ("field", "problem"),
+    [
+        ("metadata.labels[kueue.x-k8s.io/queue-name]", "pods 'gq-0' and 'gq-1' has different queue names: a!=b"),
+        (
+            "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]",
+            "pods 'g-0' and 'g-1' has different 'kueue.x-k8s.io/pod-group-total-count' values: 2!=3",
+        ),
+        (
+            "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]",
+            "failed to extract 'kueue.x-k8s.io/pod-group-total-count' annotation from the pod 'g-1': strconv.Atoi:"
+            ' parsing "x": invalid syntax',
+        ),
+        (
+            "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]",
+            'strconv.Atoi: parsing "99999999999999999999": value out of range',
+        ),
+        (
+            "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]",
+            "incorrect annotation value 'kueue.x-k8s.io/pod-group-total-count=0': group total count should be greater"
+            " than zero",
+        ),
+        ("", "pod group can't include more than 18 roles"),
+        ("metadata.labels[team]", "constructing workload: pods have different label values"),
+    ],
+)
+def test_a_pod_groups_compose_errors_kueue_only_logs_get_no_event(field: str, problem: str) -> None:
+    """pod_controller.go returns these (validatePodGroupMetadata, groupTotalCount, ConstructComposableWorkload) and
+    Kueue's job reconciler only logs them (handleJobWithNoWorkload): no Warning, though the log keeps the
+    rejection. A user's trial saw ``ErrWorkloadCompose`` "Pod gq-1 is invalid: ... different queue names"."""
+    fact = types.ObjectRejected(kind="Pod", namespace="ns", name="g-1", field=field, problem=problem)
+    assert kube_events.for_rejection(fact) is None
+    # the same words about another kind, or another problem of a pod, are still a Warning
+    assert kube_events.for_rejection(msgspec.structs.replace(fact, kind="Job")) is not None
+    assert kube_events.for_rejection(msgspec.structs.replace(fact, problem="must be a list")) is not None

@@ -2,6 +2,8 @@
 late_start): a StatefulSet's pods come one by one, a serving group's replacements come back gated, and Kueue's
 pod group reconciler ungates them while the workload is admitted (pod_controller.go)."""
 
+import asyncio
+
 import msgspec
 
 from kueue_es.events import models, types
@@ -142,3 +144,68 @@ def test_excess_pods_are_the_newest_gated_ones_kept_last_as_kueue_sorts_them() -
     assert names == ["old-gated", "newest-gated"]
     assert [p["metadata"]["name"] for p in excess_pods(members, 3)] == ["new-running", "old-gated", "newest-gated"]
     assert excess_pods(members, 6) == []
+
+
+def _with_marks(first: types.WorkloadObserved, *, labels: dict, annotations: dict) -> types.WorkloadObserved:
+    meta = first.workload.metadata
+    marked = msgspec.structs.replace(
+        meta, labels={**meta.labels, **labels}, annotations={**meta.annotations, **annotations}
+    )
+    return types.WorkloadObserved(workload=msgspec.structs.replace(first.workload, metadata=marked))
+
+
+def test_a_group_on_a_prebuilt_workload_keeps_its_excess_pods_gated() -> None:
+    """Kueue's StatefulSet and LeaderWorkerSet pods name their group's Workload in
+    ``kueue.x-k8s.io/prebuilt-workload-name``, as do the pods of a group that adopted one: the job reconciler takes
+    the prebuilt path (reconciler.go ensureOneWorkload), which never calls removeExcessPods (pod_controller.go). A
+    user's trial scaled a StatefulSet past its Workload's count with ``kubectl scale``: its excess pod was deleted,
+    made again by the StatefulSet controller and deleted again, hundreds of times. A plain group's excess pods are
+    still deleted (ConstructComposableWorkload, FindMatchingWorkloads)."""
+    from kueue_es.services.dispatcher import job_writes
+
+    sts = _with_marks(
+        observed(),
+        labels={"kueue.x-k8s.io/job-uid": "sts-uid"},
+        annotations={
+            "kueue.x-k8s.io/job-owner-gvk": "apps/v1, Kind=StatefulSet",
+            "kueue.x-k8s.io/job-owner-name": "web",
+        },
+    )
+    lws = _with_marks(
+        observed(),
+        labels={"kueue.x-k8s.io/job-uid": "lws-uid"},
+        annotations={
+            "kueue.x-k8s.io/job-owner-gvk": "leaderworkerset.x-k8s.io/v1, Kind=LeaderWorkerSet",
+            "kueue.x-k8s.io/job-owner-name": "web",
+        },
+    )
+    adopted = _with_marks(observed(), labels={}, annotations={"kueue.x-k8s.io/prebuilt-workload-name": REF.name})
+    kept = {}
+    for name, first in (("sts", sts), ("lws", lws), ("adopted", adopted), ("plain", observed())):
+        view = core.DispatchState()
+        admitted(view, first)
+        action = core.late_start(view, REF.key)
+        assert action is not None
+        kept[name] = action.keep_excess
+    assert kept == {"sts": True, "lws": True, "adopted": True, "plain": False}
+
+    # the writer also reads the pods themselves: any naming a prebuilt Workload keeps the group's excess gated
+    def pod(name: str, *, prebuilt: bool) -> dict:
+        annotations = {"kueue.x-k8s.io/prebuilt-workload-name": REF.name} if prebuilt else {}
+        meta = {"name": name, "creationTimestamp": f"2026-01-01T00:00:0{name[-1]}Z", "annotations": annotations}
+        return {"metadata": meta, "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]}}
+
+    class NoWrites:
+        async def delete_object(self, *_: object, **__: object) -> None:
+            raise AssertionError("a pod of a group on a prebuilt Workload was deleted")
+
+        patch_object = delete_object
+
+    class Limiter:
+        async def acquire(self, *_: object) -> None:
+            return None
+
+    plain = core.StartPods(workload=REF, namespace="ns", group=REF.name, total=1)
+    members = [pod("web-0", prebuilt=True), pod("web-1", prebuilt=True)]
+    left = asyncio.run(job_writes.delete_excess(NoWrites(), Limiter(), plain, members))  # type: ignore[arg-type]
+    assert left == {"web-1"}

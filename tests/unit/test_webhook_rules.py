@@ -240,6 +240,11 @@ def test_the_queue_name_must_be_a_dns_subdomain() -> None:
             'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "ten":'
             ' strconv.Atoi: parsing "ten": invalid syntax',
         ),
+        (  # beyond Go's int (64 bits): refused as strconv.Atoi refuses it (before, created, and undecodable later)
+            "99999999999999999999",
+            'metadata.labels[kueue.x-k8s.io/max-exec-time-seconds]: Invalid value: "99999999999999999999":'
+            ' strconv.Atoi: parsing "99999999999999999999": value out of range',
+        ),
     ],
 )
 def test_the_max_exec_time_label_is_a_positive_integer(value: str, expected: str) -> None:
@@ -253,6 +258,8 @@ def test_the_max_exec_time_label_is_a_positive_integer(value: str, expected: str
         ("3", 3, "should be between 0 and 2"),
         ("0", 3, "should be between 0 and 2"),
         ("x", 3, 'strconv.Atoi: parsing "x": invalid syntax'),
+        ("99999999999999999999", 3, 'strconv.Atoi: parsing "99999999999999999999": value out of range'),
+        ("4294967298", 3, None),  # Kueue compares int32(v): 2
         ("2", 3, None),
     ],
 )
@@ -318,6 +325,53 @@ def test_pod_rules() -> None:
     ]
     grouped["metadata"]["annotations"]["kueue.x-k8s.io/pod-group-total-count"] = "2"
     assert webhooks.validate_create("v1", "Pod", grouped) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "detail"),
+    [
+        # pod_controller.go groupTotalCount, as pod_webhook.go validatePodGroupMetadata wraps it
+        (
+            "0",
+            "incorrect annotation value 'kueue.x-k8s.io/pod-group-total-count=0': group total count should be"
+            " greater than zero",
+        ),
+        (
+            "-3",
+            "incorrect annotation value 'kueue.x-k8s.io/pod-group-total-count=-3': group total count should be"
+            " greater than zero",
+        ),
+        ("two", 'strconv.Atoi: parsing "two": invalid syntax'),
+        ("99999999999999999999", 'strconv.Atoi: parsing "99999999999999999999": value out of range'),
+        ("9223372036854775808", 'strconv.Atoi: parsing "9223372036854775808": value out of range'),
+        ("9223372036854775807", None),
+    ],
+)
+def test_the_pod_group_total_count_is_read_as_kueue_reads_it(value: str, detail: str | None) -> None:
+    """A user's trial: "0" was refused with "should be greater than or equal to 1", and "99999999999999999999"
+    (fast admission) was let through, its Workload then an event no service could decode."""
+    grouped = pod(
+        labels={"kueue.x-k8s.io/pod-group-name": "g"},
+        annotations={"kueue.x-k8s.io/pod-group-total-count": value, "kueue.x-k8s.io/pod-group-fast-admission": "true"},
+    )
+    field = "metadata.annotations[kueue.x-k8s.io/pod-group-total-count]"
+    expected = [] if detail is None else [f'{field}: Invalid value: "{value}": {detail}']
+    assert messages(webhooks.validate_create("v1", "Pod", grouped)) == expected
+
+
+def test_tas_slice_sizes_are_int32_as_kueue_parses_them() -> None:
+    """tas_validation.go reads the slice size with strconv.ParseInt(value, 10, 32): beyond it, not numeric."""
+    bad = job(parallelism=4)
+    bad["spec"]["template"]["metadata"] = {
+        "annotations": {
+            "kueue.x-k8s.io/podset-slice-required-topology": "rack",
+            "kueue.x-k8s.io/podset-slice-size": "2147483648",
+        }
+    }
+    assert messages(webhooks.validate_create("batch/v1", "Job", bad)) == [
+        'spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Invalid value: "2147483648":'
+        " must be a numeric value"
+    ]
 
 
 def test_message_aggregates_like_kubernetes() -> None:
