@@ -5,11 +5,14 @@ as Events (QuotaReserved, Admitted, Pending with its reason, Preempted, and the
 jobs' CreatedWorkload, Started, Stopped, FinishedWorkload, UpdatedWorkload,
 UpdatedAdmissionCheck). Which Events a decision makes is pure
 (:mod:`kueue_es.services.dispatcher.kube_events`); this module writes them, for the
-workloads whose Workload object the dispatcher writes, after each batch.
+workloads whose Workload object the dispatcher writes: a batch's decisions' Events once their Workload
+objects are written and before their jobs are (``Dispatcher._dispatch_batch``), made from the fold as it
+stands then, as Kueue's scheduler records them as it decides (a preempted pod's delete, which takes its
+Workload with it, must not come first); the Events of the job writes (Started, Stopped) after them.
 
 Best effort, as Kueue's event recorder: a failed write is logged and dropped. Across a crash, at
-least once: the dispatcher acks a batch's decisions only after its Events (``Dispatcher._dispatch_batch``),
-so a dispatcher that dies between its Job writes and its Events leaves them to the next one, which
+least once: the dispatcher acks a batch's decisions only after all their Events,
+so a dispatcher that dies between its Job writes and their Events leaves them to the next one, which
 carries the decisions out again and writes their Events under the same deterministic names (one that
 was written is AlreadyExists: nothing twice; a series cache starts empty after a restart). The
 Events of decisions about a Workload fold as Kueue's recorder folds them

@@ -380,6 +380,9 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
             return eventually(api, resources.WORKLOADS, namespace="default", name=name, check=check)
 
         await workload_where(lambda o: "Admitted" in conditions(o))
+        # started before it is evicted: the Workload's Admitted (and its Events) come before the Job's start, and
+        # a Job whose eviction is on the log before its start was written is not started (nor stopped)
+        await eventually(api, JOBS, namespace="default", name="victim", check=lambda o: o["spec"]["suspend"] is False)
         await commit(bus, eviction(ref))
         evicted = await workload_where(lambda o: "Evicted" in conditions(o))
         await wait_for(bus, types.WorkloadStopped)  # the Job is suspended and runs no pod
