@@ -314,8 +314,13 @@ class Recording:
     def _body(self, item: kube_events.KubeEvent, *, name: str, uid: str = "") -> dict[str, Any]:
         """``item`` as the Event object ``name`` to write (:func:`~kueue_es.services.dispatcher.kube_events.
         event_object`), about the Workload object's UID when ``uid`` is not given."""
-        if item.job is None and not uid:  # about the Workload object: the UID the server gave it
-            uid = self.stored.workload_uid(item.workload.namespace, item.workload.name)
+        if item.job is None:
+            # about the Workload object: the UID the server gave it, and not dated before the object was made (the
+            # log may decide before the dispatcher makes it; Kueue records on an object that exists)
+            created_ms = self.stored.workload_created_ms(item.workload.namespace, item.workload.name)
+            if item.at_ms < created_ms:
+                item = dataclasses.replace(item, at_ms=created_ms)
+            uid = uid or self.stored.workload_uid(item.workload.namespace, item.workload.name)
         body = kube_events.event_object(item, name=name, uid=uid)
         # the workloads it names by their Workload object UIDs, as Kueue does
         body["message"] = kube_events.truncate(status.with_object_uid(item.message, self.stored.object_uid))

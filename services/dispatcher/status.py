@@ -1402,6 +1402,27 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
     return status
 
 
+def not_before(wanted: dict[str, Any], created_ms: int) -> dict[str, Any]:
+    """``wanted`` (a Workload's status) with no condition's and no admission check's ``lastTransitionTime`` before
+    ``created_ms``, its object's ``metadata.creationTimestamp`` (0: unknown, left as it is). The log may decide on
+    a workload before the dispatcher made its object (the admitter reads the watcher's fact), while in Kueue the
+    Workload exists before anything is set on it: a transition the log dates earlier is shown at the creation,
+    what Kueue's controllers would have written once the object was there. The log's times stay as they are."""
+    if created_ms <= 0:
+        return wanted
+    floor = manifests.format_time_ms(created_ms)
+
+    def later(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**e, "lastTransitionTime": floor} if e["lastTransitionTime"] < floor else e for e in entries]
+
+    out = wanted
+    for name in ("conditions", "admissionChecks"):
+        entries = wanted.get(name)
+        if entries and any(e["lastTransitionTime"] < floor for e in entries):
+            out = {**out, name: later(entries)}
+    return out
+
+
 def topology_assignment_dict(ta: models.TopologyAssignment) -> dict[str, Any]:
     """A TopologyAssignment as Kueue writes it in ``podSetAssignments[]`` (v1beta2, A.8.1; ``slices`` always
     present, ``[]`` when empty)."""
