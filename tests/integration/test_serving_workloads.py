@@ -171,10 +171,16 @@ async def test_sample_statefulset_is_one_serving_group_started_pod_by_pod(api: A
         for pod in pods:
             assert pod_integration.group_name(pod) == name
             assert pod["metadata"]["annotations"][pod_integration.GROUP_TOTAL_COUNT_ANNOTATION] == "3"
+            # the reconciler's index-label annotation comes after the pod webhook, which so never copies the index
+            # into Kueue's own label (statefulset_pod_reconciler.go setDefault, pod_webhook.go Default)
+            assert pod["metadata"]["annotations"][serving.POD_INDEX_LABEL_ANNOTATION] == "apps.kubernetes.io/pod-index"
+            assert "kueue.x-k8s.io/pod-group-pod-index" not in pod["metadata"]["labels"]
         [applied] = await wait_for(bus, types.DispatchApplied, action="StartJob", timeout=10)
         assert applied.workload.name == name and applied.target == f"Pod group default/{name}"
         wl = await workload(api, name)
         assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("main", 3)]
+        # ranked by the StatefulSet's pod index (statefulset_reconciler.go constructWorkload), not Kueue's group label
+        assert wl["spec"]["podSets"][0]["topologyRequest"] == {"podIndexLabel": "apps.kubernetes.io/pod-index"}
         # its template is the StatefulSet's (statefulset_reconciler.go constructWorkload), image and ports too
         template = wl["spec"]["podSets"][0]["template"]["spec"]
         assert template["containers"] == sts["spec"]["template"]["spec"]["containers"]
@@ -534,6 +540,11 @@ async def test_sample_leaderworkerset_is_one_group_per_replica(api: Any, bus: Me
         for group in groups:
             wl = await workload(api, group)
             assert [(ps["name"], ps["count"]) for ps in wl["spec"]["podSets"]] == [("leader", 1), ("worker", 2)]
+            # leaderworkerset_reconciler.go podSets: the workers rank by their worker index, the leader by none
+            assert [ps.get("topologyRequest") for ps in wl["spec"]["podSets"]] == [
+                None,
+                {"podIndexLabel": serving.LWS_WORKER_INDEX_LABEL},
+            ]
 
         target = next(
             a.workload for a in applied if a.workload.name.startswith("leaderworkerset-nginx-leaderworkerset-0-")
