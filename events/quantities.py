@@ -28,8 +28,10 @@ from __future__ import annotations
 import enum
 import math
 import re
+from collections.abc import MutableMapping
 from dataclasses import dataclass
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_UP, Context, Decimal, localcontext
+from typing import Any
 
 #: Kueue's ``Unlimited`` amount: a quota too large for int64 saturates here.
 UNLIMITED = 2**63 - 1
@@ -187,6 +189,51 @@ def canonical(value: str | int | float) -> str:
     ``ParseQuantity(s).String()``. Raises QuantityError for what is not a quantity.
     """
     return str(parse(value))
+
+
+_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+"""Every container list of a pod spec: each container's resources are quantities."""
+
+
+def canonical_pod_spec(spec: MutableMapping[str, Any]) -> None:
+    """Write every quantity of pod spec ``spec`` (in place) as a typed Kubernetes client and kube-apiserver
+    encode a ``resource.Quantity`` (its String, :func:`canonical`): each container's (init and ephemeral too)
+    requests and limits, the pod-level ``resources``, ``overhead``, each ``emptyDir.sizeLimit`` and each
+    generic ephemeral volume's claim requests and limits. A value that is not a quantity is left as it is
+    (for validation to refuse by its field). Canonical values are a fixed point."""
+    holders: list[Any] = [spec.get("resources")]
+    for group in _CONTAINER_LISTS:
+        containers = spec.get(group)
+        for container in containers if isinstance(containers, list) else ():
+            if isinstance(container, MutableMapping):
+                holders.append(container.get("resources"))
+    for volume in spec.get("volumes") or ():
+        if not isinstance(volume, MutableMapping):
+            continue
+        empty_dir = volume.get("emptyDir")
+        if isinstance(empty_dir, MutableMapping) and empty_dir.get("sizeLimit") is not None:
+            empty_dir["sizeLimit"] = _canonical_or_as_is(empty_dir["sizeLimit"])
+        claim = (((volume.get("ephemeral") or {}).get("volumeClaimTemplate") or {}).get("spec")) or {}
+        if isinstance(claim, MutableMapping):
+            holders.append(claim.get("resources"))
+    lists = [spec.get("overhead")]
+    lists += [
+        holder.get(part) for holder in holders if isinstance(holder, MutableMapping) for part in ("requests", "limits")
+    ]
+    for values in lists:
+        if isinstance(values, MutableMapping):
+            for name, value in list(values.items()):
+                values[name] = _canonical_or_as_is(value)
+
+
+def _canonical_or_as_is(value: Any) -> Any:
+    """``value`` as a canonical quantity string, or as it is when it is not a quantity."""
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        return value
+    try:
+        return canonical(value)
+    except QuantityError:
+        return value
 
 
 def amount_quantity(resource: str, amount: int) -> Quantity:

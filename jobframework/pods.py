@@ -820,7 +820,12 @@ def _group_workload(
                     pod_spec=pod_spec,
                     where="spec",
                     context=context,
-                    topology_request=_topology_request(member, count=total if fast else count, context=context),
+                    topology_request=_topology_request(
+                        member,
+                        count=total if fast else count,
+                        context=context,
+                        pod_index_label=_group_index_label(template, hash_),
+                    ),
                     index=len(pod_sets),
                 )
             )
@@ -1053,18 +1058,37 @@ def _ref(pod: Mapping[str, Any]) -> workloads.JobRef:
 
 
 def _topology_request(
-    ref: workloads.JobRef, *, count: int, context: workloads.Context
+    ref: workloads.JobRef,
+    *,
+    count: int,
+    context: workloads.Context,
+    pod_index_label: str | None = POD_GROUP_POD_INDEX_LABEL,
 ) -> models.PodSetTopologyRequest | None:
-    """The TAS request of a pod's own annotations, its rank hint the pod group index label; none with the gate
+    """The TAS request of a pod's own annotations, its rank hint ``pod_index_label`` (the pod group index label
+    unless the group's maker names another: :func:`_group_index_label`); none with the gate
     TopologyAwareScheduling off (Kueue pod_controller.go constructPodSet)."""
     return workloads.topology_request(
         ref,
         ref.annotations,
         where="metadata.annotations",
         count=count,
-        pod_index_label=POD_GROUP_POD_INDEX_LABEL,
+        pod_index_label=pod_index_label,
         context=context,
     )
+
+
+def _group_index_label(pod: Mapping[str, Any], role: str) -> str | None:
+    """The label that ranks the pods of ``pod``'s role under TAS, as the maker of its group's Workload names it:
+    for a StatefulSet's group its reconciler builds it from the StatefulSet, ranked by ``apps.kubernetes.io/
+    pod-index`` (statefulset_reconciler.go constructWorkload); for a LeaderWorkerSet's group its workers by
+    ``leaderworkerset.sigs.k8s.io/worker-index``, its leader by none (leaderworkerset_reconciler.go podSets); a
+    plain group's by Kueue's own ``kueue.x-k8s.io/pod-group-pod-index`` (pod_controller.go constructPodSet)."""
+    framework = serving.parent_framework(pod)
+    if framework == serving.STATEFULSET_FRAMEWORK:
+        return serving.STATEFULSET_POD_INDEX_LABEL
+    if framework == serving.LWS_FRAMEWORK:
+        return None if role == "leader" else serving.LWS_WORKER_INDEX_LABEL
+    return POD_GROUP_POD_INDEX_LABEL
 
 
 def _spec(ref: workloads.JobRef, pod: Mapping[str, Any]) -> Mapping[str, Any]:

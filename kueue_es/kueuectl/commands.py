@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import copy
 import urllib.parse
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from typing import IO, Any
@@ -272,27 +273,98 @@ async def list_resource_flavors(cluster: Cluster, args: argparse.Namespace, out:
     )
 
 
-def resolve_type(text: str) -> resources.ResourceRef:
-    """The kind a ``--for TYPE[.GROUP]`` names (plural, singular or kind, any case, optionally with its
-    group: ``job``, ``jobs.batch``, ``JobSet``); raises Failure (kubectl's ``the server doesn't have a
-    resource type``) for another."""
+@dataclass(frozen=True)
+class _Served:
+    """One resource of the server's discovery: its group, version, whether that version is the group's
+    preferred one, and its APIResource entry."""
+
+    group: str
+    version: str
+    entry: dict[str, Any]
+
+    @property
+    def names(self) -> tuple[str, str]:
+        """Its plural and singular names (the kind lowercased when discovery names no singular, as client-go's
+        DiscoveryRESTMapper)."""
+        plural = str(self.entry.get("name") or "")
+        return plural, str(self.entry.get("singularName") or self.entry.get("kind") or "").lower()
+
+    def ref(self) -> resources.ResourceRef:
+        return resources.ResourceRef(
+            group=self.group,
+            version=self.version,
+            plural=str(self.entry.get("name") or ""),
+            kind=str(self.entry.get("kind") or ""),
+            namespaced=bool(self.entry.get("namespaced")),
+        )
+
+
+async def _served(cluster: Cluster) -> list[_Served]:
+    """Every resource the server's discovery lists (no subresource), in the REST mapper's order of priority: the
+    core group, then each group in the order ``/apis`` gives them, its preferred version first."""
+    versions = [("", str(v)) for v in (await cluster.request("GET", "/api")).get("versions") or []]
+    for group in (await cluster.request("GET", "/apis")).get("groups") or []:
+        preferred = str((group.get("preferredVersion") or {}).get("version") or "")
+        listed = [str(v.get("version") or "") for v in group.get("versions") or []]
+        for version in sorted(listed, key=lambda v: v != preferred):
+            versions.append((str(group.get("name") or ""), version))
+    served: list[_Served] = []
+    for group_name, version in versions:
+        listing = await cluster.resources_of(f"{group_name}/{version}" if group_name else version)
+        for entry in (listing or {}).get("resources") or []:
+            if isinstance(entry, dict) and "/" not in str(entry.get("name") or ""):
+                served.append(_Served(group=group_name, version=version, entry=entry))
+    return served
+
+
+def _expanded(served: list[_Served], resource: str, group: str) -> tuple[str, str]:
+    """``(resource, group)`` with a short name (``lws``, ``sts``, ``deploy``) replaced by its resource and group,
+    as kubectl's REST mapper (client-go restmapper.shortcutExpander) does: not when a resource (of ``group``,
+    when one is given) is named so, the first short name that matches otherwise, then one of a group that
+    ``group`` begins."""
+    candidates = [s for s in served if not group or s.group == group]
+    if any(resource in s.names for s in candidates):
+        return resource, group
+    for s in candidates:
+        if resource in (s.entry.get("shortNames") or ()):
+            return s.names[0], s.group
+    if group:
+        for s in served:
+            if s.group.startswith(group) and resource in (s.entry.get("shortNames") or ()):
+                return s.names[0], s.group
+    return resource, group
+
+
+async def resolve_type(cluster: Cluster, text: str) -> resources.ResourceRef:
+    """The kind a ``--for TYPE[.VERSION][.GROUP]`` names, as kueuectl's decodeResourceTypeName finds it with the
+    server's discovery (a REST mapper that expands short names): a plural, singular, kind (any case) or short
+    name, optionally with its group (``job``, ``jobs.batch``, ``JobSet``, ``lws``, ``deploy``,
+    ``deployments.v1.apps``); the first in the mapper's order of priority. Raises Failure with the mapper's
+    ``no matches for GROUP/, Resource=TYPE`` for another."""
     wanted = text.lower()
-    served = [resources.ref_for(i.api_version, i.kind) for i in integrations.registry().values()]
-    for ref in (*resources.RESOURCES.values(), *served):
-        for name in (ref.plural, ref.singular):
-            if wanted == name or (ref.group and wanted == f"{name}.{ref.group}"):
-                return ref
-    raise Failure(f'the server doesn\'t have a resource type "{text}"')
+    served = await _served(cluster)
+    tries: list[tuple[str, str, str]] = []
+    if wanted.count(".") >= 2:  # schema.ParseResourceArg: resource.version.group, tried first
+        resource, version, group = wanted.split(".", 2)
+        tries.append((resource, version, group))
+    resource, _, group = wanted.partition(".")
+    tries.append((resource, "", group))
+    for resource, version, group in tries:
+        resource, group = _expanded(served, resource, group)
+        for s in served:
+            if resource in s.names and (not group or s.group == group) and (not version or s.version == version):
+                return s.ref()
+    raise Failure(f"no matches for {group}/, Resource={resource}")
 
 
-def split_for(text: str, *, message: str) -> tuple[resources.ResourceRef, str]:
+async def split_for(cluster: Cluster, text: str, *, message: str) -> tuple[resources.ResourceRef, str]:
     """``TYPE[.GROUP]/NAME`` as (kind, name); raises Failure with ``message`` when it is not that form."""
     parts = text.split("/")
     if len(parts) > 2:
         raise Failure("arguments in resource/name form may not have more than one slash")
-    if len(parts) != 2 or not parts[0] or not parts[1]:
+    if len(parts) != 2:
         raise Failure(message)
-    return resolve_type(parts[0]), parts[1]
+    return await resolve_type(cluster, parts[0]), parts[1]
 
 
 async def _for_object(
@@ -332,7 +404,7 @@ async def list_workloads(cluster: Cluster, args: argparse.Namespace, out: IO[str
     namespace = None if args.all_namespaces else cluster.namespace
     owner_uid = ""
     if args.for_object:
-        ref, name = split_for(args.for_object, message="--for must be in resource/name form")
+        ref, name = await split_for(cluster, args.for_object, message="--for must be in resource/name form")
         target = await _for_object(cluster, ref, name, namespace)
         if target is None:
             _no_resources(err, namespace)
@@ -444,7 +516,8 @@ async def list_pods(cluster: Cluster, args: argparse.Namespace, out: IO[str], er
     printing.check_output(args.output)
     if not args.for_object:
         raise Failure('required flag(s) "for" not set')
-    ref, name = split_for(
+    ref, name = await split_for(
+        cluster,
         args.for_object,
         message=f"invalid value '{args.for_object}' used in --for flag; value must be in the format TYPE[.API-GROUP]/NAME",
     )

@@ -35,8 +35,6 @@ _POD_SPEC_DEFAULTS: dict[str, Any] = {
 _CONTAINER_DEFAULTS = {"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}
 #: The container lists of a pod spec that SetObjectDefaults_* default container by container.
 _CONTAINER_LISTS = ("initContainers", "containers")
-#: Every container list of a pod spec, whose resources are quantities (ephemeral containers have resources too).
-_ALL_CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
 
 def default_pod(pod: MutableMapping[str, Any]) -> None:
@@ -101,35 +99,11 @@ def default_pod_spec(spec: MutableMapping[str, Any]) -> None:
 
 
 def canonical_quantities(spec: MutableMapping[str, Any]) -> None:
-    """Write every quantity of a pod spec in the form kube-apiserver stores it (``resource.Quantity``'s
-    String, :func:`kueue_es.events.quantities.canonical`): each container's (init and ephemeral too)
-    requests and limits, the pod-level ``resources``, ``overhead`` and each ``emptyDir.sizeLimit``. A value
-    that is not a quantity is left as sent, for validation to refuse by its field (kube-apiserver refuses it
-    while decoding, 400 "quantities must match the regular expression ...")."""
-    holders = [spec.get("resources")]
-    holders += [
-        container.get("resources") for group in _ALL_CONTAINER_LISTS for container in _containers_of(spec, group)
-    ]
-    lists = [spec.get("overhead")]
-    lists += [
-        holder.get(part) for holder in holders if isinstance(holder, MutableMapping) for part in ("requests", "limits")
-    ]
-    for values in lists:
-        if isinstance(values, MutableMapping):
-            for name, value in list(values.items()):
-                values[name] = _canonical(value)
-    for volume in spec.get("volumes") or []:
-        empty_dir = _mapping_at(volume, "emptyDir")
-        if empty_dir is not None and empty_dir.get("sizeLimit") is not None:
-            empty_dir["sizeLimit"] = _canonical(empty_dir["sizeLimit"])
-
-
-def _canonical(value: Any) -> Any:
-    """``value`` as a canonical quantity string, or as it is when it is not a quantity."""
-    try:
-        return quantities.canonical(value)
-    except quantities.QuantityError:
-        return value
+    """Write every quantity of a pod spec in the form kube-apiserver stores it
+    (:func:`kueue_es.events.quantities.canonical_pod_spec`). A value that is not a quantity is left as sent, for
+    validation to refuse by its field (kube-apiserver refuses it while decoding, 400 "quantities must match the
+    regular expression ...")."""
+    quantities.canonical_pod_spec(spec)
 
 
 def image_pull_policy(image: Any) -> str:
@@ -200,10 +174,6 @@ def default_jobset(jobset: MutableMapping[str, Any]) -> None:
 def _mapping_at(obj: Any, key: str) -> MutableMapping[str, Any] | None:
     value = obj.get(key) if isinstance(obj, MutableMapping) else None
     return value if isinstance(value, MutableMapping) else None
-
-
-def _containers_of(spec: MutableMapping[str, Any], group: str) -> list[MutableMapping[str, Any]]:
-    return [container for container in spec.get(group) or [] if isinstance(container, MutableMapping)]
 
 
 def _containers(spec: MutableMapping[str, Any]) -> list[MutableMapping[str, Any]]:

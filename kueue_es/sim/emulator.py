@@ -2107,6 +2107,10 @@ def gate_queued_pods(
     if ref != resources.PODS:
         return
     if serving.parent_framework(obj):
+        # the webhook first, then the reconciler: Kueue's pod webhook gates the pod as it is created, before its
+        # parent's reconciler writes the group's marks, so the webhook never sees the StatefulSet's index-label
+        # annotation and the pod gets no kueue.x-k8s.io/pod-group-pod-index label
+        _gate(obj)
         parent_key = serving.parent_of(obj)
         if lookup is not None and parent_key is not None:
             api_version, kind, name = parent_key
@@ -2115,7 +2119,6 @@ def gate_queued_pods(
             manage = context is not None and context(namespace or "default", None).manage_jobs_without_queue_name
             parent = lookup(api_version, kind, namespace, name)
             serving.pod_defaults(obj, parent, manage_jobs_without_queue_name=manage)
-        _gate(obj)
         return
     _kueue_default(ref, obj, context=context)
 

@@ -175,6 +175,11 @@ class StoredObjects:
         stored = self.objects.get(("Workload", namespace, name)) or {}
         return objects.meta(stored).get("uid", "")
 
+    def workload_created_ms(self, namespace: str, name: str) -> int:
+        """The ``metadata.creationTimestamp`` the server gave Workload ``namespace/name`` (ms since the epoch; 0 if
+        we have not seen it)."""
+        return created_ms(self.objects.get(("Workload", namespace, name)))
+
     def resource_version(self, namespace: str, name: str) -> str:
         """The resourceVersion of Workload ``namespace/name`` as last written or read ("" if we have not seen it)."""
         stored = self.objects.get(("Workload", namespace, name)) or {}
@@ -555,6 +560,7 @@ class WorkloadSync:
         )
         wanted = status.with_object_uids(wanted, self.stored.object_uid)
         wanted = self._with_replacement_condition(wl, stored, wanted, generation=generation)
+        wanted = status.not_before(wanted, created_ms(stored))
         if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
             identity: dict[str, Any] = {
                 "apiVersion": resources.WORKLOADS.api_version,
@@ -813,6 +819,7 @@ class WorkloadSync:
         generation = int(objects.meta(stored or {}).get("generation") or meta.generation or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         wanted = status.with_object_uids(wanted, self.stored.object_uid)
+        wanted = status.not_before(wanted, created_ms(stored))
         if stored is None or _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
             body = {
                 "apiVersion": resources.WORKLOADS.api_version,
@@ -857,6 +864,16 @@ class WorkloadSync:
             self.record(publish)
         else:
             await publish
+
+
+def created_ms(stored: Mapping[str, Any] | None) -> int:
+    """The ``metadata.creationTimestamp`` of an object as the server returned it (ms since the epoch; 0 for none,
+    or one that does not parse)."""
+    value = ((stored or {}).get("metadata") or {}).get("creationTimestamp")
+    try:
+        return manifests.parse_time_ms(value)
+    except manifests.ManifestError:
+        return 0
 
 
 def nomination_first(stored_status: Any, wanted: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -5,11 +5,14 @@ as Events (QuotaReserved, Admitted, Pending with its reason, Preempted, and the
 jobs' CreatedWorkload, Started, Stopped, FinishedWorkload, UpdatedWorkload,
 UpdatedAdmissionCheck). Which Events a decision makes is pure
 (:mod:`kueue_es.services.dispatcher.kube_events`); this module writes them, for the
-workloads whose Workload object the dispatcher writes, after each batch.
+workloads whose Workload object the dispatcher writes: a batch's decisions' Events once their Workload
+objects are written and before their jobs are (``Dispatcher._dispatch_batch``), made from the fold as it
+stands then, as Kueue's scheduler records them as it decides (a preempted pod's delete, which takes its
+Workload with it, must not come first); the Events of the job writes (Started, Stopped) after them.
 
 Best effort, as Kueue's event recorder: a failed write is logged and dropped. Across a crash, at
-least once: the dispatcher acks a batch's decisions only after its Events (``Dispatcher._dispatch_batch``),
-so a dispatcher that dies between its Job writes and its Events leaves them to the next one, which
+least once: the dispatcher acks a batch's decisions only after all their Events,
+so a dispatcher that dies between its Job writes and their Events leaves them to the next one, which
 carries the decisions out again and writes their Events under the same deterministic names (one that
 was written is AlreadyExists: nothing twice; a series cache starts empty after a restart). The
 Events of decisions about a Workload fold as Kueue's recorder folds them
@@ -311,8 +314,13 @@ class Recording:
     def _body(self, item: kube_events.KubeEvent, *, name: str, uid: str = "") -> dict[str, Any]:
         """``item`` as the Event object ``name`` to write (:func:`~kueue_es.services.dispatcher.kube_events.
         event_object`), about the Workload object's UID when ``uid`` is not given."""
-        if item.job is None and not uid:  # about the Workload object: the UID the server gave it
-            uid = self.stored.workload_uid(item.workload.namespace, item.workload.name)
+        if item.job is None:
+            # about the Workload object: the UID the server gave it, and not dated before the object was made (the
+            # log may decide before the dispatcher makes it; Kueue records on an object that exists)
+            created_ms = self.stored.workload_created_ms(item.workload.namespace, item.workload.name)
+            if item.at_ms < created_ms:
+                item = dataclasses.replace(item, at_ms=created_ms)
+            uid = uid or self.stored.workload_uid(item.workload.namespace, item.workload.name)
         body = kube_events.event_object(item, name=name, uid=uid)
         # the workloads it names by their Workload object UIDs, as Kueue does
         body["message"] = kube_events.truncate(status.with_object_uid(item.message, self.stored.object_uid))

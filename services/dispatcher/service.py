@@ -242,7 +242,7 @@ class Dispatcher:
         item = kube_events.on_pod(namespace, name, uid, reason=reason, message=message, at_ms=wall_clock_ms())
         self.recording.job_event(item, suffix=f"created.{what}.{uid or name}")  # the names Events had before
         if self._pod_events_flush is None or self._pod_events_flush.done():
-            self._pod_events_flush = asyncio.ensure_future(self.record_events([]))
+            self._pod_events_flush = asyncio.ensure_future(self.record_events())
 
     @property
     def state(self) -> ClusterState:
@@ -602,6 +602,13 @@ class Dispatcher:
         keys = [workload_key(event) for _, event in decoded]
         self.recording.before_writes(keys)  # the objects Kueue would have decided on, for its Events' keys
         await self.sync_workloads(keys)
+        # the decisions' own Events once their Workload objects are written and before their jobs are: Kueue's
+        # scheduler records them as it decides, on the objects it decided on, before any job reconciler acts (a
+        # preempted pod deleted takes its Workload with it), and they are made from the fold as it stands now,
+        # not from one that has since folded what the job writes brought about
+        await self.record_decision_events(
+            [(d.message.seq, event) for d, event in decoded], places=[carried.decision_index(d) for d, _ in decoded]
+        )
         try:
             for delivery, event in decoded:
                 await self._execute(consumer, delivery, event, done=done)
@@ -619,13 +626,12 @@ class Dispatcher:
                     async with asyncio.timeout(RESULTS_ON_FAILURE_SECONDS):
                         await asyncio.shield(written)
             raise
-        # the batch's Events before its acks (its results are published meanwhile): a dispatcher that dies in
-        # between leaves the decisions unacked, so the one after it gets them again, carries them out again
-        # (a write that changes nothing) and writes their Events under the same names (AlreadyExists for
-        # those written): at least once. Acked first, a kill there lost them (a Job that ran, no Started).
-        await self.record_events(
-            [(d.message.seq, event) for d, event in decoded], places=[carried.decision_index(d) for d, _ in decoded]
-        )
+        # the job writes' Events (Started, Stopped) before the batch's acks (its results are published
+        # meanwhile): a dispatcher that dies in between leaves the decisions unacked, so the one after it gets
+        # them again, carries them out again (a write that changes nothing) and writes their Events under the
+        # same names (AlreadyExists for those written): at least once. Acked first, a kill there lost them (a
+        # Job that ran, no Started).
+        await self.record_events()
         if done:
             joined.append(self.settling.settle(done))
             # one turn of the loop for the batch's result publishes and settling: with Job writes that never
@@ -644,12 +650,23 @@ class Dispatcher:
         if self._ready():
             await self.workloads.sync(keys)
 
-    async def record_events(self, decisions: list[tuple[int, types.Event]], *, places: Sequence[int] = ()) -> None:
-        """Write the Kubernetes Events of these decisions (``(log sequence, decision)``; ``places``: each one's
-        place among its record's carried decisions, 0 for one of its own message) and of the batch's job writes
+    async def record_decision_events(
+        self, decisions: list[tuple[int, types.Event]], *, places: Sequence[int] = ()
+    ) -> None:
+        """Write the job Events collected so far (a Workload object's CreatedWorkload) and the Kubernetes Events of
+        these decisions (``(log sequence, decision)``; ``places``: each one's place among its record's carried
+        decisions, 0 for one of its own message), before their job writes
         (:class:`~kueue_es.services.dispatcher.recording.Recording`)."""
         if self._ready():
             await self.recording.record(decisions, places=places)
+        else:
+            self.recording.discard_job_events()
+
+    async def record_events(self) -> None:
+        """Write the job Events collected (those of the batch's job writes: Started, Stopped) and the Warnings of
+        the objects refused since the last call (:class:`~kueue_es.services.dispatcher.recording.Recording`)."""
+        if self._ready():
+            await self.recording.record([])
             await self.recording.rejections()
         else:
             self.recording.discard_job_events()

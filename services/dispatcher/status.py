@@ -19,7 +19,8 @@ Where this differs from Kueue, on purpose:
 
 * The Workload's pod templates are the job's, as Kueue's, when the dispatcher
   could read them (:func:`workload_object`'s ``templates``; each container's
-  repeated environment variables kept once, :func:`without_repeated_env`); otherwise each is
+  repeated environment variables kept once, :func:`without_repeated_env`; each quantity as a typed
+  client writes it, ``"1"`` for a custom resource's ``cpu: 1``); otherwise each is
   rebuilt from the folded workload: one container per pod set, named after it,
   carrying the effective per-pod requests (SEMANTICS §2.3), with the template's
   own nodeSelector, tolerations and required node affinity. The log keeps
@@ -60,7 +61,7 @@ from typing import Any, assert_never
 
 import msgspec
 
-from kueue_es.events import manifests, models, slices, types
+from kueue_es.events import manifests, models, quantities, slices, types
 from kueue_es.events.quantities import Format, format_quantity, to_quantity
 from kueue_es.jobframework import integrations, workloads
 from kueue_es.jobframework.integrations import serving
@@ -1261,6 +1262,11 @@ def _pod_set(pod_set: models.PodSet, template: Mapping[str, Any] | None = None) 
     out: dict[str, Any] = {"name": pod_set.name, "count": pod_set.count}
     if template is not None:
         out["template"] = without_repeated_env(template)
+        spec = out["template"].get("spec")
+        if isinstance(spec, dict):
+            # Kueue's typed client writes each Quantity as resource.Quantity encodes it ("1", "500m"), whatever
+            # the job's template had: a custom resource's (a JobSet's, ...) is stored as sent (cpu: 1)
+            quantities.canonical_pod_spec(spec)
     else:
         out["template"] = {"spec": _pod_spec(pod_set)}
     if pod_set.min_count is not None:
@@ -1400,6 +1406,27 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
     if record.nominated:
         status["nominatedClusterNames"] = list(record.nominated)
     return status
+
+
+def not_before(wanted: dict[str, Any], created_ms: int) -> dict[str, Any]:
+    """``wanted`` (a Workload's status) with no condition's and no admission check's ``lastTransitionTime`` before
+    ``created_ms``, its object's ``metadata.creationTimestamp`` (0: unknown, left as it is). The log may decide on
+    a workload before the dispatcher made its object (the admitter reads the watcher's fact), while in Kueue the
+    Workload exists before anything is set on it: a transition the log dates earlier is shown at the creation,
+    what Kueue's controllers would have written once the object was there. The log's times stay as they are."""
+    if created_ms <= 0:
+        return wanted
+    floor = manifests.format_time_ms(created_ms)
+
+    def later(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**e, "lastTransitionTime": floor} if e["lastTransitionTime"] < floor else e for e in entries]
+
+    out = wanted
+    for name in ("conditions", "admissionChecks"):
+        entries = wanted.get(name)
+        if entries and any(e["lastTransitionTime"] < floor for e in entries):
+            out = {**out, name: later(entries)}
+    return out
 
 
 def topology_assignment_dict(ta: models.TopologyAssignment) -> dict[str, Any]:

@@ -112,6 +112,11 @@ async def test_sample_jobset_starts_on_its_flavor_reports_pods_ready_and_stops(a
         [owner] = wl["metadata"]["ownerReferences"]
         assert (owner["kind"], owner["name"], owner["uid"]) == ("JobSet", name, created["metadata"]["uid"])
         assert [ps["name"] for ps in wl["spec"]["podSets"]] == ["workers", "driver"]
+        # the sample's bare numbers (cpu: 1, a custom resource is stored as sent) as Kueue's typed client writes them
+        assert [ps["template"]["spec"]["containers"][0]["resources"] for ps in wl["spec"]["podSets"]] == [
+            {"requests": {"cpu": "1", "memory": "200Mi"}},
+            {"requests": {"cpu": "2", "memory": "200Mi"}},
+        ]
 
         # the JobSet controller: one Job per replicated job, active but not ready yet, then ready
         running_status = [{"name": "workers", "active": 1, "ready": 0}, {"name": "driver", "active": 1, "ready": 0}]

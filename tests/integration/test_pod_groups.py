@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kueue_es import deciders
-from kueue_es.events import types
+from kueue_es.events import manifests, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.jobframework import pods as pod_integration
 from kueue_es.services.kube import client as kube
@@ -36,6 +36,7 @@ from tests.integration.harness import (
     until_steady,
     wait_for,
 )
+from tests.kube import examples
 
 # several seconds of services or kubectl per test: .ci/run's slow stage runs them (README command under 10 minutes)
 pytestmark = [pytest.mark.timeout(60), pytest.mark.slow]
@@ -665,3 +666,44 @@ async def group_warnings(api: Any) -> list[dict[str, Any]]:
     """The Warning Events about pods in ``default``."""
     listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
     return [e for e in listed if e["type"] == "Warning" and e["involvedObject"]["kind"] == "Pod"]
+
+
+async def test_a_groups_workload_conditions_are_never_older_than_the_workload(api, bus: MemoryBus) -> None:
+    """Kueue's pod-group sample (kueue-pod-group.yaml, as it is), admitted before the dispatcher made its Workload
+    object (the watcher's fact is what the admitter decides from; here the dispatcher comes a second late). In
+    Kueue the Workload exists before the scheduler admits it, so no condition's lastTransitionTime (nor an
+    admission check's) is before its ``metadata.creationTimestamp``, nor is an Event about it. Found by a user's
+    trial: created 12:44:43Z, QuotaReserved and Admitted at 12:44:42Z, the decision's time."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(Watcher(bus=bus, api=api).run(), admitter(bus).run()):
+        await set_up_queues(api, cpu=9)
+        for doc in examples.load("pods-kueue/kueue-pod-group.yaml"):
+            await kube.apply_manifest(api, {**doc, "metadata": {**doc["metadata"], "namespace": "default"}})
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        await asyncio.sleep(1.2)  # the dispatcher lags a second behind the decision
+        started = [
+            dispatcher.fold_forever(),
+            dispatcher.consume(consumer),
+            dispatcher.watch_pods(),
+            dispatcher.ungate_forever(),
+        ]
+        async with running(*started):
+            await pods_until(api, lambda pods: len(ungated(pods)) == 2)
+
+            async def group_workload() -> dict[str, Any] | None:
+                listed, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+                return next((w for w in listed if w["metadata"]["name"] == "sample-group"), None)
+
+            workload = await until_steady(group_workload, what="the group's Workload")
+            listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    assert workload is not None
+    created = workload["metadata"]["creationTimestamp"]
+    assert manifests.parse_time_ms(created) > admitted.at_ms  # made after the decision: the case at hand
+    times = {c["type"]: c["lastTransitionTime"] for c in workload["status"]["conditions"]}
+    assert {"QuotaReserved", "Admitted"} <= set(times)
+    assert all(manifests.parse_time_ms(t) >= manifests.parse_time_ms(created) for t in times.values()), (created, times)
+    about = [e for e in listed if e["involvedObject"]["kind"] == "Workload"]
+    assert {e["reason"] for e in about} >= {"QuotaReserved", "Admitted"}
+    for event in about:
+        for field in ("eventTime", "firstTimestamp", "lastTimestamp"):
+            assert manifests.parse_time_ms(event[field]) >= manifests.parse_time_ms(created), (created, event)

@@ -380,6 +380,9 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
             return eventually(api, resources.WORKLOADS, namespace="default", name=name, check=check)
 
         await workload_where(lambda o: "Admitted" in conditions(o))
+        # started before it is evicted: the Workload's Admitted (and its Events) come before the Job's start, and
+        # a Job whose eviction is on the log before its start was written is not started (nor stopped)
+        await eventually(api, JOBS, namespace="default", name="victim", check=lambda o: o["spec"]["suspend"] is False)
         await commit(bus, eviction(ref))
         evicted = await workload_where(lambda o: "Evicted" in conditions(o))
         await wait_for(bus, types.WorkloadStopped)  # the Job is suspended and runs no pod
@@ -396,7 +399,9 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
         requeued = await workload_where(lambda o: "Requeued" in conditions(o))
         await commit(bus, reservation, types.admitted(reservation, at_ms=0))
         readmitted = await workload_where(lambda o: conditions(o)["QuotaReserved"]["status"] == "True")
-        complete = [{"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:10:00Z"}]
+        # the Job's own finish time (after its Workload was made, as a finish is), kept by Finished
+        completed_at = manifests.format_time_ms(int(time.time() * 1000) + 60_000)
+        complete = [{"type": "Complete", "status": "True", "lastTransitionTime": completed_at}]
         await kube.patch_object(
             api,
             JOBS,
@@ -441,7 +446,7 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
 
     assert conditions(finished)["Finished"] == condition("Finished", True, "Succeeded", "Job finished successfully")
     finished_at = [c for c in finished["status"]["conditions"] if c["type"] == "Finished"][0]["lastTransitionTime"]
-    assert finished_at == "2026-01-01T00:10:00Z"
+    assert finished_at == completed_at
     assert finished["status"]["admission"]["clusterQueue"] == "cluster-queue"
     listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
     on_job = [(e["reason"], e["message"]) for e in listed if e["involvedObject"]["kind"] == "Job"]

@@ -125,6 +125,9 @@ class _Stored:
     def workload_uid(self, namespace: str, name: str) -> str:
         return f"uid-{name}"
 
+    def workload_created_ms(self, namespace: str, name: str) -> int:
+        return 0
+
     def object_uid(self, log_uid: str) -> str:
         return ""
 
