@@ -299,6 +299,42 @@ def test_weighted_share_of_every_cluster_queue_while_fair_sharing_is_on() -> Non
     assert shares == {"a": ("team", 250.0), "b": ("team", 0.0), "alone": ("", 0.0)}
 
 
+def test_weighted_share_of_every_cohort_object_a_root_at_0_a_zero_weight_borrower_at_inf() -> None:
+    """Kueue's cohort controller reports kueue_cohort_weighted_share for every Cohort it reconciles
+    (cohort_controller.go updateCohortStatusIfChanged, the share of cache.go CohortStats): a root Cohort at 0
+    (dominantResourceShare of a node without a parent), a Cohort of weight 0 that borrows at +Inf as
+    PreciseWeightedShare gives it (only the ClusterQueue's reportWeightedShare turns +Inf into NaN); a cohort
+    no Cohort object names is no Cohort the controller reconciles: no series."""
+    team_a, team_b = _cohort("team-a", "org"), _cohort("team-b", "org")
+    team_a["spec"]["fairSharing"] = {"weight": "0"}
+    a, b, c, d = (cluster_queue(name, cpu=4) for name in ("a", "b", "c", "d"))
+    a["spec"]["cohortName"], b["spec"]["cohortName"] = "team-a", "team-b"
+    c["spec"]["cohortName"] = d["spec"]["cohortName"] = "implicit"
+    a["spec"]["fairSharing"] = {"weight": "0"}
+    wide = _job("wide", cpus=6, second=0)
+    wide["metadata"]["uid"] = "uid-wide"
+    wide["spec"]["queueName"] = "queue-a"
+    ref = types.WorkloadRef(namespace="default", name="wide", uid="uid-wide")
+    assignment = types.PodSetAssignment(
+        name="main", flavors={"cpu": "default-flavor"}, resource_usage={"cpu": 6000}, count=6
+    )
+    reserved = types.QuotaReserved(workload=ref, cluster_queue="a", pod_set_assignments=[assignment], at_ms=1)
+    on = types.ConfigurationObserved(configuration=models.Configuration(fair_sharing=models.FairSharingConfig()))
+    org = {"apiVersion": API, "kind": "Cohort", "metadata": {"name": "org"}, "spec": {}}
+    facts = [flavor("default-flavor"), org, team_a, team_b, a, b, c, d, local_queue("queue-a", "a")]
+    view = core.DispatchState()
+    for seq, item in enumerate([on, *map(convert.kueue_fact, facts), convert.kueue_fact(wide), reserved], start=1):
+        core.fold(view, item, seq=seq)
+    samples = _samples(view.cluster)
+    cohorts = {
+        dict(labels)["cohort"]: value
+        for (name, labels), value in samples.items()
+        if name == "kueue_cohort_weighted_share"
+    }
+    assert cohorts == {"org": 0.0, "team-a": math.inf, "team-b": 0.0}
+    assert math.isnan(_value(samples, "kueue_cluster_queue_weighted_share", cluster_queue="a", cohort="team-a"))
+
+
 def test_hold_and_drain_eviction_is_counted_with_its_reason_and_the_queue_goes_pending() -> None:
     run = run_scenario(load_scenario(SCENARIOS / "config" / "clusterqueue-hold-and-drain-evicts.yaml"))
     samples = _samples(_fold(run.messages))
