@@ -10,6 +10,7 @@ the same metrics as one from message #1.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,17 +48,46 @@ def _reference() -> list[dict[str, Any]]:
     return yaml.safe_load((FIXTURES / "metrics" / "kueue-reference.yaml").read_text())["families"]
 
 
-def test_every_family_of_kueues_reference_with_its_type_labels_and_buckets() -> None:
+def test_every_family_of_kueues_reference_with_its_type_labels_help_and_buckets() -> None:
     reference = {family["name"]: family for family in _reference()}
     ours = {family.name: family for family in FAMILIES}
     assert sorted(ours) == sorted(reference)
     for name, family in reference.items():
         mine = ours[name]
-        assert (mine.kind, list(mine.labels)) == (family["type"], family["labels"]), name
+        assert (mine.kind, list(mine.labels), mine.help) == (family["type"], family["labels"], family["help"]), name
         if mine.kind == "histogram":
             assert [bound / 1000 for bound in mine.buckets] == family["buckets"], name
         else:
             assert mine.buckets == (), name
+
+
+def _help_lines(exposition: str) -> dict[str, str]:
+    """The ``# HELP`` lines of a text exposition: family name -> help text, unescaped (``\\n`` a newline,
+    ``\\\\`` a backslash), as a user reads them with ``curl /metrics | grep HELP``."""
+    out = {}
+    for line in exposition.splitlines():
+        if line.startswith("# HELP "):
+            name, _, text = line.removeprefix("# HELP ").partition(" ")
+            out[name] = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text)
+    return out
+
+
+def test_every_kueue_metric_exported_has_kueues_name_and_help_text() -> None:
+    """A user greps /metrics and compares it with Kueue's: every ``kueue_*`` and ``multikueue_*`` family the
+    exporter serves (``kueue_es_*`` are kueue-es's own) is one of Kueue's, with the help text of its Help
+    field in Kueue's pkg/metrics/metrics.go (tests/fixtures/metrics/kueue-reference.yaml), and every one of
+    Kueue's families is served."""
+    reference = {family["name"]: family["help"] for family in _reference()}
+    registry = CollectorRegistry()
+    state = _fold(_preemption_run().messages)
+    registry.register(KueueCollector(lambda: state, active=None))
+    served = {
+        name: text
+        for name, text in _help_lines(generate_latest(registry).decode()).items()
+        if name.startswith(("kueue_", "multikueue_")) and not name.startswith("kueue_es_")
+    }
+    assert sorted(served) == sorted(reference)
+    assert {name: text for name, text in served.items() if text != reference[name]} == {}
 
 
 def _job(name: str, *, cpus: int, second: int, priority: int = 0) -> dict[str, Any]:
