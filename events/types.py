@@ -644,8 +644,9 @@ class PendingOutcome(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     already holds for it: a head tried again and parked again, a message that changed
     ("N more needed", "no longer fits after processing another workload"), a new
     bookmark. Every reader folds it as the WorkloadInadmissible it stands for, so the
-    state and the Workload's condition follow each one as before (the dispatcher's
-    Kubernetes Events do not: they come from the messages its consumer delivers).
+    state and the Workload's condition follow each one as before; the dispatcher's
+    consumer hands it over after the record's carried decisions, for its Kubernetes Event
+    (``services/dispatcher/carried.py``).
     """
 
     workload: WorkloadRef

@@ -96,6 +96,7 @@ class DispatchSection(msgspec.Struct, array_like=True, forbid_unknown_fields=Tru
     deleted_workloads: list[str] = []  # after it, for the same reason
     not_matching: list[str] = []  # after it, for the same reason
     adopted_admitted: dict[str, int] = {}  # after it, for the same reason
+    object_versions: dict[str, int] = {}  # after it, for the same reason
 
 
 _section_decoder = msgspec.msgpack.Decoder(DispatchSection)
@@ -153,6 +154,7 @@ class DispatchFold:
                 deleted_workloads=list(view.deleted_workloads),
                 not_matching=list(view.not_matching),
                 adopted_admitted=view.adopted_admitted,
+                object_versions=view.object_versions,
             )
         )
 
@@ -175,6 +177,7 @@ class DispatchFold:
             deleted_workloads=dict.fromkeys(section.deleted_workloads),
             not_matching=dict.fromkeys(section.not_matching),
             adopted_admitted=section.adopted_admitted,
+            object_versions=section.object_versions,
         )
         return cls(view, frozenset(section.orphaned))
 

@@ -72,12 +72,24 @@ def _f(name: str, kind: Kind, labels: tuple[str, ...], help: str, buckets: tuple
 
 FAMILIES: Final[tuple[Family, ...]] = (
     # health
-    _f("kueue_admission_attempts_total", "counter", ("result", _R), "The total number of attempts to admit workloads."),
+    _f(
+        "kueue_admission_attempts_total",
+        "counter",
+        ("result", _R),
+        "The total number of attempts to admit workloads.\n"
+        "Each admission attempt might try to admit more than one workload.\n"
+        "The label 'result' can have the following values:\n"
+        "- 'success' means that at least one workload was admitted.,\n"
+        "- 'inadmissible' means that no workload was admitted.",
+    ),
     _f(
         "kueue_admission_attempt_duration_seconds",
         "histogram",
         ("result", _R),
-        "The latency of an admission attempt.",
+        "The latency of an admission attempt.\n"
+        "The label 'result' can have the following values:\n"
+        "- 'success' means that at least one workload was admitted.,\n"
+        "- 'inadmissible' means that no workload was admitted.",
         PROMETHEUS_DEFAULT,
     ),
     _f(
@@ -91,60 +103,59 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "kueue_workload_creation_latency_seconds",
         "histogram",
         ("job_kind", _R),
-        "The time between a job was created until its workload was created, per 'job_kind'.",
+        "The time between a job was created until its workload was created, per 'job_kind'. Entries are only recorded for objects with generation 1.",
         CREATION_LATENCY,
     ),
     _f(
         "multikueue_workloads_admitted_total",
         "counter",
         ("cluster_queue", "cluster", _R),
-        "The total number of remote workload admissions on a worker cluster.",
+        "The total number of remote workload admissions on a worker cluster, per 'cluster_queue' and 'cluster'. A workload may be counted more than once if it is evicted and re-admitted.",
     ),
     _f(
         "multikueue_workloads_dispatched_total",
         "counter",
         ("cluster_queue", "cluster", _R),
-        "The total number of remote workloads created by the MultiKueue manager on a worker cluster.",
+        "The total number of remote workloads created by the MultiKueue manager on a worker cluster, per 'cluster_queue' and 'cluster'.",
     ),
     # ClusterQueue
     _f(
         "kueue_admission_checks_wait_time_seconds",
         "histogram",
         _CQ_PC,
-        "The time from when a workload got the quota reservation until admission, per 'cluster_queue'.",
+        "The time from when a workload got the quota reservation until admission, per 'cluster_queue'",
         EXP_14,
     ),
     _f(
         "kueue_admission_cycle_preemption_skips",
         "gauge",
         ("cluster_queue", _R),
-        "The number of Workloads in the ClusterQueue that got preemption candidates but had to be skipped "
-        "because other ClusterQueues needed the same resources in the same cycle.",
+        "The number of Workloads in the ClusterQueue that got preemption candidates but had to be skipped because other ClusterQueues needed the same resources in the same cycle",
     ),
     _f(
         "kueue_admission_wait_time_seconds",
         "histogram",
         _CQ_PC,
-        "The time between a workload was created or requeued until admission, per 'cluster_queue'.",
+        "The time between a workload was created or requeued until admission, per 'cluster_queue'",
         EXP_16,
     ),
     _f(
         "kueue_admitted_active_workloads",
         "gauge",
         ("cluster_queue", _R),
-        "The number of admitted Workloads that are active, per 'cluster_queue'.",
+        "The number of admitted Workloads that are active, per 'cluster_queue'",
     ),
     _f(
         "kueue_admitted_workloads_total",
         "counter",
         _CQ_PC,
-        "The total number of admitted workloads per 'cluster_queue'.",
+        "The total number of admitted workloads per 'cluster_queue'",
     ),
     _f(
         "kueue_build_info",
         "gauge",
         ("git_version", "git_commit", "build_date", "go_version", "compiler", "platform"),
-        "Kueue build information. 1 labeled by git version, git commit, build date, go version, compiler, platform.",
+        "Kueue build information. 1 labeled by git version, git commit, build date, go version, compiler, platform",
     ),
     _f(
         "kueue_cluster_queue_info",
@@ -156,32 +167,60 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "kueue_cluster_queue_resource_pending",
         "gauge",
         ("cluster_queue", "resource", _R),
-        "Reports the cluster_queue's total pending resource requests.",
+        "Reports the cluster_queue's total pending resource requests. Unlike resource_reservation, pending workloads have not yet been assigned to flavors.",
     ),
     _f(
         "kueue_cluster_queue_status",
         "gauge",
         ("cluster_queue", "status", _R),
-        "Reports 'cluster_queue' with its 'status' (with possible values 'pending', 'active' or 'terminating').",
+        "Reports 'cluster_queue' with its 'status' (with possible values 'pending', 'active' or 'terminated').\n"
+        "For a ClusterQueue, the metric only reports a value of 1 for one of the statuses.",
     ),
     _f(
         "kueue_evicted_workloads_once_total",
         "counter",
         ("cluster_queue", "reason", "underlying_cause", "priority_class", _R),
-        "The number of unique workload evictions per 'cluster_queue'.",
+        "The number of unique workload evictions per 'cluster_queue',\n"
+        "The label 'reason' can have the following values:\n"
+        '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
+        '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
+        '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
+        '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
+        '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
+        '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
+        '- "Deactivated" means that the workload was evicted because spec.active is set to false.\n'
+        "The label 'underlying_cause' can have the following values:\n"
+        "- \"\" means that the value in 'reason' label is the root cause for eviction.\n"
+        '- "WaitForStart" means that the pods have not been ready since admission, or the workload is not admitted.\n'
+        '- "WaitForRecovery" means that the Pods were ready since the workload admission, but some pod has failed.\n'
+        '- "AdmissionCheck" means that the workload was evicted by Kueue due to a rejected admission check.\n'
+        '- "MaximumExecutionTimeExceeded" means that the workload was evicted by Kueue due to maximum execution time exceeded.\n'
+        '- "RequeuingLimitExceeded" means that the workload was evicted by Kueue due to requeuing limit exceeded.',
     ),
     _f(
         "kueue_evicted_workloads_total",
         "counter",
         ("cluster_queue", "reason", "underlying_cause", "priority_class", _R),
-        "The number of evicted workloads per 'cluster_queue'.",
+        "The number of evicted workloads per 'cluster_queue',\n"
+        "The label 'reason' can have the following values:\n"
+        '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
+        '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
+        '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
+        '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
+        '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
+        '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
+        '- "Deactivated" means that the workload was evicted because spec.active is set to false.\n'
+        "The label 'underlying_cause' can have the following values:\n"
+        "- \"\" means that the value in 'reason' label is the root cause for eviction.\n"
+        '- "AdmissionCheck" means that the workload was evicted by Kueue due to a rejected admission check.\n'
+        '- "MaximumExecutionTimeExceeded" means that the workload was evicted by Kueue due to maximum execution time exceeded.\n'
+        '- "RequeuingLimitExceeded" means that the workload was evicted by Kueue due to requeuing limit exceeded.',
     ),
     _f(
         "kueue_execution_time_seconds",
         "histogram",
         _CQ_PC,
-        "The total execution time of a finished admitted workload (from first admission to completion, "
-        "including time across evict/readmit cycles), per 'cluster_queue'.",
+        "The total execution time of a finished admitted workload (from first admission to completion, including time across evict/readmit cycles), per 'cluster_queue'",
         EXP_16,
     ),
     _f(
@@ -194,64 +233,93 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "kueue_finished_workloads_total",
         "counter",
         _CQ_PC,
-        "The total number of finished workloads per 'cluster_queue'.",
+        "The total number of finished workloads per 'cluster_queue'",
     ),
     _f(
         "kueue_pending_scheduling_hashes",
         "gauge",
         ("cluster_queue", "status", _R),
-        "The number of unique pending scheduling equivalence hashes, per 'cluster_queue' and 'status'.",
+        "The number of unique pending scheduling equivalence hashes, per 'cluster_queue' and 'status'. Reported only when SchedulingEquivalenceHashing is enabled.\n"
+        "'status' can have the following values:\n"
+        '- "active" means that the workloads are in the admission queue.\n'
+        '- "inadmissible" means there was a failed admission attempt for these workloads and they won\'t be retried until cluster conditions, which could make this workload admissible, change',
     ),
     _f(
         "kueue_pending_workloads",
         "gauge",
         ("cluster_queue", "status", _R),
-        "The number of pending workloads, per 'cluster_queue' and 'status' (active or inadmissible).",
+        "The number of pending workloads, per 'cluster_queue' and 'status'.\n"
+        "'status' can have the following values:\n"
+        '- "active" means that the workloads are in the admission queue.\n'
+        '- "inadmissible" means there was a failed admission attempt for these workloads and they won\'t be retried until cluster conditions, which could make this workload admissible, change',
     ),
     _f(
         "kueue_pods_ready_to_evicted_time_seconds",
         "histogram",
         ("cluster_queue", "reason", "underlying_cause", _R),
-        "The number of seconds between a workload's pods being ready and eviction workloads per 'cluster_queue'.",
+        "The number of seconds between a workload's pods being ready and eviction workloads per 'cluster_queue',\n"
+        "The label 'reason' can have the following values:\n"
+        '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
+        '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
+        '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
+        '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
+        '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
+        '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
+        '- "Deactivated" means that the workload was evicted because spec.active is set to false.\n'
+        "The label 'underlying_cause' can have the following values:\n"
+        "- \"\" means that the value in 'reason' label is the root cause for eviction.\n"
+        '- "AdmissionCheck" means that the workload was evicted by Kueue due to a rejected admission check.\n'
+        '- "MaximumExecutionTimeExceeded" means that the workload was evicted by Kueue due to maximum execution time exceeded.\n'
+        '- "RequeuingLimitExceeded" means that the workload was evicted by Kueue due to requeuing limit exceeded.',
         EXP_14,
     ),
     _f(
         "kueue_preempted_workloads_total",
         "counter",
         ("preempting_cluster_queue", "reason", _R),
-        "The number of preempted workloads per 'preempting_cluster_queue'.",
+        "The number of preempted workloads per 'preempting_cluster_queue',\n"
+        "The label 'reason' can have the following values:\n"
+        '- "InClusterQueue" means that the workload was preempted by a workload in the same ClusterQueue.\n'
+        '- "InCohortReclamation" means that the workload was preempted by a workload in the same cohort due to reclamation of nominal quota.\n'
+        '- "InCohortFairSharing" means that the workload was preempted by a workload in the same cohort Fair Sharing.\n'
+        '- "InCohortReclaimWhileBorrowing" means that the workload was preempted by a workload in the same cohort due to reclamation of nominal quota while borrowing.',
     ),
     _f(
         "kueue_preemption_target_recomputations_total",
         "counter",
         ("cluster_queue", "result", _R),
-        "The total number of preemption target recomputations triggered when a workload's preemption targets "
-        "overlap with targets selected by another workload in the same scheduling cycle.",
+        "The total number of preemption target recomputations triggered when a workload's preemption\n"
+        "targets overlap with targets selected by another workload in the same scheduling cycle.\n"
+        "The label 'result' can have the following values:\n"
+        "- 'new_targets' means the recomputation resolved the overlap by selecting non-overlapping targets.\n"
+        "- 'deferred_fit' means the workload will fit only after earlier preemptions in the cycle complete.\n"
+        "- 'skipped' means recomputation produced neither a deferred fit nor a fit with non-overlapping targets, including cases where overlap is removed but the workload still fails the fit check.\n"
+        "Globally configured custom ClusterQueue labels are also appended to the base labels.",
     ),
     _f(
         "kueue_quota_reserved_wait_time_seconds",
         "histogram",
         _CQ_PC,
-        "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'.",
+        "The time between a workload was created or requeued until it got quota reservation, per 'cluster_queue'",
         EXP_14,
     ),
     _f(
         "kueue_quota_reserved_workloads_total",
         "counter",
         _CQ_PC,
-        "The total number of quota reserved workloads per 'cluster_queue'.",
+        "The total number of quota reserved workloads per 'cluster_queue'",
     ),
     _f(
         "kueue_replaced_workload_slices_total",
         "counter",
         ("cluster_queue", _R),
-        "The number of replaced workload slices per 'cluster_queue'.",
+        "The number of replaced workload slices per 'cluster_queue'",
     ),
     _f(
         "kueue_reserving_active_workloads",
         "gauge",
         ("cluster_queue", _R),
-        "The number of Workloads that are reserving quota, per 'cluster_queue'.",
+        "The number of Workloads that are reserving quota, per 'cluster_queue'",
     ),
     _f(
         "kueue_unadmitted_workloads",
@@ -264,7 +332,18 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "kueue_workload_eviction_latency_seconds",
         "histogram",
         ("cluster_queue", "reason", _R),
-        "The time from workload eviction until the workload returns to Pending (quota released).",
+        "The time from workload eviction (WorkloadEvicted condition becomes True) until the workload returns to Pending (quota released).\n"
+        "Observed on status transition from admitted or quota-reserved to pending while WorkloadEvicted remains True.\n"
+        "Each matching update observes one latency sample (seconds) into this histogram; Prometheus aggregates samples across workloads.\n"
+        "Uses the eviction condition LastTransitionTime on the updated object as the start time; cluster_queue is taken from status.admission.cluster_queue on the pre-update object when set and non-empty (otherwise no sample is recorded for that update).\n"
+        "The label 'reason' can have the following values:\n"
+        '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
+        '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
+        '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
+        '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
+        '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
+        '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
+        '- "Deactivated" means that the workload was evicted because spec.active is set to false.',
         EXP_14,
     ),
     # LocalQueue
@@ -272,45 +351,60 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "kueue_local_queue_admission_checks_wait_time_seconds",
         "histogram",
         _LQ_PC,
-        "The time from when a workload got the quota reservation until admission, per 'local_queue'.",
+        "The time from when a workload got the quota reservation until admission, per 'local_queue'",
         EXP_14,
     ),
     _f(
         "kueue_local_queue_admission_fair_sharing_usage",
         "gauge",
         ("name", "namespace", "cluster_queue", _R),
-        "Reports a value representing the LocalQueue's Admission Fair Sharing usage.",
+        "Reports a value representing the LocalQueue's Admission Fair Sharing usage,\n"
+        "calculated from the resource-weighted sum of consumed resources and pending\n"
+        "admission penalties, divided by the LocalQueue's fair sharing weight",
     ),
     _f(
         "kueue_local_queue_admission_wait_time_seconds",
         "histogram",
         _LQ_PC,
-        "The time between a workload was created or requeued until admission, per 'local_queue'.",
+        "The time between a workload was created or requeued until admission, per 'local_queue'",
         EXP_14,
     ),
     _f(
         "kueue_local_queue_admitted_active_workloads",
         "gauge",
         ("name", "namespace", _R),
-        "The number of admitted Workloads that are active, per 'localQueue'.",
+        "The number of admitted Workloads that are active, per 'localQueue'",
     ),
     _f(
         "kueue_local_queue_admitted_workloads_total",
         "counter",
         _LQ_PC,
-        "The total number of admitted workloads per 'local_queue'.",
+        "The total number of admitted workloads per 'local_queue'",
     ),
     _f(
         "kueue_local_queue_evicted_workloads_total",
         "counter",
         ("name", "namespace", "reason", "underlying_cause", "priority_class", _R),
-        "The number of evicted workloads per 'local_queue'.",
+        "The number of evicted workloads per 'local_queue',\n"
+        "The label 'reason' can have the following values:\n"
+        '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
+        '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
+        '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
+        '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
+        '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
+        '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
+        '- "Deactivated" means that the workload was evicted because spec.active is set to false.\n'
+        "The label 'underlying_cause' can have the following values:\n"
+        "- \"\" means that the value in 'reason' label is the root cause for eviction.\n"
+        '- "AdmissionCheck" means that the workload was evicted by Kueue due to a rejected admission check.\n'
+        '- "MaximumExecutionTimeExceeded" means that the workload was evicted by Kueue due to maximum execution time exceeded.\n'
+        '- "RequeuingLimitExceeded" means that the workload was evicted by Kueue due to requeuing limit exceeded.',
     ),
     _f(
         "kueue_local_queue_execution_time_seconds",
         "histogram",
         _LQ_PC,
-        "The total execution time of a finished admitted workload, per 'local_queue'.",
+        "The total execution time of a finished admitted workload (from first admission to completion, including time across evict/readmit cycles), per 'local_queue'",
         EXP_16,
     ),
     _f(
@@ -323,50 +417,54 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "kueue_local_queue_finished_workloads_total",
         "counter",
         _LQ_PC,
-        "The total number of finished workloads per 'local_queue'.",
+        "The total number of finished workloads per 'local_queue'",
     ),
     _f(
         "kueue_local_queue_pending_workloads",
         "gauge",
         ("name", "namespace", "status", _R),
-        "The number of pending workloads, per 'local_queue' and 'status'.",
+        "The number of pending workloads, per 'local_queue' and 'status'.\n"
+        "'status' can have the following values:\n"
+        '- "active" means that the workloads are in the admission queue.\n'
+        '- "inadmissible" means there was a failed admission attempt for these workloads and they won\'t be retried until cluster conditions, which could make this workload admissible, change',
     ),
     _f(
         "kueue_local_queue_quota_reserved_wait_time_seconds",
         "histogram",
         _LQ_PC,
-        "The time between a workload was created or requeued until it got quota reservation, per 'local_queue'.",
+        "The time between a workload was created or requeued until it got quota reservation, per 'local_queue'",
         EXP_14,
     ),
     _f(
         "kueue_local_queue_quota_reserved_workloads_total",
         "counter",
         _LQ_PC,
-        "The total number of quota reserved workloads per 'local_queue'.",
+        "The total number of quota reserved workloads per 'local_queue'",
     ),
     _f(
         "kueue_local_queue_reserving_active_workloads",
         "gauge",
         ("name", "namespace", _R),
-        "The number of Workloads that are reserving quota, per 'localQueue'.",
+        "The number of Workloads that are reserving quota, per 'localQueue'",
     ),
     _f(
         "kueue_local_queue_resource_reservation",
         "gauge",
         _LQ_FR,
-        "Reports the localQueue's total resource reservation within all the flavors.",
+        "Reports the localQueue's total resource reservation within all the flavors",
     ),
     _f(
         "kueue_local_queue_resource_usage",
         "gauge",
         _LQ_FR,
-        "Reports the localQueue's total resource usage within all the flavors.",
+        "Reports the localQueue's total resource usage within all the flavors",
     ),
     _f(
         "kueue_local_queue_status",
         "gauge",
         ("name", "namespace", "active", _R),
-        "Reports 'localQueue' with its 'active' status (with possible values 'True', 'False', or 'Unknown').",
+        "Reports 'localQueue' with its 'active' status (with possible values 'True', 'False', or 'Unknown').\n"
+        "For a LocalQueue, the metric only reports a value of 1 for one of the statuses.",
     ),
     _f(
         "kueue_local_queue_unadmitted_workloads",
@@ -387,98 +485,104 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "kueue_cohort_subtree_admitted_active_workloads",
         "gauge",
         ("cohort", _R),
-        "The number of admitted Workloads that are active, per cohort's subtree.",
+        "The number of admitted Workloads that are active, per cohort's subtree",
     ),
     _f(
         "kueue_cohort_subtree_admitted_workloads_total",
         "counter",
         ("cohort", "priority_class", _R),
-        "The total number of admitted workloads per cohort's subtree.",
+        "The total number of admitted workloads per cohort's subtree",
     ),
     _f(
         "kueue_cohort_subtree_quota",
         "gauge",
         ("cohort", "flavor", "resource", _R),
-        "Reports the cohort's nominal quota aggregated within the cohort's subtree, per resource and flavor.",
+        "Reports the cohort's nominal quota aggregated within the cohort's subtree. The values are reported per resource and flavor",
     ),
     _f(
         "kueue_cohort_subtree_resource_reservations",
         "gauge",
         ("cohort", "flavor", "resource", _R),
-        "Reports the cohort's resource reservations aggregated within the cohort's subtree, per resource and flavor.",
+        "Reports the cohort's resource reservations aggregated within the cohort's subtree. The values are reported per resource and flavor",
     ),
     _f(
         "kueue_cohort_weighted_share",
         "gauge",
         ("cohort", _R),
-        "The maximum of the ratios of usage above nominal quota to the lendable resources in the Cohort, "
-        "divided by the weight (0: below nominal; NaN: weight zero and borrowing).",
+        "Reports a value that representing the maximum of the ratios of usage above nominal\n"
+        "quota to the lendable resources in the Cohort, among all the resources provided by\n"
+        "the Cohort, and divided by the weight.\n"
+        "If zero, it means that the usage of the Cohort is below the nominal quota.\n"
+        "If the Cohort has a weight of zero and is borrowing, this will return NaN.",
     ),
     # optional: ClusterQueue resources (Kueue: metrics.enableClusterQueueResources)
     _f(
         "kueue_cluster_queue_borrowing_limit",
         "gauge",
         _CQ_FR,
-        "Reports the cluster_queue's resource borrowing limit within all the flavors (+Inf when unset).",
+        "Reports the cluster_queue's resource borrowing limit within all the flavors. If borrowingLimit is unset, this metric reports +Inf.",
     ),
     _f(
         "kueue_cluster_queue_lending_limit",
         "gauge",
         _CQ_FR,
-        "Reports the cluster_queue's resource lending limit within all the flavors (+Inf when unset).",
+        "Reports the cluster_queue's resource lending limit within all the flavors. If lendingLimit is unset, this metric reports +Inf.",
     ),
     _f(
         "kueue_cluster_queue_nominal_quota",
         "gauge",
         _CQ_FR,
-        "Reports the cluster_queue's resource nominal quota within all the flavors.",
+        "Reports the cluster_queue's resource nominal quota within all the flavors",
     ),
     _f(
         "kueue_cluster_queue_resource_reservation",
         "gauge",
         _CQ_FR,
-        "Reports the cluster_queue's total resource reservation within all the flavors.",
+        "Reports the cluster_queue's total resource reservation within all the flavors",
     ),
     _f(
         "kueue_cluster_queue_resource_usage",
         "gauge",
         _CQ_FR,
-        "Reports the cluster_queue's total resource usage within all the flavors.",
+        "Reports the cluster_queue's total resource usage within all the flavors",
     ),
     _f(
         "kueue_cluster_queue_weighted_share",
         "gauge",
         ("cluster_queue", "cohort", _R),
-        "The maximum of the ratios of usage above nominal quota to the lendable resources in the cohort, "
-        "divided by the weight (0: below nominal; NaN: weight zero and borrowing).",
+        "Reports a value that representing the maximum of the ratios of usage above nominal\n"
+        "quota to the lendable resources in the cohort, among all the resources provided by\n"
+        "the ClusterQueue, and divided by the weight.\n"
+        "If zero, it means that the usage of the ClusterQueue is below the nominal quota.\n"
+        "If the ClusterQueue has a weight of zero and is borrowing, this will return NaN.",
     ),
     # optional: waitForPodsReady
     _f(
         "kueue_admitted_until_ready_wait_time_seconds",
         "histogram",
         _CQ_PC,
-        "The time between a workload was admitted until ready, per 'cluster_queue'.",
+        "The time between a workload was admitted until ready, per 'cluster_queue'",
         EXP_14,
     ),
     _f(
         "kueue_local_queue_admitted_until_ready_wait_time_seconds",
         "histogram",
         _LQ_PC,
-        "The time between a workload was admitted until ready, per 'local_queue'.",
+        "The time between a workload was admitted until ready, per 'local_queue'",
         EXP_14,
     ),
     _f(
         "kueue_local_queue_ready_wait_time_seconds",
         "histogram",
         _LQ_PC,
-        "The time between a workload was created or requeued until ready, per 'local_queue'.",
+        "The time between a workload was created or requeued until ready, per 'local_queue'",
         EXP_14,
     ),
     _f(
         "kueue_ready_wait_time_seconds",
         "histogram",
         _CQ_PC,
-        "The time between a workload was created or requeued until ready, per 'cluster_queue'.",
+        "The time between a workload was created or requeued until ready, per 'cluster_queue'",
         EXP_14,
     ),
 )

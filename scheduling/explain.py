@@ -811,7 +811,7 @@ def _fair_sentences(r: ResourceNeed, *, cq: str, cohort: str, policies: Needs) -
         head += "; within its nominal quota it reclaims from borrowers whatever their share"
     lines = [head]
     for q in view.queues:
-        where = f"    {q.cluster_queue} (share {_share(q.share)})"
+        where = "    " + _side(q.cluster_queue, q.side, q.share, common=q.common, own=q.own_share)
         allowed = [(c, s) for c, s in q.allowed if c.usage.get(_fr(r), 0) > 0 and not c.evicted]
         if allowed:
             by_rule: dict[tuple[str, ...], list[str]] = {}
@@ -820,11 +820,23 @@ def _fair_sentences(r: ResourceNeed, *, cq: str, cohort: str, policies: Needs) -
             taken = "; ".join(f"{', '.join(names)} ({', '.join(rules)})" for rules, names in by_rule.items())
             lines.append(f"{where}: fair sharing could take {taken}")
         else:
+            whose = "its" if q.side in ("", q.cluster_queue) else f"{q.cluster_queue}'s"
             lines.append(
-                f"{where}: no strategy lets {cq} (share {_share(q.preemptor_share)}) take its"
-                f" {len(q.refused)} workload{'s' if len(q.refused) != 1 else ''}"
+                f"{where}: no strategy lets {_side(cq, q.preemptor_side, q.preemptor_share, common=q.common)}"
+                f" take {whose} {len(q.refused)} workload{'s' if len(q.refused) != 1 else ''}"
             )
     return lines
+
+
+def _side(cq: str, side: str, value: fairsharing.Share, *, common: str, own: fairsharing.Share | None = None) -> str:
+    """ClusterQueue ``cq`` as fair preemption weighs it: by its own share (``value``) when it is the node compared
+    (``side``, below the cohort ``common``), else by the share of ``side``, its cohort at the level compared,
+    named as such (with ``own``, the ClusterQueue's own share, when given): Kueue's target.go ComputeShares
+    compares the two nodes just below the lowest cohort the preemptor and the target both descend from."""
+    if side in ("", cq):
+        return f"{cq} (share {_share(value)})"
+    mine = f" (share {_share(own)})" if own is not None else ""
+    return f"{cq}{mine} through {side} ({cq}'s cohort at the level compared, below {common}: share {_share(value)})"
 
 
 def _fr(r: ResourceNeed) -> quota.FR:

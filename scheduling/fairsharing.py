@@ -538,9 +538,12 @@ class _TargetOrdering:
 @dataclass(frozen=True, kw_only=True)
 class FairTargetQueue:
     """A ClusterQueue of the cohort as fair preemption weighs it against a preemptor: ``share`` its
-    side's dominant resource share now (it, or its cohort below the common ancestor),
-    ``preemptor_share`` the preemptor's side with the request added; ``allowed`` its candidates that a
-    strategy lets the preemptor take, each with the strategies that do (``("within nominal",)`` when
+    side's dominant resource share now (``side``: it, or its cohort just below ``common``, the lowest
+    cohort both descend from, which Kueue's target.go ComputeShares compares), ``own_share`` the
+    ClusterQueue's own share (what its status shows; the same as ``share`` when ``side`` is itself),
+    ``preemptor_share`` the preemptor's side (``preemptor_side``: its ClusterQueue, or its cohort just
+    below ``common``) with the request added; ``allowed`` its candidates that a strategy lets the
+    preemptor take, each with the strategies that do (``("within nominal",)`` when
     FairSharingPreemptWithinNominal applies); ``refused`` those no strategy allows."""
 
     cluster_queue: str
@@ -548,6 +551,10 @@ class FairTargetQueue:
     preemptor_share: Share
     allowed: tuple[tuple[preemption.Candidate, tuple[str, ...]], ...]
     refused: tuple[preemption.Candidate, ...]
+    side: str = ""
+    preemptor_side: str = ""
+    common: str = ""
+    own_share: Share | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -590,7 +597,8 @@ def fair_view(
         queues: list[FairTargetQueue] = []
         for name, found in by_cq.items():
             target_cq = tree.cluster_queues[name]
-            preemptor_new, target_old = search._shares(target_cq)
+            mine, theirs = search._almost_lcas(target_cq)
+            preemptor_new, target_old = share(mine, weights), share(theirs, weights)
             allowed: list[tuple[preemption.Candidate, tuple[str, ...]]] = []
             refused: list[preemption.Candidate] = []
             for candidate in found:
@@ -619,6 +627,10 @@ def fair_view(
                     preemptor_share=preemptor_new,
                     allowed=tuple(allowed),
                     refused=tuple(refused),
+                    side=theirs.name,
+                    preemptor_side=mine.name,
+                    common=mine.parent.name if mine.parent is not None else "",
+                    own_share=target_old if theirs is target_cq else share(target_cq, weights),
                 )
             )
     finally:

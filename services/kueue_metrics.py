@@ -312,8 +312,8 @@ def _unadmitted(state: ClusterState, out: _Series) -> None:
 
 
 def _cohorts(state: ClusterState, tree: quota.QuotaTree, held: _Held, out: _Series) -> None:
-    """Hierarchy, subtree quota, reservations and admitted workloads, weighted share of every Cohort (named
-    by a Cohort object or by a ClusterQueue's cohortName)."""
+    """Hierarchy, subtree quota, reservations and admitted workloads of every Cohort (named by a Cohort object or
+    by a ClusterQueue's cohortName), the weighted share of every Cohort object."""
     weights = fairsharing.Weights(state) if state.configuration.fair_sharing is not None else None
     for name, node in sorted(tree.cohorts.items()):
         path = cohort_path(state, name)
@@ -332,9 +332,11 @@ def _cohorts(state: ClusterState, tree: quota.QuotaTree, held: _Held, out: _Seri
                     labels = (name, leaf_flavor, resource)
                     out.add("kueue_cohort_subtree_resource_reservations", labels, amount(resource, reserved))
         out.set("kueue_cohort_subtree_admitted_active_workloads", (name,), subtree_admitted)
-        if weights is not None and node.parent is not None:
-            share = fairsharing.share(node, weights).weighted
-            out.set("kueue_cohort_weighted_share", (name,), math.nan if share == math.inf else share)
+        if weights is not None and obj is not None:
+            # every Cohort object the cohort controller reconciles (cohort_controller.go updateCohortStatusIfChanged),
+            # a root at 0 (no parent: dominantResourceShare's zero); the share as CohortStats gives it, +Inf for a
+            # zero weight that borrows (only the ClusterQueue's reportWeightedShare makes that NaN)
+            out.set("kueue_cohort_weighted_share", (name,), fairsharing.share(node, weights).weighted)
 
 
 def _quota_pairs(cq: ClusterQueue) -> list[tuple[str, str]]:

@@ -10,11 +10,19 @@ workload's decision subject, its Msg-Id ``<decision id>:<index>``, its bytes), a
 sequence, with a :class:`Carried` token naming the record's delivery and the decision's place
 (:func:`decision_key`). A message of an older log (a decision of its own) passes through as it is.
 
+A record's pending outcomes (``DecisionRecord.pending``: the WorkloadInadmissible decisions that keep a
+workload's pending reason) are handed over too, after its carried decisions and numbered on from them, as
+deliveries of their own (:func:`is_pending`): Kueue's scheduler records a ``Pending`` Event on each
+workload it puts back in line (scheduler.go requeueAndUpdate), a new one when the workload's message
+changed ("Workload no longer fits after processing another workload"), so the dispatcher records their
+Events and writes their status with the batch they come in. They ask for no ack: acking, naking or
+marking one does nothing (best effort, as Kueue's event recorder).
+
 The record is acked once every decision it carries is acked; a nak of one naks the record (once per
 delivery of it), and its next delivery hands over only the decisions not acked yet (a decision whose
-ack of the record failed counts as not acked). A record that carries no decision (pending outcomes,
-finished releases, an older record whose outputs follow it) or does not decode asks nothing of the
-dispatcher and is acked at once, beside the fetches (:meth:`CarriedDecisions.fetch` never waits for
+ack of the record failed counts as not acked), and its pending outcomes again. A record that carries no
+decision (pending outcomes only, finished releases, an older record whose outputs follow it) or does not
+decode asks nothing of the dispatcher and is acked at once, beside the fetches (:meth:`CarriedDecisions.fetch` never waits for
 it: an ack that keeps failing holds no decision, issue 15); whether a record counts at all
 is the fold's verdict (``projections.batches``), which the dispatcher checks before executing
 (``Dispatcher.orphaned_seqs``), as it does for a decision of its own.
@@ -57,6 +65,13 @@ class Carried:
     seq: int
     index: int
     decision: types.CarriedDecision
+    pending: bool = False  # one of the record's pending outcomes: nothing to execute, nothing to ack
+
+
+def is_pending(delivery: Delivery) -> bool:
+    """Whether ``delivery`` is a record's pending outcome (its Event and status only: no execution, no ack)."""
+    token = delivery.token
+    return isinstance(token, Carried) and token.pending
 
 
 def decision_key(delivery: Delivery) -> tuple[int, int]:
@@ -93,10 +108,13 @@ class _Record:
 class CarriedDecisions(DurableConsumer):
     """The durable consumer ``inner`` (over :data:`FILTERS`), each record delivered as its carried
     decisions, one delivery each (see the module). ``acked_records``: records acked here;
-    ``record_ack_seconds``: how long the ack of a record carrying no decision is tried (:data:`RECORD_ACK_SECONDS`)."""
+    ``record_ack_seconds``: how long the ack of a record carrying no decision is tried (:data:`RECORD_ACK_SECONDS`);
+    ``pending_outcomes``: whether the records' pending outcomes are handed over too (a dispatcher that writes no
+    Workload objects and no Events has no use for them)."""
 
-    def __init__(self, inner: DurableConsumer) -> None:
+    def __init__(self, inner: DurableConsumer, *, pending_outcomes: bool = True) -> None:
         self.inner = inner
+        self.pending_outcomes = pending_outcomes
         self._records: dict[int, _Record] = {}
         self.acked_records = 0
         self.record_ack_seconds = RECORD_ACK_SECONDS
@@ -123,8 +141,11 @@ class CarriedDecisions(DurableConsumer):
                 record = None
             if not isinstance(record, types.DecisionRecord) or not record.decisions:
                 self._ack_apart(delivery)  # nothing to execute (the fold judges the record itself)
+                if isinstance(record, types.DecisionRecord):
+                    out.extend(self._pending(delivery, record, first=1))
                 continue
             out.extend(self._expand(delivery, record))
+            out.extend(self._pending(delivery, record, first=len(record.carried) + 1))
         if fetched:
             self.per_message = 0.8 * self.per_message + 0.2 * max(1.0, len(out) / len(fetched))
         return out
@@ -172,6 +193,25 @@ class CarriedDecisions(DurableConsumer):
             out.append(Delivery(message=message, attempt=delivery.attempt, token=Carried(seq, index, decision)))
         return out
 
+    def _pending(self, delivery: Delivery, record: types.DecisionRecord, *, first: int) -> list[Delivery]:
+        """The record's pending outcomes as deliveries (:func:`is_pending`), numbered from ``first``; none unless
+        :attr:`pending_outcomes`."""
+        if not self.pending_outcomes or not record.pending:
+            return []
+        seq = delivery.message.seq
+        out = []
+        for index, decision in enumerate(record.pending_decisions(), start=first):
+            message = LogMessage(
+                seq=seq,
+                subject=subjects.workload_decision_subject(decision.workload, record.partition),
+                data=b"",
+                headers={"Nats-Msg-Id": f"{record.decision_id}:{index}"},
+                pending=delivery.message.pending,
+            )
+            token = Carried(seq, index, decision, pending=True)
+            out.append(Delivery(message=message, attempt=delivery.attempt, token=token))
+        return out
+
     async def ack(self, delivery: Delivery) -> None:
         """Ack one decision; the record's delivery once the last of its decisions is acked. Raises what
         that ack of the record raises (a TransientBusError: the caller's to try again); the decision then
@@ -179,6 +219,8 @@ class CarriedDecisions(DurableConsumer):
         token = delivery.token
         if not isinstance(token, Carried):
             await self.inner.ack(delivery)
+            return
+        if token.pending:
             return
         held = self._records.get(token.seq)
         if held is None:
@@ -202,6 +244,8 @@ class CarriedDecisions(DurableConsumer):
         if not isinstance(token, Carried):
             await self.inner.nak(delivery, delay=delay)
             return
+        if token.pending:
+            return
         held = self._records.get(token.seq)
         if held is None or held.nakked:
             return
@@ -213,6 +257,8 @@ class CarriedDecisions(DurableConsumer):
         token = delivery.token
         if not isinstance(token, Carried):
             await self.inner.in_progress(delivery)
+            return
+        if token.pending:
             return
         held = self._records.get(token.seq)
         if held is None:

@@ -677,6 +677,13 @@ class DispatchState:
     Their job is started by the runner's :class:`~kueue_es.services.dispatcher.suspension.Suspension` when it
     folds the adoption, not by the plan of an admission logged before it (which a fold that ran ahead shows
     with the job already): one start, one ``Started`` Event. In snapshots.
+    ``object_versions`` (workload key -> a count): how many times the fold changed what the workload's Workload
+    object shows (its status, spec or owner; its deletion), each change a write of the object, which gives it a
+    new resourceVersion on a real cluster. Kueue's event recorder folds an Event into an earlier one only when
+    both are about the object at one resourceVersion, so the runner's Events are keyed by the count a decision
+    was folded on (:class:`~kueue_es.services.dispatcher.recording.Recording`), however the runner's writes
+    coalesce. In snapshots (a view from one is the view folded from the start); a workload's count goes when
+    the fold forgets it.
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
     reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with
@@ -696,6 +703,12 @@ class DispatchState:
     deleted_workloads: dict[str, None] = field(default_factory=dict)
     not_matching: dict[str, None] = field(default_factory=dict)
     adopted_admitted: dict[str, int] = field(default_factory=dict)
+    object_versions: dict[str, int] = field(default_factory=dict)
+
+    def changed(self, key: str, seq: int) -> None:
+        """The Workload object of ``key`` is to show a change folded at ``seq``: written again, a new version."""
+        self.dirty_workloads[key] = seq
+        self.object_versions[key] = self.object_versions.get(key, 0) + 1
 
     def take_dirty_workloads(self) -> dict[str, int]:
         """The dirty workloads (key -> sequence), in the order they changed; the set is emptied."""
@@ -748,7 +761,7 @@ def _refresh_unhealthy_nodes(view: DispatchState, node: str, before: models.Node
     for wl_key, wl in state.workloads.items():
         listed = (record := view.records.get(wl_key)) is not None and record.unhealthy_nodes
         if ((every and wl.topology) or listed) and status.refresh_unhealthy_nodes(view.records, state, wl_key):
-            view.dirty_workloads[wl_key] = seq
+            view.changed(wl_key, seq)
 
 
 def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
@@ -783,12 +796,13 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
             for wl_key, wl in state.workloads.items():
                 ref = wl.workload.spec.priority_class_ref
                 if ref is not None and ref.kind == "WorkloadPriorityClass" and ref.name == name:
-                    view.dirty_workloads[wl_key] = seq
+                    view.changed(wl_key, seq)
         return view
     current = state.workloads.get(key)
     before = status.Before.of(current)
     queues_before, counted_before = _queues_of_workload(state, current), _queue_view(current)
     owner_before = current.workload.owner if current is not None else None
+    observed_before = current.workload if current is not None else None
     apply(state, event, seq=seq)
     after = state.workloads.get(key)
     if isinstance(event, types.WorkloadObserved) and after is not None and after.workload.owner != owner_before:
@@ -829,7 +843,13 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
                 del view.not_matching[next(iter(view.not_matching))]
     if changed or isinstance(event, types.WorkloadObserved | types.ObjectDeleted):
         view.dirty_workloads.pop(key, None)
-        view.dirty_workloads[key] = seq
+        if after is None:  # gone: its count goes with it (one made again under its name is another object)
+            view.dirty_workloads[key] = seq
+            view.object_versions.pop(key, None)
+        elif changed or observed_before is None or after.workload != observed_before:
+            view.changed(key, seq)
+        else:  # observed as it was: written only if the server's copy differs (nothing Kueue would write)
+            view.dirty_workloads[key] = seq
     if before.reservation is not None and (after is None or after.reservation is None):
         view.unwritten_releases[key] = seq  # its status shows the quota until written: before any admission
     elif after is not None and after.reservation is not None:
@@ -881,7 +901,7 @@ def _resync_checks_of(view: DispatchState, event: types.ClusterQueueObserved, *,
             lq = state.local_queues.get((wl.workload.metadata.namespace, wl.workload.spec.queue_name))
             mine = lq is not None and lq.spec.cluster_queue == name
         if mine and status.resync_checks(view.records, state, wl_key):
-            view.dirty_workloads[wl_key] = seq
+            view.changed(wl_key, seq)
 
 
 def _priority_class_of(event: types.Event) -> list[str]:

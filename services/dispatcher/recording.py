@@ -20,7 +20,15 @@ Events of decisions about a Workload fold as Kueue's recorder folds them
 written before (same type, reason, action, recorder and Workload object at the same
 resourceVersion, whatever its message) makes that one a series (count 2, its first
 message kept), later ones are counted and their count written when the series ends
-or is refreshed. The cache is this dispatcher's memory, as Kueue's is its recorder's:
+or is refreshed. The resourceVersion a decision's Event is about is the one Kueue's
+scheduler decided on: the object as the decisions and facts before it left it. The
+dispatcher coalesces writes (a batch writes a workload's status once, whatever number of
+its decisions it carries; a change may be written apart from the batches, before its
+decision comes), so the server's resourceVersion does not tell it: the fold counts each
+change of what the Workload object shows (``DispatchState.object_versions``) and each
+decision's Events are keyed by the count it was folded on (:meth:`Recording.decided`).
+Two pending Events with another message in between are then two Events, as on a real
+cluster, where the status write between them gave the object a new resourceVersion. The cache is this dispatcher's memory, as Kueue's is its recorder's:
 a restart starts over. An Event's name comes from the decision's sequence, so a
 redelivered decision writes nothing new (AlreadyExists). Events have their own write
 budget, as Kueue's event broadcaster has its own client.
@@ -47,6 +55,10 @@ from kueue_es.services.kube import resources
 
 log = structlog.get_logger(__name__)
 
+DECIDED_KEPT = 100_000
+"""The most decisions whose object version :meth:`Recording.decided` keeps (the oldest dropped): a fold from the
+start of a long log notes every decision, most of them answered long ago."""
+
 
 def workload_key(decision: types.Event) -> str:
     """``namespace/name`` of the workload a decision is about ("" if none)."""
@@ -70,6 +82,9 @@ class Recording:
         # workload -> its Workload object's resourceVersion before the batch's writes: Kueue records a
         # decision's Events on the object it decided on, before its own status patch
         self._versions: dict[str, str] = {}
+        # (workload key, log sequence, decision type) -> the version of the Workload object the decision was folded
+        # on (DispatchState.object_versions): the object Kueue's scheduler decided on, for its Events' keys
+        self._decided: dict[tuple[str, int, str], int] = {}
         # a batch's job Events, written after it: (the Event, the end of its object's name)
         self._job_events: list[tuple[kube_events.KubeEvent, str]] = []
         self._rejections_seen = 0  # the fold's rejection mark (ClusterState.rejections_changed) last looked at
@@ -142,6 +157,19 @@ class Recording:
             if job_event is not None:
                 self.add_job_event(seq, job_event)
 
+    def decided(self, decision: types.Event, seq: int) -> None:
+        """``decision``, stored at ``seq``, is about to be folded: note the version of its workload's Workload
+        object it was decided on (the changes folded before it), the object its Events are about."""
+        if not isinstance(decision, types.DECISION_TYPES):
+            return
+        ref = getattr(decision, "workload", None)
+        if not isinstance(ref, types.WorkloadRef):
+            return
+        decided = self._decided
+        decided.setdefault((ref.key, seq, type(decision).__name__), self.view.object_versions.get(ref.key, 0))
+        if len(decided) > DECIDED_KEPT:
+            del decided[next(iter(decided))]
+
     def before_writes(self, keys: Sequence[str]) -> None:
         """The batch about the workloads ``keys`` (``namespace/name``) is about to write them: note their
         Workload objects' resourceVersions, those Kueue's scheduler would have decided on."""
@@ -180,12 +208,18 @@ class Recording:
             place = places[position] if places else 0
             stem = f"{seq:x}-{place}" if place else f"{seq:x}"
             records = kube_events.for_decision(state, decision, self.view.records.get(key), reserved=reserved)
+            basis = self._decided.get((key, seq, type(decision).__name__))
             for index, item in enumerate(records):
-                key = item.workload.key
-                wl = state.workloads.get(key)
+                wl = state.workloads.get(item.workload.key)
                 if wl is None or not (status.is_job_workload(wl) or wl.workload.owner is None):
                     continue  # a workload of a kind the dispatcher writes nothing for (an unknown owner's)
-                await self._record(item, name=f"{item.workload.name}.{stem}.{index}", seq=seq, place=place)
+                await self._record(
+                    item,
+                    name=f"{item.workload.name}.{stem}.{index}",
+                    seq=seq,
+                    place=place,
+                    basis=basis if item.workload.key == key else None,
+                )
         if decisions:
             await self.expire(max(decision_ms(d) for _, d in decisions))
 
@@ -196,14 +230,21 @@ class Recording:
         for write in self._series.expire(now_ms):
             await self._write_series(write)
 
-    async def _record(self, item: kube_events.KubeEvent, *, name: str, seq: int, place: int = 0) -> None:
+    async def _record(
+        self, item: kube_events.KubeEvent, *, name: str, seq: int, place: int = 0, basis: int | None = None
+    ) -> None:
         """Write ``item``, the Event of the decision at ``seq`` (``place``: its place among the decisions its
         record carries, 0 for one of its own message), as Kueue's recorder would: created, folded into the
-        series of an isomorphic one, or only counted. One about an object whose resourceVersion is unknown is written as
-        it is (every write Kueue makes changes it, so no two such Events would be isomorphic)."""
-        version = self._versions.get(item.workload.key) or self.stored.resource_version(
-            item.workload.namespace, item.workload.name
-        )
+        series of an isomorphic one, or only counted. ``basis``: the version of the Workload object the decision
+        was folded on (:meth:`decided`); without it, the resourceVersion the server gave the object before the
+        batch's writes. One about an object whose resourceVersion is unknown is written as it is (every write
+        Kueue makes changes it, so no two such Events would be isomorphic)."""
+        if basis is not None:
+            version = f"folded-{basis}"  # never a server's resourceVersion: the two kinds of key never meet
+        else:
+            version = self._versions.get(item.workload.key) or self.stored.resource_version(
+                item.workload.namespace, item.workload.name
+            )
         body = self._body(item, name=name)
         if item.job is not None or not version:
             await self._create(item, body)

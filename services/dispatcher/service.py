@@ -349,6 +349,8 @@ class Dispatcher:
             if self.write_objects and isinstance(accepted, types.WorkloadObserved):
                 before = cluster.workloads.get(accepted.workload.key)
                 owner_before = before.workload.owner if before is not None else None
+            if self.write_objects:  # the Workload object a decision is about, for its Events' keys
+                self.recording.decided(accepted, seq)
             try:
                 core.fold(self.view, accepted, seq=seq)
             except UnknownEventError as err:  # raised before the fold touches the state, as in runtime
@@ -410,6 +412,7 @@ class Dispatcher:
             "deleted_workloads",
             "not_matching",
             "adopted_admitted",
+            "object_versions",
         ):
             setattr(self.view, name, getattr(view, name))
         self.orphaned_seqs |= set(orphaned)
@@ -515,7 +518,9 @@ class Dispatcher:
 
     async def _fetch(self, consumer: DurableConsumer) -> list[Delivery]:
         deliveries = await consumer.fetch(batch=self.FETCH_BATCH, timeout=1.0)
-        self._held.update((carried.decision_key(d), d) for d in deliveries)
+        if not self.write_objects:  # a record's pending outcomes are there for their Events only
+            deliveries = [d for d in deliveries if not carried.is_pending(d)]
+        self._held.update((carried.decision_key(d), d) for d in deliveries if not carried.is_pending(d))
         return deliveries
 
     async def _keep_in_progress(self, consumer: DurableConsumer) -> None:
@@ -574,6 +579,11 @@ class Dispatcher:
         settling = self.settling
         for delivery in deliveries:
             key = carried.decision_key(delivery)
+            if carried.is_pending(delivery):  # a record's pending outcome: its status and Event, nothing to settle
+                decision = carried.carried_decision(delivery)
+                if decision is not None and self.write_objects:
+                    decoded.append((delivery, decision))
+                continue
             if key in settling.entries:  # delivered again while it settles: not redone
                 joining = settling.redelivered(consumer, delivery)
                 if joining is not None:
@@ -595,6 +605,8 @@ class Dispatcher:
             await self._wait_folded(max(d.message.seq for d, _ in decoded))
         orphans = [(d, event) for d, event in decoded if d.message.seq in self.orphaned_seqs]
         for delivery, _ in orphans:  # decisions outside a verified batch are never executed (acked, skipped)
+            if carried.is_pending(delivery):
+                continue
             log.warning("orphan_not_executed", seq=delivery.message.seq, subject=delivery.message.subject)
             done.append(Settlement(consumer=consumer, delivery=delivery))
         if orphans:
@@ -611,7 +623,8 @@ class Dispatcher:
         )
         try:
             for delivery, event in decoded:
-                await self._execute(consumer, delivery, event, done=done)
+                if not carried.is_pending(delivery):
+                    await self._execute(consumer, delivery, event, done=done)
             self.record_results.flush(self.settling)
         except BaseException:
             # the Jobs written before the failure (a lost lease, a stop) get their result, as each got
@@ -966,22 +979,30 @@ async def standby_lease(
         dispatcher.progress_every = settings.retry_period
 
     async def bind() -> DurableConsumer:
-        return await bind_decisions(bus, ack_wait=settings.lease_duration, set_ack_wait=True)
+        return await bind_decisions(
+            bus, ack_wait=settings.lease_duration, set_ack_wait=True, pending_outcomes=dispatcher.write_objects
+        )
 
     return lease, bind
 
 
 async def bind_decisions(
-    bus: Bus, *, name: str = "dispatcher", ack_wait: float = 30.0, set_ack_wait: bool = False
+    bus: Bus,
+    *,
+    name: str = "dispatcher",
+    ack_wait: float = 30.0,
+    set_ack_wait: bool = False,
+    pending_outcomes: bool = True,
 ) -> carried.CarriedDecisions:
     """Bind the durable consumer ``name`` over :data:`DECISION_FILTERS` (an existing one's filter is brought to
     it: a dispatcher before event schema 17 read the per-workload subjects alone) and wrap it so each record's
-    carried decisions are delivered one by one (:class:`carried.CarriedDecisions`). ``ack_wait``, ``set_ack_wait``:
-    as :meth:`Bus.durable`. Raises BusError."""
+    carried decisions are delivered one by one (:class:`carried.CarriedDecisions`; ``pending_outcomes``: its
+    pending outcomes too, for their Events). ``ack_wait``, ``set_ack_wait``: as :meth:`Bus.durable`. Raises
+    BusError."""
     inner = await bus.durable(
         name=name, subjects=DECISION_FILTERS, ack_wait=ack_wait, set_ack_wait=set_ack_wait, set_filter=True
     )
-    return carried.CarriedDecisions(inner)
+    return carried.CarriedDecisions(inner, pending_outcomes=pending_outcomes)
 
 
 def observe(dispatcher: Dispatcher, bus: ObservedBus) -> None:

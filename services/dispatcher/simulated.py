@@ -191,7 +191,7 @@ async def serve_simulated_dispatcher(
     if standby_settings is not None:
         lease, bind = await standby_lease(bus, dispatcher, standby_settings)
     if lease is None:
-        consumer = await bind_decisions(bus)
+        consumer = await bind_decisions(bus, pending_outcomes=False)  # no Events to record
     log.info(
         "service_started",
         simulated_api=True,

@@ -394,28 +394,33 @@ async def test_an_age_limit_purges_only_below_a_snapshot_older_than_it(bus: nats
 def test_a_dispatcher_section_written_before_its_last_fields_still_loads() -> None:
     """The section's last fields came later (issue 18, the releases written first; then the Workloads deleted
     by hand whose old object is still to be let go of; then which of those no longer matched their job; then the
-    prebuilt Workloads adopted once admitted): an
-    older section, shorter, loads with none."""
+    prebuilt Workloads adopted once admitted; then the count of each Workload object's changes, which keys its
+    Events): an older section, shorter, loads with none."""
     fold = snapshots.DispatchFold()
     for message in golden():
         fold.feed(message)
     fold.view.deleted_workloads = {"default/deleted-by-hand": None, "default/not-matching": None}
     fold.view.not_matching = {"default/not-matching": None}
     fold.view.adopted_admitted = {"default/prebuilt": 7}
+    assert fold.view.object_versions  # the golden log's workloads changed
     section = msgspec.msgpack.decode(fold.dumps())
     now = snapshots.DispatchFold.loads(fold.dumps(), where="now").view
     assert now.deleted_workloads == fold.view.deleted_workloads and now.not_matching == fold.view.not_matching
     assert now.adopted_admitted == {"default/prebuilt": 7}
-    before_adoptions = snapshots.DispatchFold.loads(msgspec.msgpack.encode(section[:-1]), where="older")
+    assert now.object_versions == fold.view.object_versions
+    before_versions = snapshots.DispatchFold.loads(msgspec.msgpack.encode(section[:-1]), where="older")
+    assert before_versions.view.object_versions == {}
+    assert before_versions.view.adopted_admitted == {"default/prebuilt": 7}
+    before_adoptions = snapshots.DispatchFold.loads(msgspec.msgpack.encode(section[:-2]), where="older")
     assert before_adoptions.view.adopted_admitted == {}
     assert before_adoptions.view.not_matching == fold.view.not_matching
-    before_not_matching = snapshots.DispatchFold.loads(msgspec.msgpack.encode(section[:-2]), where="older")
+    before_not_matching = snapshots.DispatchFold.loads(msgspec.msgpack.encode(section[:-3]), where="older")
     assert before_not_matching.view.not_matching == {}
     assert before_not_matching.view.deleted_workloads == fold.view.deleted_workloads
-    before_deletions = snapshots.DispatchFold.loads(msgspec.msgpack.encode(section[:-3]), where="older")
+    before_deletions = snapshots.DispatchFold.loads(msgspec.msgpack.encode(section[:-4]), where="older")
     assert before_deletions.view.deleted_workloads == {}
     assert before_deletions.view.unwritten_releases == fold.view.unwritten_releases
-    older = msgspec.msgpack.encode(section[:-4])
+    older = msgspec.msgpack.encode(section[:-5])
     loaded = snapshots.DispatchFold.loads(older, where="older")
     assert loaded.view.unwritten_releases == {}
     assert loaded.view.records == fold.view.records

@@ -87,14 +87,43 @@ async def test_a_nak_of_one_decision_brings_back_only_those_not_acked() -> None:
 
 
 async def test_a_record_carrying_no_decision_is_acked_at_once() -> None:
+    """A record of pending outcomes only is acked beside the fetch; its outcomes are handed over for their Events
+    and status (Kueue's scheduler records a Pending Event on each workload it puts back in line), asking for no
+    ack; a dispatcher that writes no objects is handed none."""
     bus = MemoryBus()
-    await a_log(bus, pending_only=True)
+    seq = await a_log(bus, pending_only=True)
     consumer = await bind_decisions(bus, ack_wait=0.2)
-    assert await consumer.fetch(batch=10, timeout=0.3) == []
+    [outcome] = await consumer.fetch(batch=10, timeout=0.3)
+    assert carried.is_pending(outcome) and carried.decision_key(outcome) == (seq, 1)
+    assert carried.carried_decision(outcome) == types.WorkloadInadmissible(
+        workload=ref("a"), reason="Pending", message="waits", at_ms=5
+    )
+    await consumer.ack(outcome)  # nothing: the record was acked at once
+    await consumer.nak(outcome)
     await asyncio.sleep(0.01)  # its ack goes out beside the fetch
     assert consumer.acked_records == 1
     await asyncio.sleep(0.3)
     assert await consumer.fetch(batch=10, timeout=0.3) == []  # acked: never delivered again
+    lean = await bind_decisions(MemoryBus(), pending_outcomes=False)
+    assert lean.pending_outcomes is False
+
+
+async def test_a_records_pending_outcomes_follow_its_decisions_and_ask_no_ack() -> None:
+    bus = MemoryBus()
+    outcome = types.PendingOutcome(workload=ref("d"), reason="Pending", message="waits")
+    head, rest = build_batch(deciders.ADMITTER, outputs=[*DECISIONS, outcome], basis_seq=0, head_seq=0, now_ms=5)
+    seq = await bus.commit_batch(head=head, expected_head_seq=0, rest=rest)
+    consumer = await bind_decisions(bus, ack_wait=0.2)
+    deliveries = await consumer.fetch(batch=10, timeout=0.5)
+    assert [(carried.decision_key(d), carried.is_pending(d)) for d in deliveries] == [
+        ((seq, 1), False),
+        ((seq, 2), False),
+        ((seq, 3), False),
+        ((seq, 4), True),
+    ]
+    for delivery in deliveries[:3]:
+        await consumer.ack(delivery)
+    assert consumer.acked_records == 1  # its decisions acked: the pending outcome is not waited for
 
 
 class FailingAcks(DurableConsumer):

@@ -21,7 +21,7 @@ from kueue_es.events import types
 from kueue_es.projections.cluster import ClusterState, apply
 from kueue_es.scenarios.core_engine import run_scenario
 from kueue_es.scenarios.loading import load_scenario
-from kueue_es.services.dispatcher import event_series
+from kueue_es.services.dispatcher import core, event_series
 from kueue_es.services.dispatcher.recording import Recording, workload_key
 from kueue_es.services.dispatcher.simulated import UnlimitedWrites
 from kueue_es.services.kube import errors as kube_errors
@@ -261,3 +261,35 @@ def test_the_runner_finishes_a_series_no_later_decision_follows() -> None:
         {"count": 3, "lastObservedTime": "1970-01-01T00:00:02.000000Z"},
         warnings[0].message,
     )
+
+
+def test_pending_events_are_about_the_object_each_decision_was_decided_on() -> None:
+    """Kueue patches a workload's status before it records a pending Event whose message changed (scheduler.go
+    requeueAndUpdate), so the next Event is about the object at a newer resourceVersion. The dispatcher writes
+    the status of a batch's workload once, whatever number of its decisions the batch carries: the Events are
+    keyed by the fold's count of the object's changes each decision was folded on (Recording.decided). Four
+    pending decisions in one batch, with messages M0, M1, M1, M0: M0 is new, M1 (status changed by M0's write)
+    is new, the second M1 is about the object M1's write left (new: the first M1 was about the one before),
+    the last M0 about that same object (M1 again wrote nothing): it folds into the second M1's series."""
+    log = run_scenario(load_scenario(SCENARIO)).log
+    view = core.DispatchState()
+    for seq, event in log:
+        for one in types.unbatched(event):
+            core.fold(view, one, seq=seq)
+    api, stored = _Api(), _Stored()
+    recording = Recording(api=api, limiter=UnlimitedWrites(), view=view, stored=stored)  # type: ignore[arg-type]
+    ref = next(wl.ref for wl in view.cluster.workloads.values() if wl.reservation is None)
+    m0 = "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor default, 1 more needed"
+    m1 = "Workload no longer fits after processing another workload"
+    start = log[-1][0] + 1
+    decisions = [(start + n, _warning(ref, "WaitingForQuota", m, 10_000 + n)) for n, m in enumerate((m0, m1, m1, m0))]
+    for seq, decision in decisions:  # the dispatcher's fold, ahead of its batch
+        recording.decided(decision, seq)
+        core.fold(view, decision, seq=seq)
+    recording.before_writes([ref.key])
+    stored.versions[ref.key] += 1  # the batch's one status write
+    asyncio.run(recording.record(decisions))
+    pendings = sorted(
+        (e for e in api.events.values() if e["reason"] == "WaitingForQuota"), key=lambda e: e["eventTime"]
+    )
+    assert [(e["message"], e.get("series", {}).get("count", 1)) for e in pendings] == [(m0, 1), (m1, 1), (m1, 2)]

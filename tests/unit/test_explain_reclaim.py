@@ -118,3 +118,47 @@ def test_under_fair_sharing_reclaim_is_told_by_dominant_resource_shares_and_stra
         " (LessThanOrEqualToFinalShare, LessThanInitialShare)"
     ) in text
     assert "team-d (share 100 (cpu)): no strategy lets team-a (share 200 (cpu)) take its 2 workloads" in text
+
+
+def _cohort_object(name: str, parent: str | None = None) -> dict[str, Any]:
+    spec = {"parentName": parent} if parent else {}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+
+
+def test_in_a_cohort_tree_each_share_is_told_with_the_node_it_belongs_to() -> None:
+    """Hierarchical cohorts: Cohort org, its children org-a (cq-a, nominal 4, holds 3) and org-b (cq-b, nominal 1,
+    holds 3; cq-c, nominal 1, idle). ``waiting`` asks 2 CPU in cq-a. Kueue's fair preemption compares the two
+    nodes just below the lowest cohort both ClusterQueues descend from (fairsharing/target.go ComputeShares):
+    org-a, with the request 1 CPU over its 4 of 6 lendable (166.667), against org-b, 1 over its 2 (166.667), not
+    cq-a and cq-b. cq-b's own share, the one its status shows, is 333.333 (2 over its 1). Each share is told
+    with the node it is of: cq-b's own, then org-b's as cq-b's cohort at the level compared."""
+    log = Recorder()
+    log.fact(types.ConfigurationObserved(configuration=models.Configuration(fair_sharing=models.FairSharingConfig())))
+    log.manifest(flavor("default-flavor"))
+    for cohort, parent in (("org", None), ("org-a", "org"), ("org-b", "org")):
+        log.manifest(_cohort_object(cohort, parent))
+    for name, cohort, nominal, holds in (("cq-a", "org-a", 4, 3), ("cq-b", "org-b", 1, 3), ("cq-c", "org-b", 1, 0)):
+        manifest = _cq(name, nominal)
+        manifest["spec"]["cohortName"] = cohort
+        log.manifest(manifest)
+        log.manifest(local_queue(name, name))
+        for i in range(holds):
+            log.manifest(workload(f"{name}-{i}", queue=name, cpu="1", priority=0, created=1 + i))
+    log.settle()
+    assert [log.state.usage_of(cq, "default-flavor", "cpu") for cq in ("cq-a", "cq-b")] == [3000, 3000]
+    log.manifest(workload("waiting", queue="cq-a", cpu="2", priority=10, created=50))
+    needed = core.needs(log.state, "default/waiting", now_ms=log.clock)
+    [[default]] = needed.groups
+    [cpu] = default.resources
+    assert cpu.fair is not None
+    [q] = cpu.fair.queues
+    assert (q.cluster_queue, q.side, q.preemptor_side, q.common) == ("cq-b", "org-b", "org-a", "org")
+    assert q.own_share is not None and round(q.own_share.weighted, 3) == 333.333
+    assert round(q.share.weighted, 3) == round(q.preemptor_share.weighted, 3) == 166.667
+    text = "\n".join(needed.summary())
+    assert "cq-a's dominant resource share with it would be 166.667 (cpu)" in text
+    assert (
+        "    cq-b (share 333.333 (cpu)) through org-b (cq-b's cohort at the level compared, below org: share"
+        " 166.667 (cpu)): no strategy lets cq-a through org-a (cq-a's cohort at the level compared, below org:"
+        " share 166.667 (cpu)) take cq-b's 3 workloads"
+    ) in text

@@ -10,6 +10,7 @@ the same metrics as one from message #1.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -47,17 +48,46 @@ def _reference() -> list[dict[str, Any]]:
     return yaml.safe_load((FIXTURES / "metrics" / "kueue-reference.yaml").read_text())["families"]
 
 
-def test_every_family_of_kueues_reference_with_its_type_labels_and_buckets() -> None:
+def test_every_family_of_kueues_reference_with_its_type_labels_help_and_buckets() -> None:
     reference = {family["name"]: family for family in _reference()}
     ours = {family.name: family for family in FAMILIES}
     assert sorted(ours) == sorted(reference)
     for name, family in reference.items():
         mine = ours[name]
-        assert (mine.kind, list(mine.labels)) == (family["type"], family["labels"]), name
+        assert (mine.kind, list(mine.labels), mine.help) == (family["type"], family["labels"], family["help"]), name
         if mine.kind == "histogram":
             assert [bound / 1000 for bound in mine.buckets] == family["buckets"], name
         else:
             assert mine.buckets == (), name
+
+
+def _help_lines(exposition: str) -> dict[str, str]:
+    """The ``# HELP`` lines of a text exposition: family name -> help text, unescaped (``\\n`` a newline,
+    ``\\\\`` a backslash), as a user reads them with ``curl /metrics | grep HELP``."""
+    out = {}
+    for line in exposition.splitlines():
+        if line.startswith("# HELP "):
+            name, _, text = line.removeprefix("# HELP ").partition(" ")
+            out[name] = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), text)
+    return out
+
+
+def test_every_kueue_metric_exported_has_kueues_name_and_help_text() -> None:
+    """A user greps /metrics and compares it with Kueue's: every ``kueue_*`` and ``multikueue_*`` family the
+    exporter serves (``kueue_es_*`` are kueue-es's own) is one of Kueue's, with the help text of its Help
+    field in Kueue's pkg/metrics/metrics.go (tests/fixtures/metrics/kueue-reference.yaml), and every one of
+    Kueue's families is served."""
+    reference = {family["name"]: family["help"] for family in _reference()}
+    registry = CollectorRegistry()
+    state = _fold(_preemption_run().messages)
+    registry.register(KueueCollector(lambda: state, active=None))
+    served = {
+        name: text
+        for name, text in _help_lines(generate_latest(registry).decode()).items()
+        if name.startswith(("kueue_", "multikueue_")) and not name.startswith("kueue_es_")
+    }
+    assert sorted(served) == sorted(reference)
+    assert {name: text for name, text in served.items() if text != reference[name]} == {}
 
 
 def _job(name: str, *, cpus: int, second: int, priority: int = 0) -> dict[str, Any]:
@@ -297,6 +327,42 @@ def test_weighted_share_of_every_cluster_queue_while_fair_sharing_is_on() -> Non
         if name == "kueue_cluster_queue_weighted_share"
     }
     assert shares == {"a": ("team", 250.0), "b": ("team", 0.0), "alone": ("", 0.0)}
+
+
+def test_weighted_share_of_every_cohort_object_a_root_at_0_a_zero_weight_borrower_at_inf() -> None:
+    """Kueue's cohort controller reports kueue_cohort_weighted_share for every Cohort it reconciles
+    (cohort_controller.go updateCohortStatusIfChanged, the share of cache.go CohortStats): a root Cohort at 0
+    (dominantResourceShare of a node without a parent), a Cohort of weight 0 that borrows at +Inf as
+    PreciseWeightedShare gives it (only the ClusterQueue's reportWeightedShare turns +Inf into NaN); a cohort
+    no Cohort object names is no Cohort the controller reconciles: no series."""
+    team_a, team_b = _cohort("team-a", "org"), _cohort("team-b", "org")
+    team_a["spec"]["fairSharing"] = {"weight": "0"}
+    a, b, c, d = (cluster_queue(name, cpu=4) for name in ("a", "b", "c", "d"))
+    a["spec"]["cohortName"], b["spec"]["cohortName"] = "team-a", "team-b"
+    c["spec"]["cohortName"] = d["spec"]["cohortName"] = "implicit"
+    a["spec"]["fairSharing"] = {"weight": "0"}
+    wide = _job("wide", cpus=6, second=0)
+    wide["metadata"]["uid"] = "uid-wide"
+    wide["spec"]["queueName"] = "queue-a"
+    ref = types.WorkloadRef(namespace="default", name="wide", uid="uid-wide")
+    assignment = types.PodSetAssignment(
+        name="main", flavors={"cpu": "default-flavor"}, resource_usage={"cpu": 6000}, count=6
+    )
+    reserved = types.QuotaReserved(workload=ref, cluster_queue="a", pod_set_assignments=[assignment], at_ms=1)
+    on = types.ConfigurationObserved(configuration=models.Configuration(fair_sharing=models.FairSharingConfig()))
+    org = {"apiVersion": API, "kind": "Cohort", "metadata": {"name": "org"}, "spec": {}}
+    facts = [flavor("default-flavor"), org, team_a, team_b, a, b, c, d, local_queue("queue-a", "a")]
+    view = core.DispatchState()
+    for seq, item in enumerate([on, *map(convert.kueue_fact, facts), convert.kueue_fact(wide), reserved], start=1):
+        core.fold(view, item, seq=seq)
+    samples = _samples(view.cluster)
+    cohorts = {
+        dict(labels)["cohort"]: value
+        for (name, labels), value in samples.items()
+        if name == "kueue_cohort_weighted_share"
+    }
+    assert cohorts == {"org": 0.0, "team-a": math.inf, "team-b": 0.0}
+    assert math.isnan(_value(samples, "kueue_cluster_queue_weighted_share", cluster_queue="a", cohort="team-a"))
 
 
 def test_hold_and_drain_eviction_is_counted_with_its_reason_and_the_queue_goes_pending() -> None:
