@@ -399,6 +399,8 @@ async def test_preemption_requeue_readmission_and_finish_on_the_workload_object(
         requeued = await workload_where(lambda o: "Requeued" in conditions(o))
         await commit(bus, reservation, types.admitted(reservation, at_ms=0))
         readmitted = await workload_where(lambda o: conditions(o)["QuotaReserved"]["status"] == "True")
+        # started again before it can finish (the Workload's status is written before the Job's)
+        await eventually(api, JOBS, namespace="default", name="victim", check=lambda o: o["spec"]["suspend"] is False)
         # the Job's own finish time (after its Workload was made, as a finish is), kept by Finished
         completed_at = manifests.format_time_ms(int(time.time() * 1000) + 60_000)
         complete = [{"type": "Complete", "status": "True", "lastTransitionTime": completed_at}]
