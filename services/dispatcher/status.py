@@ -571,12 +571,13 @@ def _evicted(record: WorkloadRecord, event: types.EvictionRequested) -> None:
         record.set("Preempted", True, event.preemption_reason, event.message, at_ms=event.at_ms, generation=False)
     _reset_checks(record, at_ms=event.at_ms)
     record.cluster_name, record.nominated, record.worker_placed = "", (), ()  # evict.go resetClusterNomination
+    # Kueue's SetRequeueState: requeueAt from the checks' retry times (workload_controller.go NeedsRequeueAtUpdate,
+    # the count left as it is) or the PodsReady backoff (UpdateRequeueState, the count incremented): only the
+    # PodsReady timeout counts, so an AdmissionCheck eviction leaves count out (nil, omitempty)
     if event.requeue_at_ms or event.requeue_count:
         record.requeue_at_ms = event.requeue_at_ms or None
         if event.requeue_count:
             record.requeue_count = event.requeue_count
-        elif record.requeue_count is None:
-            record.requeue_count = 0
 
 
 DRA_REQUEUED_REASON = "Inadmissible"

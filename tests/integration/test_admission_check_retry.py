@@ -1,0 +1,139 @@
+"""Admission checks in Retry, Rejected and by hand, through the real services against the emulated API server.
+
+Watcher (Workload objects and AdmissionChecks too), admitter and dispatcher on one MemoryBus and one
+emulated API server; a check controller is played by status writes on the Workload, as
+``kubectl patch workload W --subresource=status --type=merge`` does. Kueue's rules
+(pkg/controller/core/workload_controller.go reconcileCheckBasedEviction, syncAdmissionCheckConditions,
+pkg/workload/evict resetChecksOnEviction, pkg/workload SetRequeueState, jobframework/reconciler.go stopJob and
+"handle eviction") say what the Workload and its Job show after each write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from kueue_es.events import types
+from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.services.kube import client as kube
+from kueue_es.services.kube import resources
+from kueue_es.services.watcher.service import Watcher
+from tests.integration.harness import (
+    admitter,
+    cluster_queue,
+    dispatcher_with_consumer,
+    flavor,
+    job,
+    local_queue,
+    running,
+    wait_for,
+    watch_with_workloads,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+ACTIVE = {"type": "Active", "status": "True", "reason": "Active", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
+T = "2026-01-01T00:01:00Z"
+
+
+def admission_check(name: str) -> dict[str, Any]:
+    """An AdmissionCheck of the example controller (made Active by a status write, as its controller would)."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "AdmissionCheck",
+        "metadata": {"name": name},
+        "spec": {"controllerName": "example.com/my-controller"},
+    }
+
+
+def entry(name: str, state: str, message: str = "", at: str = T, **more: Any) -> dict[str, Any]:
+    """One ``status.admissionChecks[]`` entry as a check controller writes it."""
+    return {"name": name, "state": state, "message": message, "lastTransitionTime": at, **more}
+
+
+@contextlib.asynccontextmanager
+async def kueue(api: Any, bus: MemoryBus) -> AsyncIterator[None]:
+    """Watcher (Workload objects and AdmissionChecks too), admitter and dispatcher running against ``api``."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watcher = Watcher(bus=bus, api=api)
+    async with running(
+        *watch_with_workloads(watcher),
+        watcher.watch("AdmissionCheck"),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        yield
+
+
+async def checked_job(api: Any, bus: MemoryBus, checks: tuple[str, ...] = ("my-check", "my-check2")) -> str:
+    """ClusterQueue cluster-queue naming ``checks`` (each Active), LocalQueue user-queue, and Job ``checked``
+    holding quota there, its Workload listing the checks Pending; the Workload's name."""
+    queue = cluster_queue("cluster-queue", cpu=3)
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": name} for name in checks]}
+    for manifest in (flavor("default-flavor"), *(admission_check(n) for n in checks), queue):
+        await kube.apply_manifest(api, manifest)
+    await kube.apply_manifest(api, local_queue("user-queue", "cluster-queue"))
+    for name in checks:
+        patch = {"status": {"conditions": [ACTIVE]}}
+        await kube.patch_object(api, resources.ADMISSION_CHECKS, name=name, patch=patch, subresource="status")
+    await wait_for(bus, types.AdmissionCheckObserved, count=2 * len(checks))
+    await kube.apply_manifest(api, job("checked"))
+    [reserved] = await wait_for(bus, types.QuotaReserved)
+    name = reserved.workload.name
+    await workload_until(api, name, lambda wl: len(status_of(wl).get("admissionChecks") or []) == len(checks))
+    return name
+
+
+def status_of(wl: dict[str, Any]) -> dict[str, Any]:
+    return wl.get("status") or {}
+
+
+def conditions(wl: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in status_of(wl).get("conditions") or []}
+
+
+async def workload_until(
+    api: Any, name: str, check: Callable[[dict[str, Any]], bool], timeout: float = 15
+) -> dict[str, Any]:
+    """Poll Workload ``name`` until ``check`` holds of it."""
+    async with asyncio.timeout(timeout):
+        while True:
+            with contextlib.suppress(kube.errors.NotFoundError):
+                wl = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+                if check(wl):
+                    return wl
+            await asyncio.sleep(0.05)
+
+
+async def write_checks(api: Any, name: str, *entries: dict[str, Any]) -> None:
+    """A check controller's status write (a JSON merge patch: the list is replaced whole)."""
+    patch = {"status": {"admissionChecks": list(entries)}}
+    await kube.patch_object(api, resources.WORKLOADS, namespace="default", name=name, patch=patch, subresource="status")
+
+
+async def test_a_retry_without_a_count_leaves_requeue_state_without_count(api, bus: MemoryBus) -> None:
+    """A check's Retry with requeueAfterSeconds: Kueue's workload controller sets requeueState.requeueAt from it
+    (NeedsRequeueAtUpdate, SetRequeueState(wl, requeueAt, false): the count is the PodsReady timeouts', left nil and
+    omitted), so the evicted Workload shows ``requeueState: {requeueAt: ...}``; once the backoff is over and it
+    holds quota again, nothing is left of it (the requeueAt cleared). Before, ``count: 0`` was written beside it,
+    and stayed as ``{count: 0}``."""
+    async with kueue(api, bus):
+        name = await checked_job(api, bus, checks=("my-check",))
+        await write_checks(api, name, entry("my-check", "Retry", "later", requeueAfterSeconds=2))
+        waiting = await workload_until(api, name, lambda wl: "requeueState" in status_of(wl))
+        assert set(waiting["status"]["requeueState"]) == {"requeueAt"}
+        await wait_for(bus, types.QuotaReserved, count=2, timeout=10)
+        again = await workload_until(
+            api,
+            name,
+            lambda wl: (
+                conditions(wl).get("Requeued", {}).get("reason") == "BackoffFinished"
+                and "requeueState" not in status_of(wl)
+            ),
+        )
+    assert conditions(again)["QuotaReserved"]["status"] == "True"
