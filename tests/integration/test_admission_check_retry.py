@@ -137,3 +137,28 @@ async def test_a_retry_without_a_count_leaves_requeue_state_without_count(api, b
             ),
         )
     assert conditions(again)["QuotaReserved"]["status"] == "True"
+
+
+async def test_a_rejected_check_deactivates_with_kueues_requeued_reason(api, bus: MemoryBus) -> None:
+    """A check Rejected while the workload holds quota: Kueue deactivates it (Evicted
+    ``DeactivatedDueToAdmissionCheck``), and its job reconciler, once the job stopped, writes Requeued=False with
+    the Evicted condition's reason and message (reconciler.go step 6, SetRequeuedCondition(wl, evCond.Reason,
+    evCond.Message, false); Kueue's job_controller_test.go expects ``DeactivatedDueToRequeuingLimitExceeded`` so).
+    Before, the reason was ``Deactivated`` for every deactivation."""
+    async with kueue(api, bus):
+        name = await checked_job(api, bus, checks=("my-check",))
+        await write_checks(api, name, entry("my-check", "Rejected", "no capacity"))
+        await wait_for(bus, types.QuotaReleased, timeout=10)
+        wl = await workload_until(api, name, lambda wl: "Requeued" in conditions(wl))
+    evicted, requeued = conditions(wl)["Evicted"], conditions(wl)["Requeued"]
+    assert (evicted["status"], evicted["reason"]) == ("True", "DeactivatedDueToAdmissionCheck")
+    assert (
+        evicted["message"]
+        == 'The workload is deactivated due to AdmissionCheck in Rejected state: "my-check" (no capacity)'
+    )
+    assert (requeued["status"], requeued["reason"], requeued["message"]) == (
+        "False",
+        "DeactivatedDueToAdmissionCheck",
+        evicted["message"],
+    )
+    assert wl["spec"]["active"] is False

@@ -658,8 +658,9 @@ def test_a_reservation_assigning_no_flavor_requires_no_check() -> None:
 def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
     """WorkloadDeactivated with the eviction of the same batch: spec.active false to be written once (until the
     watcher sees it; the applied object never carries the field, which is its user's), Evicted
-    DeactivatedDueToAdmissionCheck counted as (Deactivated, AdmissionCheck), Requeued=False Deactivated; the
-    workload seen inactive and then active again is Requeued=True Reactivated."""
+    DeactivatedDueToAdmissionCheck counted as (Deactivated, AdmissionCheck), Requeued=False
+    DeactivatedDueToAdmissionCheck (before, ``Deactivated``); the workload seen inactive and then active again is
+    Requeued=True Reactivated (Kueue matches the deactivation reasons by prefix since its PR #14874)."""
     log, ref = checked_log()
     log.add(reserved(ref, 10), check(ref, "Rejected", 11, message="no capacity"))
     log.add(
@@ -680,7 +681,10 @@ def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
     out = log.status(ref)
     conditions = {c["type"]: c for c in out["conditions"]}
     assert conditions["Evicted"]["reason"] == "DeactivatedDueToAdmissionCheck"
-    assert (conditions["Requeued"]["status"], conditions["Requeued"]["reason"]) == ("False", "Deactivated")
+    # the job reconciler's SetRequeuedCondition takes the Evicted condition's reason and message (reconciler.go)
+    requeued = conditions["Requeued"]
+    assert (requeued["status"], requeued["reason"]) == ("False", "DeactivatedDueToAdmissionCheck")
+    assert requeued["message"] == conditions["Evicted"]["message"]
     assert out["schedulingStats"]["evictions"] == [
         {"reason": "Deactivated", "underlyingCause": "AdmissionCheck", "count": 1}
     ]
