@@ -33,6 +33,7 @@ from tests.integration.harness import (
     wait_for,
     watch_with_workloads,
 )
+from tests.integration.test_job_events import job_events, summary
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -162,3 +163,33 @@ async def test_a_rejected_check_deactivates_with_kueues_requeued_reason(api, bus
         evicted["message"],
     )
     assert wl["spec"]["active"] is False
+
+
+async def events_until(api: Any, check: Callable[[list[tuple[str, str, str, str]]], bool]) -> list[tuple[str, ...]]:
+    """Poll the Events in ``default`` (all of them, the Workloads' too) until ``check`` holds of their summary."""
+    async with asyncio.timeout(15):
+        while True:
+            listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+            found = summary(listed)
+            if check(found):
+                return found
+            await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("state", "evicted"),
+    [("Retry", "EvictedDueToAdmissionCheck"), ("Rejected", "EvictedDueToDeactivatedDueToAdmissionCheck")],
+)
+async def test_no_stopped_event_for_a_job_that_never_started(api, bus: MemoryBus, state: str, evicted: str) -> None:
+    """A Job whose Workload holds quota while its check is Pending never started (still suspended); a Retry (or a
+    Rejected) evicts that reservation and the Job is given back its template: Kueue's Job.Stop finds it suspended
+    and returns stoppedNow=false, so stopJob records no ``Stopped`` Event on it (reconciler.go). Before, the
+    dispatcher recorded one for every stop it wrote."""
+    async with kueue(api, bus):
+        name = await checked_job(api, bus, checks=("my-check",))
+        await write_checks(api, name, entry("my-check", state, "busy"))
+        await wait_for(bus, types.QuotaReleased, timeout=10)
+        found = await events_until(api, lambda events: any(e[2] == evicted for e in events))
+        await asyncio.sleep(0.5)  # a Stopped Event would be written with the eviction's
+        found = summary(await job_events(api))
+    assert [e for e in found if e[0] == "Job" and e[2] == "Stopped"] == []
