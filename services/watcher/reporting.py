@@ -289,14 +289,27 @@ class ProgressReporter:
         log.info("workload_evicted_by_others", workload=ref.key, reason=reason, version=version)
 
     async def check_entries(self, ref: types.WorkloadRef, status: Mapping[str, Any], *, version: str) -> None:
-        """AdmissionCheckStateChanged for each ``status.admissionChecks[]`` entry a check controller changed."""
+        """AdmissionCheckStateChanged for each ``status.admissionChecks[]`` entry a check controller changed, the
+        changes of one object version published together (:meth:`Publisher.emit_together`): Kueue's workload
+        controller sees one status write whole, so two checks a write sets to Retry make one eviction naming
+        both, never an eviction of the first decided before the second is on the log."""
+        changed: list[tuple[types.Fact, str]] = []
         for entry in status.get("admissionChecks") or []:
             if isinstance(entry, dict):
-                await self._check_entry(ref, cast(objects.AdmissionCheckEntry, entry), version=version)
+                fact = self._check_entry(ref, cast(objects.AdmissionCheckEntry, entry))
+                if fact is not None:
+                    changed.append((fact, f"{version}.{fact.check}"))
+        await self.publisher.emit_together(changed)
+        for fact, _ in changed:
+            assert isinstance(fact, types.AdmissionCheckStateChanged)
+            log.info("admission_check_state", workload=ref.key, check=fact.check, state=fact.state)
 
-    async def _check_entry(self, ref: types.WorkloadRef, entry: objects.AdmissionCheckEntry, *, version: str) -> None:
-        """AdmissionCheckStateChanged for one ``status.admissionChecks[]`` entry that differs from what was
-        last seen, unless it is a Pending entry the dispatcher wrote itself (added, or reset after eviction)."""
+    def _check_entry(
+        self, ref: types.WorkloadRef, entry: objects.AdmissionCheckEntry
+    ) -> types.AdmissionCheckStateChanged | None:
+        """The AdmissionCheckStateChanged of one ``status.admissionChecks[]`` entry that differs from what was
+        last seen (then remembered as seen), None when it does not or it is a Pending entry the dispatcher wrote
+        itself (added, or reset after eviction)."""
         try:
             fact = types.AdmissionCheckStateChanged(
                 workload=ref,
@@ -312,18 +325,17 @@ class ProgressReporter:
             msgspec.convert(msgspec.to_builtins(fact), types.AdmissionCheckStateChanged)  # the state is one of four
         except (msgspec.ValidationError, manifests.ManifestError, TypeError) as err:
             log.warning("admission_check_entry_invalid", workload=ref.key, entry=entry, error=str(err))
-            return
+            return None
         if fact.check in self.publisher.own_checks:
-            return  # a MultiKueue check: its states are the multikueue decider's, on the log already
+            return None  # a MultiKueue check: its states are the multikueue decider's, on the log already
         key = (ref.namespace, ref.name, fact.check)
         view = check_view(fact)
         if self.check_states.get(key) == view:
-            return
+            return None
         self.check_states[key] = view
         if fact.state == "Pending" and (not fact.message or fact.message.startswith(_OWN_CHECK_MESSAGE)):
-            return
-        await self.publisher.emit(fact, version=f"{version}.{fact.check}")
-        log.info("admission_check_state", workload=ref.key, check=fact.check, state=fact.state)
+            return None
+        return fact
 
 
 _EVICTED_KEY = 'k:{"type":"Evicted"}'

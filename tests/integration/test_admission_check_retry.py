@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kueue_es.events import types
+from kueue_es.events.bus.base import OutgoingMessage, PublishAck
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
@@ -26,6 +27,7 @@ from tests.integration.harness import (
     admitter,
     cluster_queue,
     dispatcher_with_consumer,
+    events_of,
     flavor,
     job,
     local_queue,
@@ -36,6 +38,25 @@ from tests.integration.harness import (
 from tests.integration.test_job_events import job_events, summary
 
 pytestmark = pytest.mark.timeout(60)
+
+
+class SlowBus(MemoryBus):
+    """A log that takes a while to store an admission check's fact published alone (a round trip to a
+    nats-server under load): the admitter, caught up meanwhile, runs its cycles between two such facts."""
+
+    async def publish(self, message: OutgoingMessage) -> PublishAck:
+        ack = await super().publish(message)
+        if message.headers.get("Kq-Type") == "AdmissionCheckStateChanged":
+            await asyncio.sleep(0.5)
+        return ack
+
+
+@pytest.fixture
+async def slow_bus() -> AsyncIterator[SlowBus]:
+    bus = SlowBus()
+    yield bus
+    await bus.close()
+
 
 ACTIVE = {"type": "Active", "status": "True", "reason": "Active", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
 T = "2026-01-01T00:01:00Z"
@@ -193,3 +214,28 @@ async def test_no_stopped_event_for_a_job_that_never_started(api, bus: MemoryBus
         await asyncio.sleep(0.5)  # a Stopped Event would be written with the eviction's
         found = summary(await job_events(api))
     assert [e for e in found if e[0] == "Job" and e[2] == "Stopped"] == []
+
+
+async def test_two_checks_set_to_retry_by_one_write_are_one_eviction(api, slow_bus: SlowBus) -> None:
+    """Two checks set to Retry by one status write (the user's trial: ``kubectl patch workload W
+    --subresource=status --type=merge`` with both entries): Kueue's workload controller sees them together and
+    evicts once, naming both (buildAdmissionChecksMessage: plural noun, sorted, each message in brackets), resets
+    both to Pending with retryCount 1 (evict.go resetChecksOnEviction) and the workload is queued and reserves
+    quota again. Before, the watcher published the two facts one after the other: the admitter evicted on the
+    first alone, only it was reset, and the workload, pending with the second in Retry, was never admitted again
+    (QuotaReserved=False "The workload has failed admission checks")."""
+    bus = slow_bus
+    async with kueue(api, bus):
+        name = await checked_job(api, bus)
+        await write_checks(api, name, entry("my-check", "Retry"), entry("my-check2", "Retry", "busy"))
+        [evicted] = await wait_for(bus, types.EvictionRequested, timeout=10)
+        await wait_for(bus, types.QuotaReserved, count=2, timeout=10)
+        wl = await workload_until(api, name, lambda wl: conditions(wl)["QuotaReserved"]["status"] == "True")
+    assert evicted.reason == "AdmissionCheck"
+    assert evicted.message == 'Evicted due to AdmissionChecks in Retry state: "my-check"; "my-check2" (busy)'
+    assert len(await events_of(bus, types.EvictionRequested)) == 1
+    checks = {c["name"]: c for c in status_of(wl)["admissionChecks"]}
+    for name in ("my-check", "my-check2"):
+        assert checks[name]["state"] == "Pending"
+        assert checks[name]["message"] == "Reset to Pending after eviction. Previously: Retry"
+        assert checks[name]["retryCount"] == 1
