@@ -71,9 +71,11 @@ from kueue_es.projections.cluster import (
     ON_HOLD_REASON,
     ClusterState,
     WorkloadState,
+    late_retry_reset,
     pods_ready_enabled,
     priority_of,
     replacement_of,
+    resets_late_retry,
 )
 from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.scheduling import cycle, dra, fairsharing, lifecycle, queues, readiness, visibility
@@ -456,6 +458,7 @@ def _fold_into(
                 record.set("Finished", True, event.reason, event.message, at_ms=event.at_ms)
         case types.AdmissionCheckStateChanged():
             _check_changed(record, event)
+            late_reset(record, state, wl, event)
             if record.admission is not None and wl.reservation is not None and not wl.admitted:
                 _checks_moved(record, state, at_ms=event.at_ms, granular=granular)
         case types.WorkloadPodsReady() if before.finished:
@@ -932,14 +935,32 @@ def _sync_checks(record: WorkloadRecord, required: list[str], *, at_ms: int) -> 
 def _reset_checks(record: WorkloadRecord, *, at_ms: int) -> None:
     """On any eviction every check not Pending goes back to Pending; a Retry one counts a retry (B.2)."""
     for entry in record.checks.values():
-        if entry.state == "Pending":
-            continue
-        if entry.state == "Retry":
-            entry.retry_count = (entry.retry_count or 0) + 1
-        entry.message = RESET_MESSAGE.format(state=entry.state)
-        entry.state = "Pending"
-        entry.since_ms = at_ms
-        entry.pod_set_updates = []
+        if entry.state != "Pending":
+            _reset_entry(entry, at_ms=at_ms)
+
+
+def _reset_entry(entry: CheckEntry, *, at_ms: int) -> None:
+    if entry.state == "Retry":
+        entry.retry_count = (entry.retry_count or 0) + 1
+    entry.message = RESET_MESSAGE.format(state=entry.state)
+    entry.state = "Pending"
+    entry.since_ms = at_ms
+    entry.pod_set_updates = []
+
+
+def late_reset(
+    record: WorkloadRecord, state: ClusterState, wl: WorkloadState, event: types.AdmissionCheckStateChanged
+) -> None:
+    """A Retry reported while ``wl``'s eviction is carried out, which that eviction resets (the cluster fold's
+    :func:`~kueue_es.projections.cluster.resets_late_retry`, ``state`` folded past it): its entry, just set, goes
+    back to Pending with a retry counted, and its retry time moves requeueAt later, as the cluster fold has it."""
+    entry = record.checks.get(event.check)
+    if entry is None or entry.state != "Retry" or not resets_late_retry(state, wl, event):
+        return
+    _reset_entry(entry, at_ms=late_retry_reset(wl, event).at_ms)
+    if event.requeue_after_seconds is not None:
+        requeue_at = event.at_ms + event.requeue_after_seconds * 1000
+        record.requeue_at_ms = max(record.requeue_at_ms or 0, requeue_at)
 
 
 def _check_changed(record: WorkloadRecord, event: types.AdmissionCheckStateChanged) -> None:

@@ -239,3 +239,39 @@ async def test_two_checks_set_to_retry_by_one_write_are_one_eviction(api, slow_b
         assert checks[name]["state"] == "Pending"
         assert checks[name]["message"] == "Reset to Pending after eviction. Previously: Retry"
         assert checks[name]["retryCount"] == 1
+
+
+async def test_a_second_retry_written_while_the_first_eviction_is_carried_out_is_reset_too(api, bus: MemoryBus) -> None:
+    """my-check set to Retry evicts the workload; before the eviction is carried out (the dispatcher, stopped here,
+    has not written it yet) a second write sets my-check2 to Retry. Kueue's Evict resets every check it finds not
+    Pending, and its status write, strict on the resourceVersion, is made again over the second write: both are
+    reset (retryCount 1) and the workload is queued again. Before, my-check2 stayed Retry on the released
+    workload, which was never admitted again."""
+    watcher = Watcher(bus=bus, api=api)
+    async with running(*watch_with_workloads(watcher), watcher.watch("AdmissionCheck"), admitter(bus).run()):
+        dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+        async with running(dispatcher.fold_forever(), dispatcher.consume(consumer)):
+            name = await checked_job(api, bus)
+        await write_checks(api, name, entry("my-check", "Retry"), entry("my-check2", "Pending"))
+        await wait_for(bus, types.EvictionRequested, timeout=10)
+        await write_checks(api, name, entry("my-check", "Retry"), entry("my-check2", "Retry", "busy"))
+        await wait_for(bus, types.AdmissionCheckStateChanged, check="my-check2", state="Retry", timeout=10)
+        dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+        async with running(dispatcher.fold_forever(), dispatcher.consume(consumer)):
+            await wait_for(bus, types.QuotaReserved, count=2, timeout=10)
+            wl = await workload_until(
+                api,
+                name,
+                lambda wl: (
+                    conditions(wl)["QuotaReserved"]["status"] == "True"
+                    and all(c["state"] == "Pending" for c in status_of(wl)["admissionChecks"])
+                ),
+            )
+    [evicted] = await events_of(bus, types.EvictionRequested)
+    assert evicted.message == 'Evicted due to AdmissionCheck in Retry state: "my-check"'
+    checks = {c["name"]: c for c in status_of(wl)["admissionChecks"]}
+    for check in ("my-check", "my-check2"):
+        assert (checks[check]["message"], checks[check]["retryCount"]) == (
+            "Reset to Pending after eviction. Previously: Retry",
+            1,
+        )
