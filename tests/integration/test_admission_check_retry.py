@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
-from kueue_es.events import types
+from kueue_es.events import manifests, types
 from kueue_es.events.bus.base import OutgoingMessage, PublishAck
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
@@ -146,7 +147,8 @@ async def test_a_retry_without_a_count_leaves_requeue_state_without_count(api, b
     and stayed as ``{count: 0}``."""
     async with kueue(api, bus):
         name = await checked_job(api, bus, checks=("my-check",))
-        await write_checks(api, name, entry("my-check", "Retry", "later", requeueAfterSeconds=2))
+        now = manifests.format_time_ms(int(time.time() * 1000))  # a backoff of 3 s from now on: shown while it lasts
+        await write_checks(api, name, entry("my-check", "Retry", "later", at=now, requeueAfterSeconds=3))
         waiting = await workload_until(api, name, lambda wl: "requeueState" in status_of(wl))
         assert set(waiting["status"]["requeueState"]) == {"requeueAt"}
         await wait_for(bus, types.QuotaReserved, count=2, timeout=10)
