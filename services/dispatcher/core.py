@@ -677,6 +677,12 @@ class DispatchState:
     Their job is started by the runner's :class:`~kueue_es.services.dispatcher.suspension.Suspension` when it
     folds the adoption, not by the plan of an admission logged before it (which a fold that ran ahead shows
     with the job already): one start, one ``Started`` Event. In snapshots.
+    ``checks_reported``: the workloads a check controller's report (AdmissionCheckStateChanged) was folded for since
+    the runner last wrote them: their Workload object's ``status.admissionChecks`` was written by someone else, an
+    entry the ClusterQueue does not name added or one it names taken out, maybe, so the runner reads it and writes the
+    list again where it differs (:meth:`~kueue_es.services.dispatcher.object_sync.WorkloadSync._sync_status`), as
+    Kueue's workload controller syncs it at the reconcile each such write brings. Not in snapshots: a runner
+    restarted lists the objects, and compares with what the server has.
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
     reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with
@@ -696,6 +702,7 @@ class DispatchState:
     deleted_workloads: dict[str, None] = field(default_factory=dict)
     not_matching: dict[str, None] = field(default_factory=dict)
     adopted_admitted: dict[str, int] = field(default_factory=dict)
+    checks_reported: dict[str, None] = field(default_factory=dict)
 
     def take_dirty_workloads(self) -> dict[str, int]:
         """The dirty workloads (key -> sequence), in the order they changed; the set is emptied."""
@@ -827,6 +834,9 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
             view.not_matching[key] = None
             while len(view.not_matching) > DELETED_STOPS_KEPT:
                 del view.not_matching[next(iter(view.not_matching))]
+    if isinstance(event, types.AdmissionCheckStateChanged) and after is not None:
+        view.checks_reported[key] = None  # written by someone else: the list is read and synced again
+        changed = True
     if changed or isinstance(event, types.WorkloadObserved | types.ObjectDeleted):
         view.dirty_workloads.pop(key, None)
         view.dirty_workloads[key] = seq

@@ -965,12 +965,15 @@ def late_reset(
 
 def _check_changed(record: WorkloadRecord, event: types.AdmissionCheckStateChanged) -> None:
     """A check controller's report: the entry takes the state, message, requeueAfterSeconds and
-    podSetUpdates; its lastTransitionTime moves only when the state changes (SetAdmissionCheckState)."""
+    podSetUpdates; its lastTransitionTime moves only when the state changes (SetAdmissionCheckState).
+
+    A report about a check the record does not list (one the workload's ClusterQueue does not name for it, an entry
+    written by hand) adds nothing: Kueue's workload controller drops such an entry again at its next reconcile
+    (syncAdmissionCheckConditions keeps only the checks AdmissionChecksForWorkload names). Before, it was listed."""
     entry = record.checks.get(event.check)
     if entry is None:
-        entry = CheckEntry(name=event.check, state=event.state, message="", since_ms=event.at_ms)
-        record.checks = dict(sorted({**record.checks, event.check: entry}.items()))
-    elif entry.state != event.state:
+        return
+    if entry.state != event.state:
         entry.since_ms = event.at_ms
     entry.state = event.state
     entry.message = event.message[:MAX_CONDITION_MESSAGE]

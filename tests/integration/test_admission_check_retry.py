@@ -277,3 +277,27 @@ async def test_a_second_retry_written_while_the_first_eviction_is_carried_out_is
             "Reset to Pending after eviction. Previously: Retry",
             1,
         )
+
+
+async def test_the_entries_follow_the_cluster_queues_checks_whatever_is_written(api, bus: MemoryBus) -> None:
+    """A status write that drops my-check2's entry and adds one for a check the ClusterQueue does not name:
+    Kueue's workload controller syncs the list at its next reconcile (syncAdmissionCheckConditions): the
+    unknown entry goes, the missing one comes back Pending, sorted by name. Before, the list stayed as written.
+    The workload stays waiting for its checks (a check Ready that the ClusterQueue does not name admits
+    nothing)."""
+    async with kueue(api, bus):
+        name = await checked_job(api, bus)
+        before = await workload_until(api, name, lambda wl: True)
+        mine = next(c for c in status_of(before)["admissionChecks"] if c["name"] == "my-check")
+        await write_checks(api, name, entry("another-check", "Ready", "ok"), mine)
+        synced = await workload_until(
+            api, name, lambda wl: [c["name"] for c in status_of(wl)["admissionChecks"]] == ["my-check", "my-check2"]
+        )
+        await asyncio.sleep(0.5)  # and it stays so
+        after = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+    assert status_of(after)["admissionChecks"] == status_of(synced)["admissionChecks"]
+    checks = {c["name"]: c for c in status_of(after)["admissionChecks"]}
+    assert checks["my-check"] == mine
+    assert (checks["my-check2"]["state"], checks["my-check2"]["message"]) == ("Pending", "")
+    assert conditions(after)["Admitted"]["status"] == "False"
+    assert await events_of(bus, types.WorkloadAdmitted) == []
