@@ -409,6 +409,9 @@ class ClusterState:
     # superset, so an older bookmark may expire sooner after an unrelated object change).
     admit_cycles: int = 0
     admit_cycle_seq: int = 0  # the sequence of the last record counted
+    # The highest logic version of the admitter's DecisionRecords folded: what its evictions do to a check
+    # reported Retry while they are carried out (:func:`resets_late_retry`) depends on it.
+    admit_logic: int = 0
     cq_generations: dict[str, int] = field(default_factory=dict)
     structure_generation: int = 0
     # Kueue's metrics that only history gives (counters, wait-time histograms): folded here, so they
@@ -599,6 +602,8 @@ def apply(
             state.heads[event.partition] = seq
             state.partitions.on_record(state, event.partition, event.basis_seq)
             kueue_metrics.on_record(state, event, seq=seq, admitter=event.role == ADMITTER_ROLE)
+            if event.role == ADMITTER_ROLE and event.logic_version > state.admit_logic:
+                state.admit_logic = event.logic_version
             if event.role == ADMITTER_ROLE and event.decided and seq > state.admit_cycle_seq:
                 state.admit_cycles += 1  # once per record, however often it is folded
                 state.admit_cycle_seq = seq
@@ -612,7 +617,9 @@ def apply(
             _apply_preemption(state, event, seq=seq)
         case types.WorkloadObserved() | types.WorkloadFinished():
             _apply_workload_fact(state, event, seq=seq)
-        case types.AdmissionCheckStateChanged() | types.WorkloadPodsReady():
+        case types.AdmissionCheckStateChanged():
+            _apply_check_fact(state, event, seq=seq)
+        case types.WorkloadPodsReady():
             _apply_workload_status_fact(state, event, seq=seq)
         case types.WorkloadReclaimablePods():
             _apply_reclaimable(state, event, seq=seq)
@@ -1005,6 +1012,68 @@ def _apply_workload_status_fact(
     _reindex(state, event.workload.key)
 
 
+LATE_RETRY_RESET_LOGIC = 54
+"""The admitter logic from which an eviction resets a check reported Retry while it is carried out
+(:func:`resets_late_retry`); a log whose admitter is older folds such a report as it did, so it replays as
+decided."""
+
+
+def resets_late_retry(state: ClusterState, wl: WorkloadState, event: types.AdmissionCheckStateChanged) -> bool:
+    """Whether a check controller's report ``event`` about ``wl`` is reset to Pending by the eviction being carried
+    out: a Retry while ``wl`` still holds the quota of an eviction of Kueue's own (not one someone else wrote,
+    which resets nothing), on a log whose admitter is logic 54 or later (``state.admit_logic``).
+
+    Kueue's evict.go Evict resets every check it finds not Pending (resetChecksOnEviction), whatever reported
+    them, so a second check set to Retry by the same status write as the first, or by one the eviction's own
+    status write has not overtaken yet, is reset with it. Here that eviction is decided from the log before the
+    dispatcher writes it, so such a report may fold after it; left in Retry it kept the workload, once released,
+    out of every cycle for good ("The workload has failed admission checks"). Reset as that eviction resets it,
+    the workload is queued again with every check Pending. Pure; the status folds ask it too."""
+    return (
+        event.state == "Retry"
+        and state.admit_logic >= LATE_RETRY_RESET_LOGIC
+        and wl.reservation is not None
+        and wl.eviction is not None
+        and wl.eviction.observed is not True
+        and not wl.gone
+    )
+
+
+def late_retry_reset(wl: WorkloadState, event: types.AdmissionCheckStateChanged) -> types.AdmissionCheckStateChanged:
+    """The Pending entry a Retry reported while ``wl``'s eviction is carried out becomes (:func:`resets_late_retry`):
+    Kueue's reset message, at the report's time (the eviction's, when the report says an earlier one), keeping its
+    requeueAfterSeconds."""
+    assert wl.eviction is not None
+    return types.AdmissionCheckStateChanged(
+        workload=event.workload,
+        check=event.check,
+        state="Pending",
+        message=f"{RESET_PREFIX}{event.state}",
+        requeue_after_seconds=event.requeue_after_seconds,
+        at_ms=max(event.at_ms, wl.eviction.at_ms),
+    )
+
+
+RESET_PREFIX = "Reset to Pending after eviction. Previously: "
+"""Kueue's message of a check its eviction reset (evict.go resetChecksOnEviction), before the state it had."""
+
+
+def _apply_check_fact(state: ClusterState, event: types.AdmissionCheckStateChanged, *, seq: int) -> None:
+    """A check controller's report: the workload's check takes it, and a Retry reported while the workload's
+    eviction is carried out is reset to Pending at once, a retry counted and its retry time added to the backoff,
+    as that eviction resets it (:func:`resets_late_retry`)."""
+    current = state.workloads.get(event.workload.key)
+    late = current is not None and _same_uid(current, event.workload) and resets_late_retry(state, current, event)
+    _apply_workload_status_fact(state, event, seq=seq)
+    if not late:
+        return
+    assert current is not None
+    current.check_retries[event.check] = current.check_retries.get(event.check, 0) + 1
+    current.checks[event.check] = late_retry_reset(current, event)
+    if event.requeue_after_seconds is not None:  # GetMaxRetryTime: the Retry's time counts in the backoff
+        current.requeue_at_ms = max(current.requeue_at_ms, event.at_ms + event.requeue_after_seconds * 1000)
+
+
 def _apply_multikueue_decision(
     state: ClusterState,
     event: types.WorkersNominated
@@ -1151,7 +1220,7 @@ def _evicted(state: ClusterState, wl: WorkloadState, event: types.EvictionReques
         if check.state != "Pending":
             if check.state == "Retry":
                 wl.check_retries[name] = wl.check_retries.get(name, 0) + 1
-            message = f"Reset to Pending after eviction. Previously: {check.state}"
+            message = f"{RESET_PREFIX}{check.state}"
             wl.checks[name] = types.AdmissionCheckStateChanged(
                 workload=check.workload,
                 check=name,
@@ -2068,7 +2137,8 @@ _FOLD_BY_TYPE: Final[dict[type, Any]] = {
         _apply_workload_decision,
     ),
     **dict.fromkeys((types.WorkloadObserved, types.WorkloadFinished), _apply_workload_fact),
-    **dict.fromkeys((types.AdmissionCheckStateChanged, types.WorkloadPodsReady), _apply_workload_status_fact),
+    types.AdmissionCheckStateChanged: _apply_check_fact,
+    types.WorkloadPodsReady: _apply_workload_status_fact,
     **dict.fromkeys((types.PreemptionRequired, types.PreemptionIssued, types.EvictionRequested), _apply_preemption),
     types.FactBatch: _apply_fact_batch,
 }

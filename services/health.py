@@ -399,6 +399,14 @@ class ObservedBus(Bus):
             self.health.published(kind, entries)
         return ack
 
+    async def publish_together(self, messages: Sequence[OutgoingMessage]) -> int:
+        """Publish ``messages`` as one atomic batch through ``inner`` (a refusal propagates: the caller falls
+        back to publishing them one by one, each tried again as :meth:`publish` does)."""
+        last = await self.inner.publish_together(messages)
+        for message in messages:
+            self.health.published(message.headers.get("Kq-Type", "unknown"))
+        return last
+
     async def commit_batch(
         self,
         *,

@@ -185,6 +185,20 @@ class Bus(abc.ABC):
         At most 999 messages in ``rest``.
         """
 
+    async def publish_together(self, messages: Sequence[OutgoingMessage]) -> int:
+        """Append ``messages`` (facts: no expected sequences) as one atomic batch, or nothing, so that a reader
+        never sees some of them without the others: the first is delivered with the rest ``pending`` behind it,
+        and a decider, which decides only once caught up, folds them all before its next cycle (a watcher's
+        facts from one object write). Returns the sequence of the last one.
+
+        Raises DuplicateBatchError when any ``msg_id`` is stored already (nothing stored: publish them one by
+        one then, each deduplicated), BusError on other failures. At most 1,000 messages. This default publishes
+        them one by one, not atomically: a bus that can batch overrides it."""
+        last = 0
+        for message in messages:
+            last = (await self.publish(message)).seq
+        return last
+
     @abc.abstractmethod
     def read(self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1) -> AsyncGenerator[LogMessage, None]:
         """Yield every stored message matching any of ``subjects`` (NATS wildcards

@@ -153,6 +153,25 @@ class MemoryBus(base.Bus):
         store.notify()
         return last
 
+    async def publish_together(self, messages: Sequence[base.OutgoingMessage]) -> int:
+        """Append ``messages`` as one batch, or raise and store nothing (see :class:`base.Bus`)."""
+        store = self._check_open()
+        if not messages:
+            raise base.BusError("An atomic batch needs at least one message.")
+        rules.check_batch(head=messages[0], rest=messages[1:])
+        ids = [message.msg_id for message in messages]
+        if len(set(ids)) != len(ids) or any(msg_id in store.msg_ids for msg_id in ids):
+            raise base.DuplicateBatchError(
+                f"The batch of {ids[0]!r} repeats a msg_id already stored or inside itself; nothing was stored."
+            )
+        if any(message.expected_last_subject_seq is not None for message in messages):
+            raise base.BusError("A batch published together expects no subject sequence.")
+        last = 0
+        for message in messages:
+            last = store.append(message)
+        store.notify()
+        return last
+
     async def read(
         self, *, subjects: Sequence[str] = ("kq.>",), start_seq: int = 1
     ) -> AsyncGenerator[base.LogMessage, None]:

@@ -757,9 +757,32 @@ class NatsBus(base.Bus):
         rules.check_batch(head=head, rest=rest)
         if head_filter is not None:
             rules.tokens(head_filter)
-        batch_id = uuid.uuid4().hex
-        messages = [head, *rest]
+        expect = {"Nats-Expected-Last-Subject-Sequence": str(expected_head_seq)}
+        if head_filter is not None:
+            expect["Nats-Expected-Last-Subject-Sequence-Subject"] = head_filter
         what = f"Committing the batch headed by {head.msg_id!r}"
+        return await self._send_batch([head, *rest], expect=expect, what=what, expected=expected_head_seq)
+
+    async def publish_together(self, messages: Sequence[base.OutgoingMessage]) -> int:
+        """Append ``messages`` as one ADR-50 atomic batch with no expectation (see :class:`base.Bus`); a single
+        message is published as it is. A timeout or a lost connection raises BusError: the batch may or may not
+        have landed, and sent again it is refused as a duplicate if it did."""
+        if not messages:
+            raise base.BusError("An atomic batch needs at least one message.")
+        rules.check_batch(head=messages[0], rest=messages[1:])
+        if any(message.expected_last_subject_seq is not None for message in messages):
+            raise base.BusError("A batch published together expects no subject sequence.")
+        if len(messages) == 1:
+            return (await self.publish(messages[0])).seq
+        what = f"Publishing the batch headed by {messages[0].msg_id!r}"
+        return await self._send_batch(list(messages), expect={}, what=what, expected=0)
+
+    async def _send_batch(
+        self, messages: list[base.OutgoingMessage], *, expect: dict[str, str], what: str, expected: int
+    ) -> int:
+        """Send ``messages`` as one atomic batch, ``expect`` (headers) on the first; the sequence of the last."""
+        head = messages[0]
+        batch_id = uuid.uuid4().hex
         with _wrapped(what):
             for index, message in enumerate(messages, 1):
                 headers = {
@@ -769,9 +792,7 @@ class NatsBus(base.Bus):
                     "Nats-Batch-Sequence": str(index),
                 }
                 if index == 1:
-                    headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_head_seq)
-                    if head_filter is not None:
-                        headers["Nats-Expected-Last-Subject-Sequence-Subject"] = head_filter
+                    headers.update(expect)
                 if index == len(messages):
                     headers["Nats-Batch-Commit"] = "1"
                 if index == 1:
@@ -786,10 +807,10 @@ class NatsBus(base.Bus):
                 elif index == len(messages):
                     reply = await self.nc.request(message.subject, message.data, headers=headers, timeout=self.timeout)
                 if index == len(messages):
-                    return self._batch_outcome(reply.data, head=head, expected=expected_head_seq)
+                    return self._batch_outcome(reply.data, head=head, expected=expected)
                 if index == 1:
                     if reply.data:
-                        self._batch_outcome(reply.data, head=head, expected=expected_head_seq)
+                        self._batch_outcome(reply.data, head=head, expected=expected)
                 else:
                     await self.nc.publish(message.subject, message.data, headers=headers)
         raise AssertionError("unreachable")

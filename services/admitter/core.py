@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues, slices
 
-LOGIC_VERSION = 53
+LOGIC_VERSION = 54
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -72,8 +72,14 @@ EARLIER_LOGIC_VERSIONS = (
     50,
     51,
     52,
+    53,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 52 and earlier wrote a
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 53 and earlier left a check
+reported Retry while its workload's eviction was being carried out in Retry, so the workload, once released, was
+never nominated again ("The workload has failed admission checks"); from the first record of logic 54 on the log,
+the fold resets such a report as that eviction resets every check (Kueue's resetChecksOnEviction,
+:func:`kueue_es.projections.cluster.resets_late_retry`): ``decide`` itself is unchanged, a log of 53 and earlier
+folds and replays as it did. 52 and earlier wrote a
 workload whose namespace its ClusterQueue does not select as "Workload namespace doesn't match ClusterQueue
 selector" (53 writes Kueue's ``workload namespace ...``, pkg/workload/resources.go ErrNamespaceMismatch). 51 and earlier left the
 workloads parked in a cohort tree parked through the cycle that gave back a finished or deleted workload's quota
@@ -391,6 +397,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 53 decide as 54: what 54 changed is the fold's, keyed on the log's admitter logic (a check reported
+    Retry during its workload's eviction reset with it, :func:`kueue_es.projections.cluster.resets_late_retry`).
     Versions 9 to 52 capitalised the namespace mismatch message (``Workload namespace doesn't match ...``).
     Versions 9 to 51 left a cohort tree's parked workloads parked through the cycle that released quota there.
     Versions 9 to 50 admitted into a ClusterQueue with a TAS flavor whose Topology does not exist.

@@ -684,6 +684,12 @@ class DispatchState:
     was folded on (:class:`~kueue_es.services.dispatcher.recording.Recording`), however the runner's writes
     coalesce. In snapshots (a view from one is the view folded from the start); a workload's count goes when
     the fold forgets it.
+    ``checks_reported``: the workloads a check controller's report (AdmissionCheckStateChanged) was folded for since
+    the runner last wrote them: their Workload object's ``status.admissionChecks`` was written by someone else, an
+    entry the ClusterQueue does not name added or one it names taken out, maybe, so the runner reads it and writes the
+    list again where it differs (:meth:`~kueue_es.services.dispatcher.object_sync.WorkloadSync._sync_status`), as
+    Kueue's workload controller syncs it at the reconcile each such write brings. Not in snapshots: a runner
+    restarted lists the objects, and compares with what the server has.
     ``track_objects`` False is for a runner that writes no Workload objects and no queue
     status (the bench's simulated API): :func:`fold` then keeps only what :func:`plan`
     reads (:mod:`kueue_es.services.dispatcher.lean`: no cluster fold, records only with
@@ -704,6 +710,7 @@ class DispatchState:
     not_matching: dict[str, None] = field(default_factory=dict)
     adopted_admitted: dict[str, int] = field(default_factory=dict)
     object_versions: dict[str, int] = field(default_factory=dict)
+    checks_reported: dict[str, None] = field(default_factory=dict)
 
     def changed(self, key: str, seq: int) -> None:
         """The Workload object of ``key`` is to show a change folded at ``seq``: written again, a new version."""
@@ -841,6 +848,9 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> DispatchState:
             view.not_matching[key] = None
             while len(view.not_matching) > DELETED_STOPS_KEPT:
                 del view.not_matching[next(iter(view.not_matching))]
+    if isinstance(event, types.AdmissionCheckStateChanged) and after is not None:
+        view.checks_reported[key] = None  # written by someone else: the list is read and synced again
+        changed = True
     if changed or isinstance(event, types.WorkloadObserved | types.ObjectDeleted):
         view.dirty_workloads.pop(key, None)
         if after is None:  # gone: its count goes with it (one made again under its name is another object)

@@ -117,11 +117,22 @@ class JobWrites:
         # decision sequence -> the pods (name, UID) its start ungated or its stop deleted, kept across a write tried
         # again (those written before the failure are not written again, and still get their Event)
         self._pods_written: dict[int, list[tuple[str, str]]] = {}
+        # decision sequences whose stop found its job suspended already: nothing stopped now, no Stopped Event
+        self._found_suspended: set[int] = set()
 
     def take_pods_written(self, seq: int) -> list[tuple[str, str]]:
         """The pods (``(name, uid)``) the start or stop of the decision at ``seq`` ungated or deleted, in order;
         forgotten once taken."""
         return self._pods_written.pop(seq, [])
+
+    def stopped_now(self, seq: int) -> bool:
+        """Whether the job write of the decision at ``seq`` stopped a job that was not suspended yet (True for any
+        other write): Kueue records its Stopped Event only then (reconciler.go stopJob: Job.Stop's ``stoppedNow``,
+        ``if job.IsSuspended() { return nil }`` for the other kinds). Forgotten once asked."""
+        if seq in self._found_suspended:
+            self._found_suspended.discard(seq)
+            return False
+        return True
 
     def _pod_written(self, seq: int, pod: objects.Pod) -> None:
         meta = objects.meta(pod)
@@ -253,6 +264,8 @@ class JobWrites:
         found = await self._same_job(action, seq=seq, ref=JOB_REF)
         if isinstance(found, types.DispatchFailed):
             return found
+        if (found.get("spec") or {}).get("suspend") is True:
+            self._found_suspended.add(seq)  # never started, or stopped already: restored and marked, no Event
         patch = action.patch(current_pod_spec=objects.pod_spec(objects.as_job(found)), job=found)
         if "template" in patch["spec"] and not _template_mutable(found):
             # The API server lets a Job's pod template change only while the Job is suspended and has not
@@ -300,9 +313,11 @@ class JobWrites:
                 reason="Invalid",
                 message=str(err),
             )
+        starting = isinstance(action, core.StartIntegration)
+        if not starting and integrations.suspended(integration, found):
+            self._found_suspended.add(seq)  # never started, or stopped already: given back and marked, no Event
         await self.limiter.acquire(WriteClass.JOBS)
         await self.api.patch_object(ref, namespace=action.namespace, name=action.name, patch=patch)
-        starting = isinstance(action, core.StartIntegration)
         log.info("job_started" if starting else "job_stopped", job=target, workload=action.workload.key, seq=seq)
         selector = {k: v for info in action.pod_sets for k, v in info.node_selector.items()} if starting else {}
         return types.DispatchApplied(

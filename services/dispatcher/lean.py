@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from kueue_es.events import codec, models, slices, types
 from kueue_es.projections import multikueue
-from kueue_es.projections.cluster import WorkloadState
+from kueue_es.projections.cluster import ADMITTER_ROLE, WorkloadState
 from kueue_es.services.dispatcher import status
 
 if TYPE_CHECKING:
@@ -92,6 +92,8 @@ def fold(view: DispatchState, event: types.Event, *, seq: int) -> str | None:
         case types.DecisionRecord():
             state.heads[event.partition] = seq
             parts.on_record(state, event.partition, event.basis_seq)
+            if event.role == ADMITTER_ROLE and event.logic_version > state.admit_logic:
+                state.admit_logic = event.logic_version  # what its evictions do to a late Retry (status.late_reset)
         case types.ResourceFlavorObserved(flavor=obj):
             old_flavor = state.flavors.get(obj.metadata.name)
             state.flavors[obj.metadata.name] = obj
@@ -356,6 +358,8 @@ def _check_changed(view: DispatchState, event: types.Event, seq: int) -> str | N
     record = _record(view, key, current, create=True)
     assert record is not None
     status._check_changed(record, outcome)
+    if isinstance(event, types.AdmissionCheckStateChanged):  # a controller's report: its eviction may reset it
+        status.late_reset(record, view.cluster, current, event)
     return None
 
 

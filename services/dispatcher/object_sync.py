@@ -145,11 +145,15 @@ class StoredObjects:
         self.writes += 1
         return objects.as_stored(stored)
 
-    async def patch(self, ref: resources.ResourceRef, meta: Any, patch: RawObject) -> objects.StoredObject:
-        """JSON merge patch the object ``meta`` names (its ``namespace`` and ``name``) with a Workload write token;
-        returns the stored object."""
+    async def patch(
+        self, ref: resources.ResourceRef, meta: Any, patch: RawObject, *, subresource: str | None = None
+    ) -> objects.StoredObject:
+        """JSON merge patch the object ``meta`` names (its ``namespace`` and ``name``; or its ``subresource``) with
+        a Workload write token; returns the stored object."""
         await self.limiter.acquire(WriteClass.WORKLOADS)
-        stored = await self.api.patch_object(ref, namespace=meta.get("namespace"), name=meta["name"], patch=patch)
+        stored = await self.api.patch_object(
+            ref, namespace=meta.get("namespace"), name=meta["name"], patch=patch, subresource=subresource
+        )
         self.writes += 1
         return objects.as_stored(stored)
 
@@ -383,6 +387,7 @@ class WorkloadSync:
                     self._templates.pop(key, None)
                     self._check_messages.pop(key, None)
                     self._deactivations.pop(key, None)
+                    self.view.checks_reported.pop(key, None)
                     await self.stored.delete_workload(namespace, name)
                     continue
                 if wl.workload.owner is None:
@@ -561,22 +566,37 @@ class WorkloadSync:
         wanted = status.with_object_uids(wanted, self.stored.object_uid)
         wanted = self._with_replacement_condition(wl, stored, wanted, generation=generation)
         wanted = status.not_before(wanted, created_ms(stored))
-        if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted:
+        # a check controller wrote the list: read it, and write it again where it is not the ClusterQueue's
+        reported = self.view.checks_reported.pop(key, 0) is None
+        if _managed(stored, status.WORKLOAD_STATUS_FIELDS) != wanted or reported:
             identity: dict[str, Any] = {
                 "apiVersion": resources.WORKLOADS.api_version,
                 "kind": "Workload",
                 "metadata": {"name": meta.name, "namespace": meta.namespace},
             }
             body = {**identity, "status": wanted}
-            if "admissionChecks" in wanted:
+            if "admissionChecks" in wanted or reported:
                 current = await self.stored.api.get_object(
                     resources.WORKLOADS, namespace=meta.namespace, name=meta.name
                 )
                 server = (current.get("status") or {}).get("admissionChecks") or []
                 own = set(self.view.cluster.multikueue.checks)  # MultiKueue's: kueue-es is their controller
-                checks = keep_controller_checks(wanted["admissionChecks"], server, own=own)
-                wanted = {**wanted, "admissionChecks": checks}
+                checks = keep_controller_checks(wanted.get("admissionChecks") or [], server, own=own)
+                if _managed(stored, status.WORKLOAD_STATUS_FIELDS) == wanted and server == checks:
+                    self.stored.keep(ident, objects.as_stored(current))
+                    return  # the list is the ClusterQueue's, and nothing else changed
                 version = (current.get("metadata") or {}).get("resourceVersion")
+                if _strays(server, checks):
+                    # an entry the ClusterQueue does not name (written by hand): Kueue's workload controller
+                    # writes the list whole (syncAdmissionCheckConditions, a status Update); an apply would keep
+                    # an entry another manager wrote, so the list is replaced first, on the version read
+                    replaced = {"metadata": {"resourceVersion": version}, "status": {"admissionChecks": checks or None}}
+                    where = {"namespace": meta.namespace, "name": meta.name}
+                    patched = await self.stored.patch(resources.WORKLOADS, where, replaced, subresource="status")
+                    version = objects.meta(patched).get("resourceVersion")
+                    log.info("workload_checks_synced", workload=key, dropped=_strays(server, checks))
+                if checks:
+                    wanted = {**wanted, "admissionChecks": checks}
                 body = {**identity, "status": wanted}
                 body["metadata"] = {**body["metadata"], **({"resourceVersion": version} if version else {})}
             was_finished = _is_finished(stored.get("status"))
@@ -811,6 +831,7 @@ class WorkloadSync:
         """
         meta = wl.workload.metadata
         ident: ObjectKey = ("Workload", meta.namespace, meta.name)
+        self.view.checks_reported.pop(key, None)  # its status is the user's object's: not read back here
         try:
             stored = await self._deactivate(key, wl, ident) or self.stored.objects.get(ident)
         except kube_errors.NotFoundError:
@@ -1246,6 +1267,15 @@ def keep_controller_checks(
         else:
             merged.append(entry)
     return merged
+
+
+def _strays(server: list[dict[str, Any]], checks: list[dict[str, Any]]) -> list[str]:
+    """The names of the entries in ``server`` (``status.admissionChecks`` as read) that ``checks`` (the list to
+    write) does not have."""
+    keep = {str(entry.get("name")) for entry in checks}
+    return [
+        str(entry.get("name")) for entry in server if isinstance(entry, dict) and str(entry.get("name")) not in keep
+    ]
 
 
 def _time_ms(value: Any) -> int:

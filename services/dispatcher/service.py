@@ -753,6 +753,8 @@ class Dispatcher:
                 message=str(err),
             )
         pods = self.jobs.take_pods_written(message.seq)  # a Pod workload's: each gets its Started or Stopped Event
+        # Kueue records no Stopped Event for a job it did not have to suspend (never started, or stopped already)
+        stopped_now = self.jobs.stopped_now(message.seq) and written
         if deleted:
             core.forget_deleted_stop(self.view, action.workload.key, seq=message.seq)
         # a stop without a write is reported stopped by the dispatcher (no mark for the watcher): after its result
@@ -767,7 +769,8 @@ class Dispatcher:
             # its stored: the record's result
             self.record_results.add(record, result, settlement, self.settling, index=index)
             self.applied += 1
-            self.recording.job_write(action, seq=message.seq, decision=event, pods=pods)
+            if stopped_now:
+                self.recording.job_write(action, seq=message.seq, decision=event, pods=pods)
             done.append(settlement)
             return
         self.record_results.flush(self.settling)  # the results before this one go first, as decided
@@ -804,7 +807,7 @@ class Dispatcher:
             stored = self.settling.result(publish)
         if isinstance(result, types.DispatchApplied):
             self.applied += 1
-            if written:  # Kueue records no Stopped Event for a Job it did not have to suspend
+            if stopped_now:  # Kueue records no Stopped Event for a job it did not have to suspend
                 self.recording.job_write(action, seq=message.seq, decision=event, pods=pods)
         else:
             self.failed += 1

@@ -72,9 +72,11 @@ from kueue_es.projections.cluster import (
     ON_HOLD_REASON,
     ClusterState,
     WorkloadState,
+    late_retry_reset,
     pods_ready_enabled,
     priority_of,
     replacement_of,
+    resets_late_retry,
 )
 from kueue_es.scheduling import concurrent_admission as ca
 from kueue_es.scheduling import cycle, dra, fairsharing, lifecycle, queues, readiness, visibility
@@ -112,7 +114,9 @@ WORKLOAD_STATUS_FIELDS = (
     "nominatedClusterNames",
 )
 RESET_MESSAGE = "Reset to Pending after eviction. Previously: {state}"
-DEACTIVATED_PREFIX = "DeactivatedDueTo"
+DEACTIVATED_REASON = "Deactivated"  # kueue.WorkloadDeactivated: Evicted and Requeued of a deactivation by hand
+DEACTIVATED_PREFIX = "DeactivatedDueTo"  # ... and of one of Kueue's own: DeactivatedDueTo<cause>
+REQUEUED_EVICTIONS = ("Preempted", "NodeFailures")  # the Evicted reasons the job reconciler writes Requeued=True for
 DEACTIVATED_MESSAGE = "The workload is deactivated"  # Kueue's eviction message (workload_controller.go)
 DELETED_STOP_MESSAGE = (
     "Workload is deleted"  # Kueue's Stopped Event of a job whose Workload was deleted (reconciler.go)
@@ -455,6 +459,7 @@ def _fold_into(
                 record.set("Finished", True, event.reason, event.message, at_ms=event.at_ms)
         case types.AdmissionCheckStateChanged():
             _check_changed(record, event)
+            late_reset(record, state, wl, event)
             if record.admission is not None and wl.reservation is not None and not wl.admitted:
                 _checks_moved(record, state, at_ms=event.at_ms, granular=granular)
         case types.WorkloadPodsReady() if before.finished:
@@ -482,7 +487,7 @@ def _fold_into(
                 (ps.name, wl.reclaimable[ps.name]) for ps in wl.workload.spec.pod_sets if ps.name in wl.reclaimable
             )
         case types.WorkloadDeactivated():
-            _deactivate(record, event, holds_quota=wl.reservation is not None and before.eviction is None)
+            _deactivate(record, event, holds_quota=wl.reservation is not None)
         case types.TopologyAssigned():
             # It comes in the batch of the QuotaReserved (before or after it), before WorkloadAdmitted (A.12).
             # Merged per pod set, as the cluster fold merges it: a second pass (A.9) names only the pod
@@ -572,12 +577,13 @@ def _evicted(record: WorkloadRecord, event: types.EvictionRequested) -> None:
         record.set("Preempted", True, event.preemption_reason, event.message, at_ms=event.at_ms, generation=False)
     _reset_checks(record, at_ms=event.at_ms)
     record.cluster_name, record.nominated, record.worker_placed = "", (), ()  # evict.go resetClusterNomination
+    # Kueue's SetRequeueState: requeueAt from the checks' retry times (workload_controller.go NeedsRequeueAtUpdate,
+    # the count left as it is) or the PodsReady backoff (UpdateRequeueState, the count incremented): only the
+    # PodsReady timeout counts, so an AdmissionCheck eviction leaves count out (nil, omitempty)
     if event.requeue_at_ms or event.requeue_count:
         record.requeue_at_ms = event.requeue_at_ms or None
         if event.requeue_count:
             record.requeue_count = event.requeue_count
-        elif record.requeue_count is None:
-            record.requeue_count = 0
 
 
 DRA_REQUEUED_REASON = "Inadmissible"
@@ -828,8 +834,9 @@ def _evict(record: WorkloadRecord, reason: str, message: str, *, at_ms: int) -> 
 def _observed(record: WorkloadRecord, workload: models.Workload, *, at_ms: int) -> None:
     """``spec.active`` as the log has it: an inactive workload has no requeueState (Kueue's workload controller
     clears it, set false by hand or by Kueue); a workload seen inactive and then active again is reactivated
-    (workload_controller.go: Requeued=True ``Reactivated`` when it was False ``Deactivated``), whether Kueue
-    deactivated it (``record.deactivated``, then seen inactive) or someone set ``spec.active`` false by hand."""
+    (workload_controller.go: Requeued=True ``Reactivated`` when it was False ``Deactivated`` or
+    ``DeactivatedDueTo<cause>``), whether Kueue deactivated it (``record.deactivated``, then seen inactive) or
+    someone set ``spec.active`` false by hand."""
     if not workload.spec.active:
         record.inactive_seen = True
         # an inactive workload's requeueState goes (workload_controller.go: cleared on deactivation, Kueue PR #7734)
@@ -837,8 +844,7 @@ def _observed(record: WorkloadRecord, workload: models.Workload, *, at_ms: int) 
         return
     if record.inactive_seen:
         record.deactivated = record.inactive_seen = False
-        requeued = record.conditions.get("Requeued")
-        if requeued is not None and not requeued.status and requeued.reason == "Deactivated":
+        if _requeued_by_deactivation(record):
             record.reactivated = True  # set at the admitter's next decision: a fact carries no time of its own
 
 
@@ -851,30 +857,43 @@ def _reactivated(record: WorkloadRecord, *, at_ms: int) -> None:
     if not record.reactivated:
         return
     record.reactivated = False
-    requeued = record.conditions.get("Requeued")
-    if requeued is not None and not requeued.status and requeued.reason == "Deactivated":
+    if _requeued_by_deactivation(record):
         record.set("Requeued", True, "Reactivated", "The workload was reactivated", at_ms=at_ms)
 
 
-def _requeued_deactivated(record: WorkloadRecord, wl: WorkloadState, message: str, *, at_ms: int) -> None:
-    """Requeued=False ``Deactivated`` as the job reconciler writes it once the deactivated workload's job stopped
-    (reconciler.go step 6, SetRequeuedCondition with the Evicted condition's reason). A workload its owner set
-    active again before that (the log has ``spec.active`` true and no deactivation of Kueue's pending) is
-    reactivated at the next decision, as Kueue's workload controller, reconciling that status write, finds it
-    active with Requeued False ``Deactivated`` and sets Requeued=True ``Reactivated`` (workload_controller.go).
-    Before, only a reactivation seen after this write was, so a quick one left Requeued False on a Workload
-    admitted again."""
-    record.set("Requeued", False, "Deactivated", message, at_ms=at_ms)
-    if wl.workload.spec.active and not record.deactivated:
+def _requeued_by_deactivation(record: WorkloadRecord) -> bool:
+    """Whether the record's Requeued is False for a deactivation: ``Deactivated`` (by hand) or
+    ``DeactivatedDueTo<cause>`` (by Kueue). Kueue's workload controller reactivates both (workload_controller.go,
+    the reason matched by its prefix since Kueue PR #14874; before it, a workload Kueue had deactivated kept
+    Requeued=False when set active again and was never queued)."""
+    requeued = record.conditions.get("Requeued")
+    return requeued is not None and not requeued.status and requeued.reason.startswith(DEACTIVATED_REASON)
+
+
+def _requeued_deactivated(record: WorkloadRecord, wl: WorkloadState, reason: str, message: str, *, at_ms: int) -> None:
+    """Requeued as the job reconciler writes it once the deactivated workload's job stopped (reconciler.go step 6,
+    SetRequeuedCondition with the Evicted condition's reason and message, True only for ``Preempted`` and
+    ``NodeFailures``): False ``Deactivated`` after a deactivation by hand, False ``DeactivatedDueTo<cause>``
+    after one of Kueue's own (``DeactivatedDueToAdmissionCheck``, ``...RequeuingLimitExceeded``,
+    ``...MaximumExecutionTimeExceeded``), the in-force eviction's reason when it was deactivated while being
+    evicted for something else. A workload its owner set active again before that (the log has ``spec.active``
+    true and no deactivation of Kueue's pending) is reactivated at the next decision, as Kueue's workload
+    controller, reconciling that status write, finds it active with Requeued False for its deactivation and sets
+    Requeued=True ``Reactivated`` (workload_controller.go). Before, only a reactivation seen after this write was,
+    so a quick one left Requeued False on a Workload admitted again; and the reason was ``Deactivated`` for every
+    deactivation."""
+    record.set("Requeued", reason in REQUEUED_EVICTIONS, reason, message, at_ms=at_ms)
+    if wl.workload.spec.active and not record.deactivated and _requeued_by_deactivation(record):
         record.reactivated = True
 
 
 def _deactivate(record: WorkloadRecord, event: types.WorkloadDeactivated, *, holds_quota: bool) -> None:
     """WorkloadDeactivated: ``spec.active`` false; requeueState cleared (a reactivation counts from 0).
 
-    A workload holding quota is evicted by the EvictionRequested of the same batch; one that
-    holds none is marked evicted here, as Kueue's workload controller evicts every
-    deactivated workload (Evicted ``DeactivatedDueTo<reason>``, Requeued=False ``Deactivated``).
+    A workload holding quota is evicted by the EvictionRequested of the same batch (or is being evicted already);
+    the job reconciler writes its Requeued once its job stopped (:func:`_release`). One that holds none is marked
+    evicted here, as Kueue's workload controller evicts every deactivated workload (Evicted
+    ``DeactivatedDueTo<reason>``), and Requeued=False takes the Evicted condition's reason and message.
     """
     record.deactivated = True
     record.inactive_seen = False
@@ -886,7 +905,8 @@ def _deactivate(record: WorkloadRecord, event: types.WorkloadDeactivated, *, hol
     evicted = record.conditions.get("Evicted")
     if evicted is None or not evicted.status:
         _evict(record, f"{DEACTIVATED_PREFIX}{event.reason}", message, at_ms=event.at_ms)
-    record.set("Requeued", False, "Deactivated", message, at_ms=event.at_ms)
+        evicted = record.conditions["Evicted"]
+    record.set("Requeued", False, evicted.reason, evicted.message, at_ms=event.at_ms)
 
 
 def _activation_changed(record: WorkloadRecord, event: types.WorkloadInadmissible, *, granular: bool) -> None:
@@ -916,24 +936,45 @@ def _sync_checks(record: WorkloadRecord, required: list[str], *, at_ms: int) -> 
 def _reset_checks(record: WorkloadRecord, *, at_ms: int) -> None:
     """On any eviction every check not Pending goes back to Pending; a Retry one counts a retry (B.2)."""
     for entry in record.checks.values():
-        if entry.state == "Pending":
-            continue
-        if entry.state == "Retry":
-            entry.retry_count = (entry.retry_count or 0) + 1
-        entry.message = RESET_MESSAGE.format(state=entry.state)
-        entry.state = "Pending"
-        entry.since_ms = at_ms
-        entry.pod_set_updates = []
+        if entry.state != "Pending":
+            _reset_entry(entry, at_ms=at_ms)
+
+
+def _reset_entry(entry: CheckEntry, *, at_ms: int) -> None:
+    if entry.state == "Retry":
+        entry.retry_count = (entry.retry_count or 0) + 1
+    entry.message = RESET_MESSAGE.format(state=entry.state)
+    entry.state = "Pending"
+    entry.since_ms = at_ms
+    entry.pod_set_updates = []
+
+
+def late_reset(
+    record: WorkloadRecord, state: ClusterState, wl: WorkloadState, event: types.AdmissionCheckStateChanged
+) -> None:
+    """A Retry reported while ``wl``'s eviction is carried out, which that eviction resets (the cluster fold's
+    :func:`~kueue_es.projections.cluster.resets_late_retry`, ``state`` folded past it): its entry, just set, goes
+    back to Pending with a retry counted, and its retry time moves requeueAt later, as the cluster fold has it."""
+    entry = record.checks.get(event.check)
+    if entry is None or entry.state != "Retry" or not resets_late_retry(state, wl, event):
+        return
+    _reset_entry(entry, at_ms=late_retry_reset(wl, event).at_ms)
+    if event.requeue_after_seconds is not None:
+        requeue_at = event.at_ms + event.requeue_after_seconds * 1000
+        record.requeue_at_ms = max(record.requeue_at_ms or 0, requeue_at)
 
 
 def _check_changed(record: WorkloadRecord, event: types.AdmissionCheckStateChanged) -> None:
     """A check controller's report: the entry takes the state, message, requeueAfterSeconds and
-    podSetUpdates; its lastTransitionTime moves only when the state changes (SetAdmissionCheckState)."""
+    podSetUpdates; its lastTransitionTime moves only when the state changes (SetAdmissionCheckState).
+
+    A report about a check the record does not list (one the workload's ClusterQueue does not name for it, an entry
+    written by hand) adds nothing: Kueue's workload controller drops such an entry again at its next reconcile
+    (syncAdmissionCheckConditions keeps only the checks AdmissionChecksForWorkload names). Before, it was listed."""
     entry = record.checks.get(event.check)
     if entry is None:
-        entry = CheckEntry(name=event.check, state=event.state, message="", since_ms=event.at_ms)
-        record.checks = dict(sorted({**record.checks, event.check: entry}.items()))
-    elif entry.state != event.state:
+        return
+    if entry.state != event.state:
         entry.since_ms = event.at_ms
     entry.state = event.state
     entry.message = event.message[:MAX_CONDITION_MESSAGE]
@@ -966,8 +1007,8 @@ def _release(
     pending = "PendingEvaluation" if granular else "Pending"
     if event.reason == "Deactivated" and before.eviction is None:
         message = DEACTIVATED_MESSAGE
-        _evict(record, "Deactivated", message, at_ms=event.at_ms)
-        _requeued_deactivated(record, wl, message, at_ms=event.at_ms)
+        _evict(record, DEACTIVATED_REASON, message, at_ms=event.at_ms)
+        _requeued_deactivated(record, wl, DEACTIVATED_REASON, message, at_ms=event.at_ms)
         _unreserve(record, pending, message, at_ms=event.at_ms, granular=granular)
         return
     if before.eviction is None and event.reason in ("ClusterQueueStopped", "LocalQueueStopped"):
@@ -995,15 +1036,15 @@ def _release(
     else:
         reason, message = event.reason, f"The workload released its quota ({event.reason})"
     # jobframework/reconciler.go, the evicted job stopped: Requeued, then the reservation cleared.
-    if reason.startswith(DEACTIVATED_PREFIX) or record.deactivated or reason == "Deactivated":
-        _requeued_deactivated(record, wl, message, at_ms=event.at_ms)
+    if reason.startswith(DEACTIVATED_REASON) or record.deactivated:
+        _requeued_deactivated(record, wl, reason, message, at_ms=event.at_ms)
     elif reason in ("PodsReadyTimeout", "AdmissionCheck"):
         if record.requeue_at_ms and record.requeue_at_ms > event.at_ms:  # backoff (SEMANTICS §3.7)
             record.set("Requeued", False, reason, message, at_ms=event.at_ms)
         else:
             record.set("Requeued", True, "BackoffFinished", "The workload backoff was finished", at_ms=event.at_ms)
     else:
-        record.set("Requeued", reason in ("Preempted", "NodeFailures"), reason, message, at_ms=event.at_ms)
+        record.set("Requeued", reason in REQUEUED_EVICTIONS, reason, message, at_ms=event.at_ms)
     _unreserve(record, pending, message, at_ms=event.at_ms, granular=granular)
 
 

@@ -519,11 +519,13 @@ class Suspension:
             result = await self.jobs.write_integration(action, seq=seq)
         else:
             return
+        stopped_now = self.jobs.stopped_now(seq)  # found suspended meanwhile: Kueue records no Stopped Event
         if isinstance(result, types.DispatchFailed):
             return
         self.stopped += 1
         log.info("job_stopped", job=f"{action.namespace}/{action.name}", workload=wl.key, seq=seq, why=reason)
-        self._event(wl, reason="Stopped", message=message, seq=seq, at_ms=at_ms)
+        if stopped_now:
+            self._event(wl, reason="Stopped", message=message, seq=seq, at_ms=at_ms)
         await self.recording.record([])
 
     async def _check_parent(self, parent: WorkloadState, *, seq: int, at_ms: int) -> None:

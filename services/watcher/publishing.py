@@ -22,7 +22,7 @@ import msgspec
 import structlog
 
 from kueue_es.events import codec, job_owners, models, subjects, types
-from kueue_es.events.bus.base import Bus, BusError, OutgoingMessage
+from kueue_es.events.bus.base import Bus, BusError, DuplicateBatchError, OutgoingMessage
 from kueue_es.jobframework import workloads
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.topology import TopologyState
@@ -345,6 +345,33 @@ class Publisher:
             await self.flush()
         await self.bus.publish(subjects.fact_message(fact, version=version))
         self.published += 1
+
+    async def emit_together(self, facts: list[tuple[types.Fact, str]]) -> None:
+        """Publish ``facts`` (each with its Msg-Id version, as :meth:`emit`) as one atomic batch
+        (:meth:`~kueue_es.events.bus.base.Bus.publish_together`): what one write of an object changed, which Kueue's
+        controllers see at once, reaches every reader at once too, so no decider cycle runs between them (two
+        admission checks set to Retry by one status write are one eviction, naming both). Each fact keeps its own
+        subject and Msg-Id; a batch refused because one of them is on the log already goes out one by one (each
+        deduplicated). One fact alone is :meth:`emit`."""
+        if not facts:
+            return
+        if len(facts) == 1:
+            fact, version = facts[0]
+            await self.emit(fact, version=version)
+            return
+        if self._pending:
+            await self.flush()
+        messages = [subjects.fact_message(fact, version=version) for fact, version in facts]
+        try:
+            await self.bus.publish_together(messages)
+        except BusError as err:
+            # one of them on the log already, or the batch's fate unknown (a timeout, a lost connection): one by one,
+            # each tried again as a publish is and deduplicated by its Msg-Id should the batch have landed
+            if not isinstance(err, DuplicateBatchError):
+                log.warning("facts_not_published_together", facts=len(messages), error=str(err))
+            for message in messages:
+                await self.bus.publish(message)
+        self.published += len(messages)
 
     async def _flush_when_idle(self) -> None:
         """Publish the queued facts once the loop comes round (the watcher waits for its next read), and again

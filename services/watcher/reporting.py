@@ -54,6 +54,8 @@ class ProgressReporter:
         self.stopped: dict[Key, str] = {}  # workload (namespace, name) -> last stop version reported
         self.pods_ready: dict[Key, progress.ReadyState] = {}  # workload -> PodsReady last reported
         self.check_states: dict[tuple[str, str, str], tuple[Any, ...]] = {}  # (ns, workload, check) -> last seen
+        # workload -> (its Workload object's UID, the names of the check entries its status last listed)
+        self.check_names: dict[Key, tuple[str, frozenset[str]]] = {}
         self.reclaimable: dict[Key, dict[str, int]] = {}  # workload -> reclaimable pods last reported
         self.evicted: dict[Key, str] = {}  # workload -> Msg-Id version of the WorkloadEvictionObserved last reported
 
@@ -289,14 +291,44 @@ class ProgressReporter:
         log.info("workload_evicted_by_others", workload=ref.key, reason=reason, version=version)
 
     async def check_entries(self, ref: types.WorkloadRef, status: Mapping[str, Any], *, version: str) -> None:
-        """AdmissionCheckStateChanged for each ``status.admissionChecks[]`` entry a check controller changed."""
-        for entry in status.get("admissionChecks") or []:
-            if isinstance(entry, dict):
-                await self._check_entry(ref, cast(objects.AdmissionCheckEntry, entry), version=version)
+        """AdmissionCheckStateChanged for each ``status.admissionChecks[]`` entry a check controller changed, the
+        changes of one object version published together (:meth:`Publisher.emit_together`): Kueue's workload
+        controller sees one status write whole, so two checks a write sets to Retry make one eviction naming
+        both, never an eviction of the first decided before the second is on the log."""
+        changed: list[tuple[types.Fact, str]] = []
+        entries = [entry for entry in status.get("admissionChecks") or [] if isinstance(entry, dict)]
+        reports = [self._check_entry(ref, cast(objects.AdmissionCheckEntry, entry)) for entry in entries]
+        reports += self._checks_gone(ref, {str(entry.get("name") or "") for entry in entries})
+        for report in reports:
+            if report is not None:
+                changed.append((report, f"{version}.{report.check}"))
+                log.info("admission_check_state", workload=ref.key, check=report.check, state=report.state)
+        await self.publisher.emit_together(changed)
 
-    async def _check_entry(self, ref: types.WorkloadRef, entry: objects.AdmissionCheckEntry, *, version: str) -> None:
-        """AdmissionCheckStateChanged for one ``status.admissionChecks[]`` entry that differs from what was
-        last seen, unless it is a Pending entry the dispatcher wrote itself (added, or reset after eviction)."""
+    def _checks_gone(self, ref: types.WorkloadRef, names: set[str]) -> list[types.AdmissionCheckStateChanged]:
+        """A Pending report (no message) for each check entry the Workload object of ``ref`` listed last time and no
+        longer does (its list written by hand without it): Kueue's workload controller adds it back Pending at its
+        next reconcile (syncAdmissionCheckConditions), which the check's state on the log then is, and the
+        dispatcher, told so, writes it back (a check its ClusterQueue does not name is left out there)."""
+        key = (ref.namespace, ref.name)
+        before = self.check_names.get(key)
+        self.check_names[key] = (ref.uid, frozenset(names))
+        if before is None or before[0] != ref.uid:
+            return []
+        gone: list[types.AdmissionCheckStateChanged] = []
+        for name in sorted(before[1] - names):
+            if name in self.publisher.own_checks:
+                continue  # a MultiKueue check: the dispatcher writes it as the log has it
+            self.check_states.pop((ref.namespace, ref.name, name), None)
+            gone.append(types.AdmissionCheckStateChanged(workload=ref, check=name, state="Pending", at_ms=self.clock()))
+        return gone
+
+    def _check_entry(
+        self, ref: types.WorkloadRef, entry: objects.AdmissionCheckEntry
+    ) -> types.AdmissionCheckStateChanged | None:
+        """The AdmissionCheckStateChanged of one ``status.admissionChecks[]`` entry that differs from what was
+        last seen (then remembered as seen), None when it does not or it is a Pending entry the dispatcher wrote
+        itself (added, or reset after eviction)."""
         try:
             fact = types.AdmissionCheckStateChanged(
                 workload=ref,
@@ -312,18 +344,17 @@ class ProgressReporter:
             msgspec.convert(msgspec.to_builtins(fact), types.AdmissionCheckStateChanged)  # the state is one of four
         except (msgspec.ValidationError, manifests.ManifestError, TypeError) as err:
             log.warning("admission_check_entry_invalid", workload=ref.key, entry=entry, error=str(err))
-            return
+            return None
         if fact.check in self.publisher.own_checks:
-            return  # a MultiKueue check: its states are the multikueue decider's, on the log already
+            return None  # a MultiKueue check: its states are the multikueue decider's, on the log already
         key = (ref.namespace, ref.name, fact.check)
         view = check_view(fact)
         if self.check_states.get(key) == view:
-            return
+            return None
         self.check_states[key] = view
         if fact.state == "Pending" and (not fact.message or fact.message.startswith(_OWN_CHECK_MESSAGE)):
-            return
-        await self.publisher.emit(fact, version=f"{version}.{fact.check}")
-        log.info("admission_check_state", workload=ref.key, check=fact.check, state=fact.state)
+            return None
+        return fact
 
 
 _EVICTED_KEY = 'k:{"type":"Evicted"}'

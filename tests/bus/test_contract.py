@@ -327,6 +327,27 @@ async def test_racing_deciders_with_one_expectation_commit_one_batch(bus: base.B
     assert await bus.last_seq() == 3
 
 
+async def test_facts_published_together_land_together_each_on_its_subject(harness: Harness, bus: base.Bus) -> None:
+    """publish_together stores the facts contiguously, each on its own subject with its own Msg-Id, and a reader
+    is delivered the first with the others pending behind it (a decider waits for them before a cycle)."""
+    await publish_facts(bus, 1)
+    last = await bus.publish_together([msg("kq.in.wl.ns.a", "a:1"), msg("kq.in.wl.ns.b", "b:1")])
+    assert last == 3
+    assert [(await bus.get(seq)).subject for seq in (2, 3)] == ["kq.in.wl.ns.a", "kq.in.wl.ns.b"]
+    got = await collect(bus, 3)
+    assert [m.headers.get("Nats-Msg-Id") for m in got[1:]] == ["a:1", "b:1"]
+    assert_positions(harness, got, [(1, 2), (2, 1), (3, 0)])
+
+
+async def test_facts_published_together_are_refused_whole_when_one_is_stored(bus: base.Bus) -> None:
+    """One Msg-Id on the log already refuses the whole batch (DuplicateBatchError): nothing stored, so the
+    publisher sends them one by one, each deduplicated."""
+    await bus.publish(msg("kq.in.wl.ns.a", "a:1"))
+    with pytest.raises(base.DuplicateBatchError):
+        await bus.publish_together([msg("kq.in.wl.ns.b", "b:1"), msg("kq.in.wl.ns.a", "a:1")])
+    assert await bus.last_seq() == 1
+
+
 async def test_duplicate_batch_is_rejected_whole(bus: base.Bus) -> None:
     """One stored msg_id rejects the whole batch; a retried landed batch is a duplicate, not a conflict."""
     await bus.publish(msg("kq.in.wl.ns.a", "fact:a"))

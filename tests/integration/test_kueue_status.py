@@ -540,7 +540,8 @@ def test_admission_check_entries_follow_the_checks_and_reset_on_eviction() -> No
     """status.admissionChecks: added Pending when the ClusterQueue asks for it of the pending workload (kept at its
     reservation); the controller's Retry with requeueAfterSeconds kept;
     the AdmissionCheck eviction resets it to Pending with Kueue's message and retryCount 1; requeueState holds
-    requeueAt, Requeued=False (AdmissionCheck) until the next reservation, then True BackoffFinished."""
+    requeueAt and no count (Kueue counts only PodsReady timeouts), Requeued=False (AdmissionCheck) until the next
+    reservation, then True BackoffFinished and no requeueState. Before, the status showed ``count: 0``."""
     log, ref = checked_log()
     log.add(reserved(ref, 10))
     assert log.status(ref)["admissionChecks"] == [
@@ -567,7 +568,8 @@ def test_admission_check_entries_follow_the_checks_and_reset_on_eviction() -> No
             "retryCount": 1,
         }
     ]
-    assert out["requeueState"] == {"count": 0, "requeueAt": ts(42)}
+    # Kueue's SetRequeueState(wl, requeueAt, false): no count for a check's Retry (it is the PodsReady timeouts')
+    assert out["requeueState"] == {"requeueAt": ts(42)}
     conditions = {c["type"]: c for c in out["conditions"]}
     assert (conditions["Requeued"]["status"], conditions["Requeued"]["reason"]) == ("False", "AdmissionCheck")
     assert out["schedulingStats"] == {"evictions": [{"reason": "AdmissionCheck", "underlyingCause": "", "count": 1}]}
@@ -576,7 +578,7 @@ def test_admission_check_entries_follow_the_checks_and_reset_on_eviction() -> No
     assert {c["type"]: c for c in out["conditions"]}["Requeued"] == cond(
         "Requeued", True, "BackoffFinished", "The workload backoff was finished", 42
     )
-    assert out["requeueState"] == {"count": 0}
+    assert "requeueState" not in out  # requeueAt cleared, no count: nothing left of it
 
 
 def _strategy(*rules: dict[str, Any]) -> types.ClusterQueueObserved:
@@ -656,8 +658,9 @@ def test_a_reservation_assigning_no_flavor_requires_no_check() -> None:
 def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
     """WorkloadDeactivated with the eviction of the same batch: spec.active false to be written once (until the
     watcher sees it; the applied object never carries the field, which is its user's), Evicted
-    DeactivatedDueToAdmissionCheck counted as (Deactivated, AdmissionCheck), Requeued=False Deactivated; the
-    workload seen inactive and then active again is Requeued=True Reactivated."""
+    DeactivatedDueToAdmissionCheck counted as (Deactivated, AdmissionCheck), Requeued=False
+    DeactivatedDueToAdmissionCheck (before, ``Deactivated``); the workload seen inactive and then active again is
+    Requeued=True Reactivated (Kueue matches the deactivation reasons by prefix since its PR #14874)."""
     log, ref = checked_log()
     log.add(reserved(ref, 10), check(ref, "Rejected", 11, message="no capacity"))
     log.add(
@@ -678,7 +681,10 @@ def test_deactivation_sets_spec_active_false_until_reactivated() -> None:
     out = log.status(ref)
     conditions = {c["type"]: c for c in out["conditions"]}
     assert conditions["Evicted"]["reason"] == "DeactivatedDueToAdmissionCheck"
-    assert (conditions["Requeued"]["status"], conditions["Requeued"]["reason"]) == ("False", "Deactivated")
+    # the job reconciler's SetRequeuedCondition takes the Evicted condition's reason and message (reconciler.go)
+    requeued = conditions["Requeued"]
+    assert (requeued["status"], requeued["reason"]) == ("False", "DeactivatedDueToAdmissionCheck")
+    assert requeued["message"] == conditions["Evicted"]["message"]
     assert out["schedulingStats"]["evictions"] == [
         {"reason": "Deactivated", "underlyingCause": "AdmissionCheck", "count": 1}
     ]

@@ -109,13 +109,20 @@ def test_the_lean_fold_plans_what_the_full_fold_plans() -> None:
 
 
 def _queues_requiring_a_check() -> tuple[types.ClusterQueueObserved, types.LocalQueueObserved]:
-    """ClusterQueue cq, which requires the admission check ``prov``, and LocalQueue ns/lq feeding it."""
+    """ClusterQueue cq (cpu in flavor rf), which requires the admission check ``prov``, and LocalQueue ns/lq feeding
+    it. The flavor counts: a check is required of a reservation on the ClusterQueue's flavors (Kueue's
+    AdmissionChecksForWorkload), and a report about a check not required is not listed."""
     rule = models.AdmissionCheckStrategyRule(name="prov")
+    group = models.ResourceGroup(
+        covered_resources=["cpu"],
+        flavors=[models.FlavorQuotas(name="rf", resources=[models.ResourceQuota(name="cpu", nominal_quota=10_000)])],
+    )
     cq = types.ClusterQueueObserved(
         cluster_queue=models.ClusterQueue(
             metadata=models.ObjectMeta(name="cq"),
             spec=models.ClusterQueueSpec(
-                admission_checks_strategy=models.AdmissionChecksStrategy(admission_checks=[rule])
+                resource_groups=[group],
+                admission_checks_strategy=models.AdmissionChecksStrategy(admission_checks=[rule]),
             ),
         )
     )
