@@ -60,6 +60,39 @@ class Family:
 
 
 _R = "replica_role"
+
+# label values Kueue's HELP texts list (pkg/metrics/metrics.go), shared by the families that repeat them
+_EVICTION_REASONS = (
+    "The label 'reason' can have the following values:\n"
+    '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
+    '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
+    '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
+    '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
+    '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
+    '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
+    '- "Deactivated" means that the workload was evicted because spec.active is set to false.\n'
+)
+_CAUSE_ROOT = (
+    "The label 'underlying_cause' can have the following values:\n"
+    "- \"\" means that the value in 'reason' label is the root cause for eviction.\n"
+)
+_CAUSES_BY_KUEUE = (
+    '- "AdmissionCheck" means that the workload was evicted by Kueue due to a rejected admission check.\n'
+    '- "MaximumExecutionTimeExceeded" means that the workload was evicted by Kueue due to maximum execution time exceeded.\n'
+    '- "RequeuingLimitExceeded" means that the workload was evicted by Kueue due to requeuing limit exceeded.'
+)
+_UNDERLYING_CAUSES = _CAUSE_ROOT + _CAUSES_BY_KUEUE
+_UNDERLYING_CAUSES_WITH_PODS_READY = (
+    _CAUSE_ROOT
+    + '- "WaitForStart" means that the pods have not been ready since admission, or the workload is not admitted.\n'
+    '- "WaitForRecovery" means that the Pods were ready since the workload admission, but some pod has failed.\n'
+    + _CAUSES_BY_KUEUE
+)
+_PENDING_STATUSES = (
+    "'status' can have the following values:\n"
+    '- "active" means that the workloads are in the admission queue.\n'
+    '- "inadmissible" means there was a failed admission attempt for these workloads and they won\'t be retried until cluster conditions, which could make this workload admissible, change'
+)
 _CQ_PC = ("cluster_queue", "priority_class", _R)
 _LQ_PC = ("name", "namespace", "priority_class", _R)
 _CQ_FR = ("cohort", "cluster_queue", "flavor", "resource", _R)
@@ -181,40 +214,14 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "counter",
         ("cluster_queue", "reason", "underlying_cause", "priority_class", _R),
         "The number of unique workload evictions per 'cluster_queue',\n"
-        "The label 'reason' can have the following values:\n"
-        '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
-        '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
-        '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
-        '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
-        '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
-        '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
-        '- "Deactivated" means that the workload was evicted because spec.active is set to false.\n'
-        "The label 'underlying_cause' can have the following values:\n"
-        "- \"\" means that the value in 'reason' label is the root cause for eviction.\n"
-        '- "WaitForStart" means that the pods have not been ready since admission, or the workload is not admitted.\n'
-        '- "WaitForRecovery" means that the Pods were ready since the workload admission, but some pod has failed.\n'
-        '- "AdmissionCheck" means that the workload was evicted by Kueue due to a rejected admission check.\n'
-        '- "MaximumExecutionTimeExceeded" means that the workload was evicted by Kueue due to maximum execution time exceeded.\n'
-        '- "RequeuingLimitExceeded" means that the workload was evicted by Kueue due to requeuing limit exceeded.',
+        + _EVICTION_REASONS
+        + _UNDERLYING_CAUSES_WITH_PODS_READY,
     ),
     _f(
         "kueue_evicted_workloads_total",
         "counter",
         ("cluster_queue", "reason", "underlying_cause", "priority_class", _R),
-        "The number of evicted workloads per 'cluster_queue',\n"
-        "The label 'reason' can have the following values:\n"
-        '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
-        '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
-        '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
-        '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
-        '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
-        '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
-        '- "Deactivated" means that the workload was evicted because spec.active is set to false.\n'
-        "The label 'underlying_cause' can have the following values:\n"
-        "- \"\" means that the value in 'reason' label is the root cause for eviction.\n"
-        '- "AdmissionCheck" means that the workload was evicted by Kueue due to a rejected admission check.\n'
-        '- "MaximumExecutionTimeExceeded" means that the workload was evicted by Kueue due to maximum execution time exceeded.\n'
-        '- "RequeuingLimitExceeded" means that the workload was evicted by Kueue due to requeuing limit exceeded.',
+        "The number of evicted workloads per 'cluster_queue',\n" + _EVICTION_REASONS + _UNDERLYING_CAUSES,
     ),
     _f(
         "kueue_execution_time_seconds",
@@ -240,37 +247,21 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "gauge",
         ("cluster_queue", "status", _R),
         "The number of unique pending scheduling equivalence hashes, per 'cluster_queue' and 'status'. Reported only when SchedulingEquivalenceHashing is enabled.\n"
-        "'status' can have the following values:\n"
-        '- "active" means that the workloads are in the admission queue.\n'
-        '- "inadmissible" means there was a failed admission attempt for these workloads and they won\'t be retried until cluster conditions, which could make this workload admissible, change',
+        + _PENDING_STATUSES,
     ),
     _f(
         "kueue_pending_workloads",
         "gauge",
         ("cluster_queue", "status", _R),
-        "The number of pending workloads, per 'cluster_queue' and 'status'.\n"
-        "'status' can have the following values:\n"
-        '- "active" means that the workloads are in the admission queue.\n'
-        '- "inadmissible" means there was a failed admission attempt for these workloads and they won\'t be retried until cluster conditions, which could make this workload admissible, change',
+        "The number of pending workloads, per 'cluster_queue' and 'status'.\n" + _PENDING_STATUSES,
     ),
     _f(
         "kueue_pods_ready_to_evicted_time_seconds",
         "histogram",
         ("cluster_queue", "reason", "underlying_cause", _R),
         "The number of seconds between a workload's pods being ready and eviction workloads per 'cluster_queue',\n"
-        "The label 'reason' can have the following values:\n"
-        '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
-        '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
-        '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
-        '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
-        '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
-        '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
-        '- "Deactivated" means that the workload was evicted because spec.active is set to false.\n'
-        "The label 'underlying_cause' can have the following values:\n"
-        "- \"\" means that the value in 'reason' label is the root cause for eviction.\n"
-        '- "AdmissionCheck" means that the workload was evicted by Kueue due to a rejected admission check.\n'
-        '- "MaximumExecutionTimeExceeded" means that the workload was evicted by Kueue due to maximum execution time exceeded.\n'
-        '- "RequeuingLimitExceeded" means that the workload was evicted by Kueue due to requeuing limit exceeded.',
+        + _EVICTION_REASONS
+        + _UNDERLYING_CAUSES,
         EXP_14,
     ),
     _f(
@@ -385,20 +376,7 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "kueue_local_queue_evicted_workloads_total",
         "counter",
         ("name", "namespace", "reason", "underlying_cause", "priority_class", _R),
-        "The number of evicted workloads per 'local_queue',\n"
-        "The label 'reason' can have the following values:\n"
-        '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
-        '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
-        '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
-        '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
-        '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
-        '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
-        '- "Deactivated" means that the workload was evicted because spec.active is set to false.\n'
-        "The label 'underlying_cause' can have the following values:\n"
-        "- \"\" means that the value in 'reason' label is the root cause for eviction.\n"
-        '- "AdmissionCheck" means that the workload was evicted by Kueue due to a rejected admission check.\n'
-        '- "MaximumExecutionTimeExceeded" means that the workload was evicted by Kueue due to maximum execution time exceeded.\n'
-        '- "RequeuingLimitExceeded" means that the workload was evicted by Kueue due to requeuing limit exceeded.',
+        "The number of evicted workloads per 'local_queue',\n" + _EVICTION_REASONS + _UNDERLYING_CAUSES,
     ),
     _f(
         "kueue_local_queue_execution_time_seconds",
@@ -423,10 +401,7 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "kueue_local_queue_pending_workloads",
         "gauge",
         ("name", "namespace", "status", _R),
-        "The number of pending workloads, per 'local_queue' and 'status'.\n"
-        "'status' can have the following values:\n"
-        '- "active" means that the workloads are in the admission queue.\n'
-        '- "inadmissible" means there was a failed admission attempt for these workloads and they won\'t be retried until cluster conditions, which could make this workload admissible, change',
+        "The number of pending workloads, per 'local_queue' and 'status'.\n" + _PENDING_STATUSES,
     ),
     _f(
         "kueue_local_queue_quota_reserved_wait_time_seconds",
