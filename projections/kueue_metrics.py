@@ -327,14 +327,7 @@ FAMILIES: Final[tuple[Family, ...]] = (
         "Observed on status transition from admitted or quota-reserved to pending while WorkloadEvicted remains True.\n"
         "Each matching update observes one latency sample (seconds) into this histogram; Prometheus aggregates samples across workloads.\n"
         "Uses the eviction condition LastTransitionTime on the updated object as the start time; cluster_queue is taken from status.admission.cluster_queue on the pre-update object when set and non-empty (otherwise no sample is recorded for that update).\n"
-        "The label 'reason' can have the following values:\n"
-        '- "Preempted" means that the workload was evicted in order to free resources for a workload with a higher priority or reclamation of nominal quota.\n'
-        '- "PodsReadyTimeout" means that the eviction took place due to a PodsReady timeout.\n'
-        '- "AdmissionCheck" means that the workload was evicted because at least one admission check transitioned to False.\n'
-        '- "ClusterQueueStopped" means that the workload was evicted because the ClusterQueue is stopped.\n'
-        '- "LocalQueueStopped" means that the workload was evicted because the LocalQueue is stopped.\n'
-        '- "NodeFailures" means that the workload was evicted due to node failures when using TopologyAwareScheduling.\n'
-        '- "Deactivated" means that the workload was evicted because spec.active is set to false.',
+        + _EVICTION_REASONS.removesuffix("\n"),
         EXP_14,
     ),
     # LocalQueue
