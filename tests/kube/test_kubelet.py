@@ -51,8 +51,9 @@ async def job_status(api: k8s_client.ApiClient, name: str) -> dict[str, Any]:
     return (await client.get_object(api, resources.JOBS, namespace="default", name=name)).get("status", {})
 
 
-async def wait_for_status(api: k8s_client.ApiClient, name: str, check: Any, *, timeout: float = 5.0) -> dict[str, Any]:
-    """Poll the Job's status every 50 ms until ``check(status)`` holds; fail after ``timeout`` seconds."""
+async def wait_for_status(api: k8s_client.ApiClient, name: str, check: Any, *, timeout: float = 20.0) -> dict[str, Any]:
+    """Poll the Job's status every 50 ms until ``check(status)`` holds; fail after ``timeout`` seconds (20: the
+    README's suite on 2 busy cores once took more than 5 s to start a Job of 3 pods; a pass returns at once)."""
     async with asyncio.timeout(timeout):
         while not check(status := await job_status(api, name)):
             await asyncio.sleep(0.05)
