@@ -54,6 +54,7 @@ from kueue_es.projections.cluster import ClusterState, UnknownEventError
 from kueue_es.replay import HEADS, LogChecker, ReplayReport, Unverifiable, find_records, stream_log
 from kueue_es.services.dispatcher import core as dispatch_core
 from kueue_es.services.dispatcher import status as dispatch_status
+from kueue_es.services.publisher import core as publisher_core
 from kueue_es.services.runtime import LogPurgedError, StartPoint, log_mismatch, message_digest
 from kueue_es.services.watcher import publishing
 
@@ -612,8 +613,9 @@ def _late(seq: int, record: Any, position: int, through: int) -> Unverifiable:
 
 async def retain(bus: Bus, settings: Settings, *, clock: Callable[[], float] = time.time) -> Round:
     """Apply the retention limits: purge the log below the newest snapshot they allow (never past
-    what the dispatcher's durable consumer acknowledged), then delete the snapshots below the log's
-    new start and all but the ``keep`` newest above it."""
+    what the dispatcher's durable consumer acknowledged, nor past where the publisher would read again
+    for KQ_PUB), then delete the snapshots below the log's new start and all but the ``keep`` newest
+    above it."""
     outcome = Round()
     found = await positions(bus)
     first = await bus.first_seq()
@@ -621,6 +623,7 @@ async def retain(bus: Bus, settings: Settings, *, clock: Callable[[], float] = t
     if found and (settings.retain_age is not None or settings.retain_bytes is not None):
         done = await bus.durable_done_through(DURABLE)  # type: ignore[attr-defined]
         bound = done + 1 if done is not None else await bus.last_seq()
+        bound = min(bound, await _publisher_resumes_at(bus, default=bound))
         candidates = [seq for seq, _ in found if first < seq <= bound]
         over = settings.retain_bytes is not None and await bus.stream_bytes() > settings.retain_bytes  # type: ignore[attr-defined]
         for seq in reversed(candidates):
@@ -653,6 +656,31 @@ async def retain(bus: Bus, settings: Settings, *, clock: Callable[[], float] = t
             await bus.delete_snapshot(name)  # type: ignore[attr-defined]
             outcome.deleted.append(name)
     return outcome
+
+
+async def _publisher_resumes_at(bus: Bus, *, default: int) -> int:
+    """The log sequence the publisher reads from when it starts again (after the last message it
+    published whole to KQ_PUB, or the record heading that message's batch; 1 while KQ_PUB is empty:
+    publisher.core.resume_point), so a purge leaves it everything it has not published; ``default``
+    when there is no KQ_PUB (``nats-setup`` makes it for every deployment). When KQ_PUB cannot be read
+    (a NATS user without the right, a server away), 1: nothing is purged this round rather than
+    messages subscribers would miss."""
+    last_public = getattr(bus, "last_public", None)
+    if last_public is None:  # a bus without KQ_PUB (the memory bus of tests)
+        return default
+    try:
+        last = await last_public()
+    except base.NotFoundError:
+        return default
+    except base.BusError as err:
+        log.warning("public_position_unknown", error=str(err))
+        return 1
+    try:
+        _, resumes_at = publisher_core.resume_point(last)
+    except ValueError as err:
+        log.warning("public_position_unknown", error=str(err))
+        return 1
+    return resumes_at
 
 
 async def compact_forever(

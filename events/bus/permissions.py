@@ -115,12 +115,15 @@ def _snapshot_reads() -> tuple[str, ...]:
 
 
 #: What the compactor may do beyond reading: write snapshot objects, purge the log (and old
-#: snapshots' chunks), read the dispatcher's consumer's ack floor.
+#: snapshots' chunks), read the dispatcher's consumer's ack floor and where the publisher stands in
+#: KQ_PUB (its last message: a purge leaves both what they have not done).
 COMPACTS = (
     "$O.KQ_SNAPSHOTS.>",
     f"$JS.API.STREAM.PURGE.{LOG}",
     f"$JS.API.STREAM.PURGE.{SNAPSHOTS}",
     f"$JS.API.CONSUMER.INFO.{LOG}.{DURABLE}",
+    f"$JS.API.STREAM.INFO.{PUBLIC}",
+    f"$JS.API.STREAM.MSG.GET.{PUBLIC}",
 )
 
 #: What the publisher may do beyond reading the log: write KQ_PUB, and read where it stands there.

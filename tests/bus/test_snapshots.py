@@ -18,8 +18,9 @@ from kueue_es import checkpoints, deciders, snapshots
 from kueue_es.events import codec, types
 from kueue_es.events.bus import base, permissions, server
 from kueue_es.events.bus import nats as nats_bus
-from kueue_es.events.bus.base import LogMessage
+from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 from kueue_es.replay import EXIT_OK, check_log
+from kueue_es.services.publisher import core as publisher_core
 from kueue_es.services.runtime import DeciderLoop, LogPurgedError, StartPoint
 from tests.bus.test_auth import auth, bus_as, refused, secured  # noqa: F401  (fixtures)
 from tests.unit.test_golden_log import _load
@@ -53,7 +54,7 @@ async def _fresh(url: str) -> None:
     nc = await nats.connect(url)
     try:
         jsm = nc.jsm(timeout=10)
-        for name in (base.STREAM_NAME, nats_bus.SNAPSHOT_STREAM):
+        for name in (base.STREAM_NAME, nats_bus.SNAPSHOT_STREAM, nats_bus.PUBLIC_STREAM_NAME):
             with contextlib.suppress(nats.js.errors.NotFoundError):
                 await jsm.delete_stream(name)
             for _ in range(100):  # gone before the next test makes it again
@@ -144,6 +145,31 @@ async def test_a_verified_snapshot_then_a_purge_below_it_and_replay_from_it(bus:
     assert again.written == len(messages) and again.verified_from == cut
     newest = await snapshots.load(bus, snapshots.object_name(len(messages)))
     assert newest.header.verified is not None and newest.header.verified.previous_sha256 == loaded.header.body_sha256
+
+
+async def test_a_purge_never_passes_where_the_publisher_reads_again(bus: nats_bus.NatsBus) -> None:
+    """The compactor reads KQ_PUB's last message (``Kq-Seq``, publisher/core.py resume_point): a log is
+    purged below a snapshot only when the publisher has published up to it, so a publisher stopped (or
+    behind) never restarts past a gap its subscribers miss. Before, only the dispatcher's ack floor
+    bounded the purge and the publisher logged ``public_gap``. An empty KQ_PUB: the publisher starts at #1."""
+    messages = golden()
+    cut = split_point(messages)
+    await _publish_on(bus, messages[:cut])
+    assert (await snapshots.snapshot_once(bus, SETTLED, force=True, clock=lambda: NOW)).written == cut
+    await _publish_on(bus, messages[cut:])
+    await bus.ensure_public_stream()
+    assert (await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))).purged == 0  # KQ_PUB still empty
+
+    async def published_through(seq: int) -> None:
+        headers = {publisher_core.KQ_SEQ: str(seq)}
+        await bus.publish_public(OutgoingMessage(subject="kq.pub.x", data=b"{}", msg_id=f"pub:{seq}", headers=headers))
+
+    await published_through(cut - 2)  # the publisher would read again from cut - 1: below the snapshot
+    behind = await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))
+    assert (behind.purged, await bus.first_seq()) == (0, 1)
+    await published_through(cut - 1)  # from cut on: the snapshot's own message stays, so the purge may go
+    caught_up = await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))
+    assert caught_up.purged == cut - 1 and await bus.first_seq() == cut
 
 
 async def test_services_start_from_the_snapshot_of_a_purged_log_and_refuse_without_one(bus: nats_bus.NatsBus) -> None:
