@@ -498,15 +498,16 @@ async def test_the_publisher_starts_on_a_log_purged_past_what_kq_pub_published(
     bus: nats_bus.NatsBus, plain_server: server.NatsServer
 ) -> None:
     """Found by a new user's trial: `kueue-es compact` purged the log past KQ_PUB's last message (the
-    compactor does not know the publisher), and the publisher refused to start for ever, which stopped
-    `demo --keep` on the compacted --dir. It now starts from the oldest snapshot and says what KQ_PUB misses."""
+    compactor did not know the publisher then; a log may still be purged so by hand, or on a deployment
+    created without KQ_PUB), and the publisher refused to start for ever, which stopped `demo --keep` on the
+    compacted --dir. It now starts from the oldest snapshot and says what KQ_PUB misses."""
     from kueue_es.services.publisher.service import Publisher
 
     with contextlib.suppress(nats.js.errors.NotFoundError):
         await bus.nc.jsm().delete_stream(nats_bus.PUBLIC_STREAM_NAME)
-    await bus.ensure_public_stream()
     messages = golden()
-    cut = await _purged_at_split(bus, messages)
+    cut = await _purged_at_split(bus, messages)  # no KQ_PUB yet: nothing bounds the purge
+    await bus.ensure_public_stream()
     assert (await snapshots.snapshot_once(bus, SETTLED, force=True)).written == len(messages)
 
     start = await snapshots.service_start(plain_server.url, snapshots.PUBLISHER, warn=pytest.fail)
