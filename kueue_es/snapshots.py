@@ -623,7 +623,12 @@ async def retain(bus: Bus, settings: Settings, *, clock: Callable[[], float] = t
     if found and (settings.retain_age is not None or settings.retain_bytes is not None):
         done = await bus.durable_done_through(DURABLE)  # type: ignore[attr-defined]
         bound = done + 1 if done is not None else await bus.last_seq()
-        bound = min(bound, await _publisher_resumes_at(bus, default=bound))
+        publisher_bound = await _publisher_resumes_at(bus, default=bound)
+        if publisher_bound < bound:  # a stopped publisher holds the log as a stopped dispatcher does: say so
+            log.info(
+                "retention_held_by_publisher", publisher_resumes_at=publisher_bound, dispatcher_done_through=bound - 1
+            )
+            bound = publisher_bound
         candidates = [seq for seq, _ in found if first < seq <= bound]
         over = settings.retain_bytes is not None and await bus.stream_bytes() > settings.retain_bytes  # type: ignore[attr-defined]
         for seq in reversed(candidates):
@@ -660,11 +665,13 @@ async def retain(bus: Bus, settings: Settings, *, clock: Callable[[], float] = t
 
 async def _publisher_resumes_at(bus: Bus, *, default: int) -> int:
     """The log sequence the publisher reads from when it starts again (after the last message it
-    published whole to KQ_PUB, or the record heading that message's batch; 1 while KQ_PUB is empty:
-    publisher.core.resume_point), so a purge leaves it everything it has not published; ``default``
-    when there is no KQ_PUB (``nats-setup`` makes it for every deployment). When KQ_PUB cannot be read
-    (a NATS user without the right, a server away), 1: nothing is purged this round rather than
-    messages subscribers would miss."""
+    published whole to KQ_PUB, or the record heading that message's batch: publisher.core.resume_point),
+    so a purge leaves it everything it has not published. ``default`` when there is no KQ_PUB or it is
+    empty: no publisher has published on this deployment, no subscriber has seen a message, and a
+    publisher started later begins at the oldest snapshot, as a new subscriber of a stream with limits
+    does (a deployment without a publisher keeps its retention). When KQ_PUB cannot be read (a NATS user
+    without the right, a server away), 1: nothing is purged this round rather than messages subscribers
+    would miss."""
     last_public = getattr(bus, "last_public", None)
     if last_public is None:  # a bus without KQ_PUB (the memory bus of tests)
         return default
@@ -675,6 +682,8 @@ async def _publisher_resumes_at(bus: Bus, *, default: int) -> int:
     except base.BusError as err:
         log.warning("public_position_unknown", error=str(err))
         return 1
+    if last is None:
+        return default
     try:
         _, resumes_at = publisher_core.resume_point(last)
     except ValueError as err:

@@ -151,14 +151,14 @@ async def test_a_purge_never_passes_where_the_publisher_reads_again(bus: nats_bu
     """The compactor reads KQ_PUB's last message (``Kq-Seq``, publisher/core.py resume_point): a log is
     purged below a snapshot only when the publisher has published up to it, so a publisher stopped (or
     behind) never restarts past a gap its subscribers miss. Before, only the dispatcher's ack floor
-    bounded the purge and the publisher logged ``public_gap``. An empty KQ_PUB: the publisher starts at #1."""
+    bounded the purge and the publisher logged ``public_gap``. An empty KQ_PUB bounds nothing: no
+    publisher has published, and a deployment without one keeps its retention."""
     messages = golden()
     cut = split_point(messages)
     await _publish_on(bus, messages[:cut])
     assert (await snapshots.snapshot_once(bus, SETTLED, force=True, clock=lambda: NOW)).written == cut
     await _publish_on(bus, messages[cut:])
     await bus.ensure_public_stream()
-    assert (await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))).purged == 0  # KQ_PUB still empty
 
     async def published_through(seq: int) -> None:
         headers = {publisher_core.KQ_SEQ: str(seq)}
@@ -170,6 +170,21 @@ async def test_a_purge_never_passes_where_the_publisher_reads_again(bus: nats_bu
     await published_through(cut - 1)  # from cut on: the snapshot's own message stays, so the purge may go
     caught_up = await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))
     assert caught_up.purged == cut - 1 and await bus.first_seq() == cut
+
+
+async def test_an_empty_kq_pub_bounds_no_purge(bus: nats_bus.NatsBus) -> None:
+    """A deployment whose publisher never published (or runs none) keeps its retention: the aa82480a
+    version of the bound read an empty KQ_PUB as "the publisher reads from #1" and never purged again
+    (tests/e2e/test_retention.py)."""
+    messages = golden()
+    cut = split_point(messages)
+    await _publish_on(bus, messages[:cut])
+    assert (await snapshots.snapshot_once(bus, SETTLED, force=True, clock=lambda: NOW)).written == cut
+    await _publish_on(bus, messages[cut:])
+    await bus.ensure_public_stream()
+    assert await bus.last_public() is None
+    purged = await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))
+    assert purged.purged == cut - 1 and await bus.first_seq() == cut
 
 
 async def test_services_start_from_the_snapshot_of_a_purged_log_and_refuse_without_one(bus: nats_bus.NatsBus) -> None:
