@@ -93,6 +93,7 @@ def run(
     pending_deactivation: bool = True,
     evicted_by_others: bool = True,
     fit_clears_reasons: bool = True,
+    kueue_no_fit: bool = True,
     victims_once: bool = True,
     tas_topologies: bool = True,
     release_requeues: bool = True,
@@ -151,6 +152,15 @@ def run(
     covers names every member of its pod set group, and a NoFit message keeps the lines of the pod sets before it
     that need preemption, as Kueue's flavorassigner.go findFlavorForPodSets (a nil status on Fit), assignFlavors
     (the group's status on each member) and Assignment.Message (:class:`~kueue_es.scheduling.flavors.Picker`).
+
+    ``kueue_no_fit`` (admitter logic 55; False: 54 and earlier, for replay): a flavor's resources are all checked,
+    and each one's reasons written in the pending message, even after one does not fit (Kueue's
+    findFlavorForPodSets returns from its per-resource closure only), and a NoFit pod set's QuotaReserved reason
+    is Kueue's resolveNoFitReason: per flavor the most severe of its resources', none for a resource preemption
+    could still serve; per resource group the least severe of its flavors'; the most severe of the groups'
+    (:class:`~kueue_es.scheduling.flavors.Picker`). False stopped at a flavor's first resource that did not fit
+    and took the least severe reason of every problem of the failing group, so a ClusterQueue with cpu to preempt
+    for and too little memory ever gave WaitingForQuota (Kueue: ExceedsMaxQuota).
 
     ``victims_once`` (admitter logic 47; False: 46 and earlier, for replay): the TAS staleness check of a
     preempting entry (:func:`_placement_stale`) takes a victim out of the tree once when it is both one of the
@@ -393,6 +403,7 @@ def run(
         released=() if released_are_candidates else released,
         kueue_reasons=kueue_multiple_preemptions,
         fit_clears_reasons=fit_clears_reasons,
+        kueue_no_fit=kueue_no_fit,
         lq_usage_in_every_cq=lq_usage_in_every_cq,
         fair_rerun_after_own=fair_rerun_after_own,
         allowed_flavors=allowed_flavors,

@@ -11,7 +11,10 @@ is available now (waits, unless preemption could help: the oracle says whether
 there are candidates, SEMANTICS §7.7), or fits, possibly by borrowing. Each
 flavor gets Kueue's granular mode (preemption mode, borrowing level) and
 flavorFungibility (whenCanBorrow, whenCanPreempt, preference) decides whether it
-stops the search.
+stops the search. A resource that never fits makes its flavor's mode noFit, but
+the flavor's other resources are still checked and their reasons written (Kueue's
+findFlavorForPodSets returns from its per-resource closure only; SEMANTICS §5.6's
+"immediately" is about the mode), since admitter logic 55.
 """
 
 from __future__ import annotations
@@ -137,7 +140,7 @@ class Assignment(msgspec.Struct, frozen=True, gc=False):
     flat: Flat = ()
     borrowing: int = 0
     message: str = ""
-    reason: str = ""  # NoFit: Kueue's granular QuotaReserved=False reason (no_fit_reason)
+    reason: str = ""  # NoFit: Kueue's granular QuotaReserved=False reason (see _REASONS)
     # TAS (SEMANTICS-ADVANCED A.5): set by the admitter for workloads with TAS pod sets, a
     # kueue_es.scheduling.tas.cycle.TASPart (what to place, and the placement when mode is Fit).
     tas: Any = None
@@ -302,6 +305,7 @@ class Picker:
         "memo",
         "kueue_reasons",
         "fit_clears_reasons",
+        "kueue_no_fit",
     )
 
     def __init__(
@@ -315,6 +319,7 @@ class Picker:
         topology_aware: bool = True,
         kueue_reasons: bool = True,
         fit_clears_reasons: bool = True,
+        kueue_no_fit: bool = True,
     ) -> None:
         # Pending messages as Kueue writes them (admitter logic 17): a pod set's reasons, of every resource
         # group, sorted and joined with ", " (flavorassigner.go Status.Message), a taint as Go prints it;
@@ -327,6 +332,12 @@ class Picker:
         # earlier kept the reasons of the flavors tried before the fitting one, named only the group's first
         # member and wrote the failing pod set's line alone.
         self.fit_clears_reasons = fit_clears_reasons
+        # Admitter logic 55: every requested resource of a flavor is checked, and its reasons written, even after
+        # one did not fit (Kueue's findFlavorForPodSets returns from the per-resource closure, not the loop), and a
+        # NoFit pod set's reason follows Kueue's resolveNoFitReason (the comment at :data:`_REASONS`); False: logic
+        # 54 and earlier stopped at a flavor's first resource that did not fit and took the least severe of every
+        # problem of the failing resource group (:func:`least_severe_problem`).
+        self.kueue_no_fit = kueue_no_fit
         self.name = cq.metadata.name
         self.node = tree.cluster_queues[self.name]
         self.covering: dict[str, _Group] = {}  # resource -> the first group that covers it
@@ -424,6 +435,7 @@ class Picker:
             resume = start[index] if start is not None and index < len(start) else None
             tried_ps: dict[str, int] = {}
             reasons: list[str] = []
+            severity = 0  # the most severe of the pod set's resource groups' no-fit reasons so far
             # A zero request of a covered resource still gets a flavor (with zero usage); of an
             # uncovered one it is ignored (SEMANTICS §10.4).
             count = ps.count
@@ -447,10 +459,17 @@ class Picker:
                 else:
                     wanted = {r: totals[r] for r in group.covered if r in totals}
                 first = resume.get(resource, -1) + 1 if resume else 0
-                choice, problems, last = self._pick(ps, group, wanted, taken, oracle, first)
+                choice, problems, last, least = self._pick(ps, group, wanted, taken, oracle, first)
                 mode = choice.mode
+                severity = max(severity, least)
                 if choice.flavor is None or mode[0] == NO_FIT:
-                    nofit = _no_flavor(ps.name, problems, tried=(*tried, {}), kueue_reasons=self.kueue_reasons)
+                    nofit = _no_flavor(
+                        ps.name,
+                        problems,
+                        tried=(*tried, {}),
+                        kueue_reasons=self.kueue_reasons,
+                        reason=_REASONS[severity] if self.kueue_no_fit else None,
+                    )
                     return self._after(problems_all, nofit)
                 if self.kueue_reasons:
                     if mode[0] != FIT or not self.fit_clears_reasons:
@@ -505,11 +524,17 @@ class Picker:
             return _uncovered(ps.name, resource, tried=({},))
         resume = start[0] if start else None
         first = resume.get(resource, -1) + 1 if resume else 0
-        choice, problems, last = self._pick(ps, group, {resource: total}, {}, oracle, first)
+        choice, problems, last, least = self._pick(ps, group, {resource: total}, {}, oracle, first)
         mode = choice.mode
         flavor = choice.flavor
         if flavor is None or mode[0] == NO_FIT:
-            return _no_flavor(ps.name, problems, tried=({},), kueue_reasons=self.kueue_reasons)
+            return _no_flavor(
+                ps.name,
+                problems,
+                tried=({},),
+                kueue_reasons=self.kueue_reasons,
+                reason=_REASONS[least] if self.kueue_no_fit else None,
+            )
         fr = self.frs[flavor][resource]
         flat = (ps.name, count, 1, resource, fr, total, resource in choice.need_preemption)
         borrowing = mode[1] if mode[1] > 0 else 0
@@ -572,6 +597,7 @@ class Picker:
             chosen: dict[str, str] = {}
             scanned: dict[str, int] = {}
             reasons: list[str] = []
+            severity = 0  # the most severe of the unit's resource groups' no-fit reasons so far
             for resource in sorted(totals):
                 if resource in chosen:
                     continue
@@ -585,11 +611,13 @@ class Picker:
                     return uncovered
                 wanted = {r: totals[r] for r in group.covered if r in totals}
                 first = resume.get(resource, -1) + 1 if resume else 0
-                choice, problems, last = self._pick(lead, group, wanted, taken, oracle, first, others)
+                choice, problems, last, least = self._pick(lead, group, wanted, taken, oracle, first, others)
                 mode = choice.mode
+                severity = max(severity, least)
                 if choice.flavor is None or mode[0] == NO_FIT:
                     if self.kueue_reasons:  # every member of the group carries the group's status (Kueue)
-                        nofit = _no_flavor(lead.name, problems, tried=tried_so_far(members))
+                        why = _REASONS[severity] if self.kueue_no_fit else None
+                        nofit = _no_flavor(lead.name, problems, tried=tried_so_far(members), reason=why)
                         lines = "; ".join(_pod_set_message(pod_sets[i].name, problems) for i in members)
                         return self._after(problems_all, msgspec.structs.replace(nofit, message=lines))
                     return _no_flavor(lead.name, problems, tried=tried_so_far(members), kueue_reasons=False)
@@ -634,12 +662,16 @@ class Picker:
         oracle: Oracle | None,
         first: int = 0,
         others: tuple[PodSetRequest, ...] = (),
-    ) -> tuple[_Choice, list[str], int]:
-        """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7), the problems seen and
-        the bookmark index: the last flavor examined, -1 when that was the group's last.
+    ) -> tuple[_Choice, list[str], int, int]:
+        """The flavor of ``group`` for ``wanted`` (SEMANTICS §5.3-§5.7), the problems seen, the
+        bookmark index (the last flavor examined, -1 when that was the group's last) and the
+        severity of the group's no-fit reason: the least severe among the flavors examined that
+        did not fit, each flavor's the most severe among its resources (0: every flavor examined
+        fits or was skipped; see the comment at :data:`_REASONS`).
         The scan starts at flavor index ``first`` (the bookmark's + 1). ``others``: the rest of
         a pod set group's members, each of which must be eligible for the flavor too."""
         problems: list[str] = []
+        least = 0  # Kueue's rgMinReason, as a severity
         best_flavor: str | None = None
         best_mode: GranularMode = WORST
         best_need: tuple[str, ...] = ()
@@ -668,6 +700,7 @@ class Picker:
                 continue
             if flavor is None:
                 problems.append(f"flavor {flavor_name} not found")
+                least = NO_MATCHING_FLAVOR if least == 0 else min(least, NO_MATCHING_FLAVOR)
                 continue
             if ps.original_flavors is not None and (
                 held := _held_elsewhere(ps.original_flavors, resources, flavor_name)
@@ -676,6 +709,7 @@ class Picker:
                 problems.append(
                     f"could not assign {flavor_name} flavor since the original workload is assigned: {held}"
                 )
+                least = NO_MATCHING_FLAVOR if least == 0 else min(least, NO_MATCHING_FLAVOR)
                 continue
             mismatch = "" if open_to_all else _eligibility_problem(ps, flavor, go_taint=self.kueue_reasons)
             if not mismatch and self.topology_aware and (self.tas_levels or ps.topology_request is not None):
@@ -688,24 +722,35 @@ class Picker:
                     mismatch = self._tas_problem(other, flavor_name, flavor, group)
             if mismatch:
                 problems.append(mismatch)
+                least = NO_MATCHING_FLAVOR if least == 0 else min(least, NO_MATCHING_FLAVOR)
                 continue
             representative: GranularMode = BEST
             need: list[str] = []
+            severity = 0  # the flavor's: the most severe of its resources that do not fit
             for resource in resources:
-                mode, problem = self._classify(flavor_name, resource, wanted[resource], taken, oracle)
+                # once the flavor does not fit, what preemption could do for the rest no longer matters
+                asked = oracle if representative[0] != NO_FIT else no_preemption
+                mode, problem = self._classify(flavor_name, resource, wanted[resource], taken, asked)
                 if problem:
                     problems.append(problem)
+                    if mode[0] == NO_FIT:  # preemption may still serve it otherwise: no reason (fitsResourceQuota)
+                        severity = max(severity, _problem_severity(problem))
                 if is_preferred(representative, mode, preference):
                     representative = mode
                 if representative[0] == NO_FIT:
+                    if self.kueue_no_fit:
+                        continue  # the flavor does not fit, but its other resources are checked too (Kueue)
                     break
                 if mode[0] != FIT:
                     need.append(resource)
+            if representative[0] == NO_FIT:
+                least = severity if least == 0 else min(least, severity)
             if not _try_next(representative, fungibility):
-                return _Choice(flavor_name, representative, tuple(need)), problems, -1 if examined == last else examined
+                bookmark = -1 if examined == last else examined
+                return _Choice(flavor_name, representative, tuple(need)), problems, bookmark, least
             if is_preferred(representative, best_mode, preference):
                 best_flavor, best_mode, best_need = flavor_name, representative, tuple(need)
-        return _Choice(best_flavor, best_mode, best_need), problems, -1 if examined == last else examined
+        return _Choice(best_flavor, best_mode, best_need), problems, -1 if examined == last else examined, least
 
     def _tas_problem(self, ps: PodSetRequest, name: str, flavor: models.ResourceFlavor, group: _Group) -> str:
         """tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS (SEMANTICS-ADVANCED A.5.1): why a
@@ -784,10 +829,16 @@ def _pod_set_message(pod_set: str, reasons: list[str]) -> str:
 
 
 def _no_flavor(
-    pod_set: str, problems: list[str], *, tried: tuple[dict[str, int], ...], kueue_reasons: bool = True
+    pod_set: str,
+    problems: list[str],
+    *,
+    tried: tuple[dict[str, int], ...],
+    kueue_reasons: bool = True,
+    reason: str | None = None,
 ) -> Assignment:
     """NoFit: no flavor of the group suits the pod set (§5.3-§5.8), with every problem seen
-    (``kueue_reasons``: see :class:`Picker`)."""
+    (``kueue_reasons``: see :class:`Picker`) and ``reason`` (the comment at :data:`_REASONS`; None: the least
+    severe of ``problems``, :func:`least_severe_problem`, admitter logic 54 and earlier)."""
     return Assignment(
         mode="NoFit",
         message=(
@@ -795,7 +846,7 @@ def _no_flavor(
             if kueue_reasons
             else f"couldn't assign flavors to pod set {pod_set}: {'; '.join(problems)}"
         ),
-        reason=no_fit_reason(problems),
+        reason=least_severe_problem(problems) if reason is None else reason,
         tried=tried,
     )
 
@@ -819,15 +870,29 @@ def has_level(levels: tuple[str, ...], request: models.PodSetTopologyRequest | N
     return main in levels and all(layer.topology in levels for layer in layers)
 
 
-_SEVERITY = {"WaitingForQuota": 1, "ExceedsMaxQuota": 2, "NoMatchingFlavor": 3}
+# Kueue's granular reason for a pod set no flavor of some resource group takes (flavorassigner.go
+# resolveNoFitReason, SEMANTICS §5.8), which Picker._pick and its callers compute as severities: each flavor tried
+# that does not fit has the most severe reason of its resources' (a resource that fits, or that preemption could
+# still serve, has none: fitsResourceQuota clears it; a flavor ruled out before its quota is NoMatchingFlavor; a
+# flavor skipped for a nomination or the allowed-flavors annotation is no attempt), a resource group the least
+# severe of its flavors', and the pod set the most severe of its groups' so far, those that found a flavor
+# included (Kueue merges every attempt of the pod set). With one flavor that has cpu to preempt for but too
+# little memory ever, the reason is ExceedsMaxQuota (memory), not WaitingForQuota (cpu). No attempt at all: ""
+# (the caller's NoMatchingFlavor). Severities as flavorassigner.go reasonSeverity, 0 for no reason.
+WAITING_FOR_QUOTA, EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR = 2, 3, 4
+_SEVERITY = {
+    "WaitingForQuota": WAITING_FOR_QUOTA,
+    "ExceedsMaxQuota": EXCEEDS_MAX_QUOTA,
+    "NoMatchingFlavor": NO_MATCHING_FLAVOR,
+}
+_REASONS = ("", "TopologyPlacementFailed", "WaitingForQuota", "ExceedsMaxQuota", "NoMatchingFlavor")
+"""The reason of each severity (index), "" for none."""
 
 
-def no_fit_reason(problems: list[str]) -> str:
-    """Kueue's granular reason for a pod set no flavor of a resource group could take: the
-    least severe among the flavors tried (severity NoMatchingFlavor > ExceedsMaxQuota >
-    WaitingForQuota); no flavor tried at all is NoMatchingFlavor. Source:
-    flavorassigner.go resolveNoFitReason, SEMANTICS §5.8. ``problems`` are this module's messages.
-    """
+def least_severe_problem(problems: list[str]) -> str:
+    """Admitter logic 54 and earlier's no-fit reason: the least severe reason of any of ``problems``
+    (this module's messages of a resource group, whether or not preemption could serve the resource),
+    NoMatchingFlavor when there are none. Kept for replay (Kueue's rule: the comment at :data:`_REASONS`)."""
     reasons = [_problem_reason(p) for p in problems]
     return min(reasons, key=_SEVERITY.__getitem__, default="NoMatchingFlavor")
 
@@ -839,6 +904,11 @@ def _held_elsewhere(original: dict[str, str], resources: Iterable[str], flavor: 
         if held is not None and held != flavor:
             return held
     return ""
+
+
+def _problem_severity(problem: str) -> int:
+    """The severity of the reason of ``problem`` (:func:`_problem_reason`)."""
+    return _SEVERITY[_problem_reason(problem)]
 
 
 def _problem_reason(problem: str) -> str:

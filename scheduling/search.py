@@ -34,7 +34,10 @@ class Search:
     ``kueue_reasons``: pending messages as Kueue writes them (:class:`~kueue_es.scheduling.flavors.Picker`;
     False: admitter logic 16 and earlier); ``fit_clears_reasons``: a resource whose flavor fits adds no reasons
     to them, and an uncovered resource names every member of a pod set group (False: admitter logic 45 and
-    earlier). ``lq_usage_in_every_cq``: LocalQueue usage orders the
+    earlier); ``kueue_no_fit``: every resource of a flavor is checked (and written) after one that does not fit,
+    and a NoFit's reason is Kueue's (False: admitter logic 54 and earlier;
+    :class:`~kueue_es.scheduling.flavors.Picker`).
+    ``lq_usage_in_every_cq``: LocalQueue usage orders the
     candidates of every ClusterQueue, as Kueue's CandidatesOrdering (False: of the preemptor's own only,
     admitter logic 17 and preemptor logic 6 and earlier; :func:`~kueue_es.scheduling.preemption.ordered`).
     ``fair_rerun_after_own``: fair preemption runs its first strategy again once it has taken the
@@ -54,6 +57,7 @@ class Search:
         released: Collection[str] = (),
         kueue_reasons: bool = True,
         fit_clears_reasons: bool = True,
+        kueue_no_fit: bool = True,
         lq_usage_in_every_cq: bool = True,
         fair_rerun_after_own: bool = True,
         allowed_flavors: bool = True,
@@ -85,12 +89,21 @@ class Search:
         # A flavor picker per ClusterQueue, kept across cycles until an object changes (every
         # change of a ClusterQueue, flavor or the Configuration is a trigger) or a new quota tree.
         kept = state.caches.get("admitter.pickers")
-        key = (state.objects_version, tree, self.fair, kueue_reasons, fit_clears_reasons, self.tas.enabled)
-        if not isinstance(kept, tuple) or kept[:6] != key:
+        key = (
+            state.objects_version,
+            tree,
+            self.fair,
+            kueue_reasons,
+            fit_clears_reasons,
+            kueue_no_fit,
+            self.tas.enabled,
+        )
+        if not isinstance(kept, tuple) or kept[:7] != key:
             kept = state.caches["admitter.pickers"] = (*key, {})
-        self._pickers: dict[str, flavors.Picker] = kept[6]
+        self._pickers: dict[str, flavors.Picker] = kept[7]
         self.kueue_reasons = kueue_reasons
         self.fit_clears_reasons = fit_clears_reasons
+        self.kueue_no_fit = kueue_no_fit
 
     @contextlib.contextmanager
     def excluding(self, key: str, *, replaced: WorkloadState | None = None) -> Iterator[None]:
@@ -249,6 +262,7 @@ class Search:
                 topology_aware=self.tas.enabled,
                 kueue_reasons=self.kueue_reasons,
                 fit_clears_reasons=self.fit_clears_reasons,
+                kueue_no_fit=self.kueue_no_fit,
             )
         preempting = picker.preempting  # can_preempt(cq, self.tree), kept with the picker
         self._searched = {} if preempting else None

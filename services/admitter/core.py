@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues, slices
 
-LOGIC_VERSION = 54
+LOGIC_VERSION = 55
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -73,8 +73,15 @@ EARLIER_LOGIC_VERSIONS = (
     51,
     52,
     53,
+    54,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 53 and earlier left a check
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 54 and earlier stopped checking
+a flavor's resources at the first that did not fit, so a pending message named only that one (55 checks and writes
+every resource, as Kueue's findFlavorForPodSets), and gave a NoFit pod set the least severe reason of every problem
+of its failing resource group (55 follows Kueue's resolveNoFitReason: a flavor's reason is the most severe of its
+resources', none for a resource preemption could serve, a group's the least severe of its flavors': one flavor with
+cpu to preempt for and too little memory ever is ExceedsMaxQuota, not WaitingForQuota;
+:class:`kueue_es.scheduling.flavors.Picker` ``kueue_no_fit``). 53 and earlier left a check
 reported Retry while its workload's eviction was being carried out in Retry, so the workload, once released, was
 never nominated again ("The workload has failed admission checks"); from the first record of logic 54 on the log,
 the fold resets such a report as that eviction resets every check (Kueue's resetChecksOnEviction,
@@ -260,6 +267,7 @@ def decide(state: ClusterState, *, now_ms: int, partition: str = partitions.LEGA
         pending_deactivation=True,
         evicted_by_others=True,
         fit_clears_reasons=True,
+        kueue_no_fit=True,
         victims_once=True,
         afs_fresh=True,
         elastic_default_on=True,
@@ -310,6 +318,7 @@ def _decide(
     pending_deactivation: bool,
     evicted_by_others: bool,
     fit_clears_reasons: bool,
+    kueue_no_fit: bool,
     victims_once: bool,
     afs_fresh: bool,
     elastic_default_on: bool,
@@ -377,6 +386,7 @@ def _decide(
             pending_deactivation=pending_deactivation,
             evicted_by_others=evicted_by_others,
             fit_clears_reasons=fit_clears_reasons,
+            kueue_no_fit=kueue_no_fit,
             victims_once=victims_once,
             tas_topologies=tas_topologies,
             release_requeues=release_requeues,
@@ -397,6 +407,8 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 54 stopped at a flavor's first resource that did not fit and took the least severe reason of every
+    problem of a NoFit pod set's failing resource group (``kueue_no_fit`` False).
     Versions 9 to 53 decide as 54: what 54 changed is the fold's, keyed on the log's admitter logic (a check reported
     Retry during its workload's eviction reset with it, :func:`kueue_es.projections.cluster.resets_late_retry`).
     Versions 9 to 52 capitalised the namespace mismatch message (``Workload namespace doesn't match ...``).
@@ -532,6 +544,7 @@ def decide_as(version: int) -> Callable[..., list[types.Output]]:
             pending_deactivation=pending_deactivation,
             evicted_by_others=evicted_by_others,
             fit_clears_reasons=fit_clears_reasons,
+            kueue_no_fit=version >= 55,
             victims_once=victims_once,
             afs_fresh=afs_fresh,
             elastic_default_on=elastic_default_on,

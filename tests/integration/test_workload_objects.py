@@ -1070,6 +1070,71 @@ async def test_a_pending_jobs_workload_deleted_by_hand_is_made_again_at_once(api
     assert on_new == ["ExceedsMaxQuota"]
 
 
+def _max_capacity(resource: str, flavor_name: str, request: str, capacity: str) -> str:
+    return (
+        f"insufficient quota for {resource} in flavor {flavor_name}, previously considered podsets requests (0) + "
+        f"current podset request ({request}) > maximum capacity ({capacity})"
+    )
+
+
+async def test_a_workload_no_flavor_can_ever_hold_gets_kueues_reason_and_every_resource(api, bus: MemoryBus) -> None:
+    """Found by a user's trial. ClusterQueue pp (on-demand: 4 CPUs, 8Gi; preempting LowerPriority) is full; a
+    Job asking 1 CPU and 10Gi can never fit: its Workload is QuotaReserved=False ``ExceedsMaxQuota`` (the flavor's
+    most severe reason, its cpu one cleared as preemption could serve it: Kueue's fitsResourceQuota and
+    resolveNoFitReason), not ``WaitingForQuota``. team-a (on-demand 4 CPUs with borrowingLimit 2 and 8Gi, then
+    spot 4 CPUs and 8Gi, team-b lending its on-demand) gets a Job asking 10 CPUs and 20Gi: its message names the
+    memory of both flavors too, as Kueue's findFlavorForPodSets checks every resource of a flavor (admitter
+    logic 55)."""
+    async with _kueue(api, bus):
+        await kube.apply_manifest(api, flavor("on-demand"))
+        await kube.apply_manifest(api, flavor("spot"))
+        pp = cluster_queue("pp", flavor_name="on-demand", cpu=4, memory="8Gi")
+        pp["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+        team_a = cluster_queue("team-a", flavor_name="on-demand", cpu=4, memory="8Gi")
+        [group] = team_a["spec"]["resourceGroups"]
+        group["flavors"][0]["resources"][0]["borrowingLimit"] = 2
+        spot = [{"name": "cpu", "nominalQuota": 4}, {"name": "memory", "nominalQuota": "8Gi"}]
+        group["flavors"].append({"name": "spot", "resources": spot})
+        team_b = cluster_queue("team-b", flavor_name="on-demand", cpu=4, memory="8Gi")
+        for queue in (pp, team_a, team_b):
+            if queue is not pp:
+                queue["spec"]["cohortName"] = "pool"
+            await kube.apply_manifest(api, queue)
+            await kube.apply_manifest(api, local_queue(queue["metadata"]["name"], queue["metadata"]["name"]))
+        await kube.apply_manifest(api, job("full", queue="pp", cpu="4", memory="1Gi"))
+        await wait_for(bus, types.WorkloadAdmitted)
+        await kube.apply_manifest(api, job("big-memory", queue="pp", cpu="1", memory="10Gi"))
+        await kube.apply_manifest(api, job("huge", queue="team-a", cpu="10", memory="20Gi"))
+        pending = {}
+        for name in ("big-memory", "huge"):
+            ref = await _pending_workload(bus, name)
+            pending[name] = await eventually(
+                api,
+                resources.WORKLOADS,
+                namespace="default",
+                name=ref.name,
+                check=lambda o: "QuotaReserved" in conditions(o),
+            )
+
+    big_memory = conditions(pending["big-memory"])["QuotaReserved"]
+    assert (big_memory["reason"], big_memory["message"]) == (
+        "ExceedsMaxQuota",
+        f"couldn't assign flavors to pod set main: {_max_capacity('memory', 'on-demand', '10Gi', '8Gi')}, "
+        "insufficient unused quota for cpu in flavor on-demand, 1 more needed",
+    )
+    lines = [
+        _max_capacity("cpu", "on-demand", "10", "6"),
+        _max_capacity("cpu", "spot", "10", "4"),
+        _max_capacity("memory", "on-demand", "20Gi", "16Gi"),
+        _max_capacity("memory", "spot", "20Gi", "8Gi"),
+    ]
+    huge = conditions(pending["huge"])["QuotaReserved"]
+    assert (huge["reason"], huge["message"]) == (
+        "ExceedsMaxQuota",
+        f"couldn't assign flavors to pod set main: {', '.join(lines)}",
+    )
+
+
 async def test_deleting_a_running_job_releases_its_quota_and_writes_nothing_to_it(api, bus: MemoryBus) -> None:
     """A running Job deleted (``kubectl delete job``): its workload is deleted and its quota released (reason
     Deleted); the dispatcher finds the Job gone and writes nothing, records no failure, and no new Workload is
