@@ -20,6 +20,10 @@ Which decision gives which Event (type, reason: message), as Kueue words them:
   ``AdmissionGated`` "Workload admission is gated by: G" and ``AdmissionGateCleared`` "Admission gate
   cleared, workload is now admissible" from the workload controller for its admission-gated-by annotation
   (workload_controller.go mayUpdateConditionForAdmissionGatedBy);
+- PreemptionRequired (the workload waits for the victims it nominated to go): Warning
+  ``WaitingForPreemptedWorkloads`` (``Pending`` with UnadmittedWorkloadsObservability off), the condition's
+  message "couldn't assign flavors ... . Pending the preemption of N workload(s)" (scheduler.go requeueAndUpdate,
+  after issuePreemptions);
 - RemoteAdmissionChosen: Normal ``MultiKueue``: "The workload was admitted on "W"", and MultiKueueCheckRetry
   for a copy evicted on its worker (Normal) or finished OutOfSync (Warning), with the Retry's message
   (multikueue/workload.go reconcileGroup, syncAdmittingRemoteState);
@@ -45,6 +49,7 @@ from kueue_es.events import job_owners, manifests, models, slices, types
 from kueue_es.jobframework import integrations, pods, prebuilt, workloads
 from kueue_es.projections.cluster import (
     ADMISSION_GATED_PREFIX,
+    WAITING_FOR_PREEMPTED,
     ClusterState,
     WorkloadState,
     priority_boost,
@@ -138,6 +143,11 @@ def for_decision(
             return [
                 KubeEvent(workload=ref, type="Warning", reason=reason or "Pending", message=truncate(message), at_ms=at)
             ]
+        case types.PreemptionRequired(workload=ref, message=message, at_ms=at):
+            # requeueAndUpdate of an entry that issued its preemptions: the Event of the QuotaReserved condition the
+            # dispatcher sets (status.py), its reason and message
+            reason = WAITING_FOR_PREEMPTED if status.granular_reasons(state) else "Pending"
+            return [KubeEvent(workload=ref, type="Warning", reason=reason, message=truncate(message), at_ms=at)]
         case types.EvictionRequested(observed=True):
             return []  # an Evicted condition someone else wrote: only evict.go Evict records an Event (logic 45)
         case types.EvictionRequested(workload=ref, reason=reason, message=message, at_ms=at):

@@ -92,3 +92,61 @@ async def test_a_head_that_no_longer_fits_gets_an_event_for_each_message(api, bu
                     await asyncio.sleep(0.05)
         except TimeoutError:
             pytest.fail(f"the Events of {loser}: {seen}")
+
+
+def _priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+async def test_a_workload_waiting_for_its_preemptions_gets_kueues_event(api, bus: MemoryBus) -> None:
+    """Found by a user's trial: a high-priority Job that can run only once a low-priority one is preempted waits
+    for it, QuotaReserved=False ``WaitingForPreemptedWorkloads`` "... . Pending the preemption of 1 workload(s)";
+    Kueue's scheduler records that reason and message as a Warning Event too (scheduler.go requeueAndUpdate after
+    issuePreemptions), which ``kubectl get events`` showed nowhere. No preemptor runs here, so it keeps waiting."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await kube.apply_manifest(api, _priority_class("low", 10))
+        await kube.apply_manifest(api, _priority_class("high", 1000))
+        await kube.apply_manifest(api, flavor("on-demand"))
+        queue = cluster_queue("pp", flavor_name="on-demand", cpu=4, memory="8Gi")
+        queue["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+        await kube.apply_manifest(api, queue)
+        await kube.apply_manifest(api, local_queue("lq", "pp"))
+        for name, priority in (("low-1", "low"), ("urgent", "high")):
+            manifest = job(name, queue="lq", cpu="4", memory="1Gi")
+            manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = priority
+            await kube.apply_manifest(api, manifest)
+            if name == "low-1":
+                await wait_for(bus, types.WorkloadAdmitted)
+        [nomination] = await wait_for(bus, types.PreemptionRequired)
+        message = (
+            "couldn't assign flavors to pod set main: insufficient unused quota for cpu in flavor on-demand, "
+            "4 more needed. Pending the preemption of 1 workload(s)"
+        )
+        assert nomination.message == message
+        seen: list[tuple[str, str, str]] = []
+        try:
+            async with asyncio.timeout(10):
+                while True:
+                    listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+                    seen = [
+                        (e["type"], e["reason"], e["message"])
+                        for e in listed
+                        if e["involvedObject"]["name"] == nomination.workload.name and e["type"] == "Warning"
+                    ]
+                    if seen:
+                        break
+                    await asyncio.sleep(0.05)
+        except TimeoutError:
+            pytest.fail(f"no Warning Event on {nomination.workload.name}")
+    assert seen == [("Warning", "WaitingForPreemptedWorkloads", message)]
