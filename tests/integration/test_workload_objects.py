@@ -956,6 +956,116 @@ async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus)
     assert [a.decision_seq > 0 for a in applied] == [True]
 
 
+def _generations_written(obj: dict[str, Any], since: str) -> dict[str, int]:
+    """Each condition of ``obj`` whose lastTransitionTime is ``since`` or later: its ``observedGeneration``."""
+    return {
+        c["type"]: c.get("observedGeneration", 0)
+        for c in (obj.get("status") or {}).get("conditions") or []
+        if c["lastTransitionTime"] >= since and c["type"] != "Preempted"
+    }
+
+
+@pytest.mark.parametrize("running_job", [True, False], ids=["admitted", "pending"])
+async def test_conditions_written_after_a_spec_change_carry_its_generation(
+    api, bus: MemoryBus, running_job: bool
+) -> None:
+    """``kubectl patch kwl X --type=merge -p '{"spec":{"active":false}}'`` (metadata.generation 2), then ``kubectl
+    kueue resume workload X`` (3): Kueue writes each condition with the Workload's generation at the time of the
+    write (SetStatusCondition with ``wl.Generation``), so Evicted ``Deactivated`` carries 2 and Requeued
+    ``Reactivated`` 3. Before, the dispatcher took the generation of the object as its own last write had
+    returned it, from before the user's patch: one behind (1, then 2)."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("first", parallelism=3 if running_job else 4))
+        if running_job:
+            [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+            ref = admitted.workload
+        else:
+            ref = await _pending_workload(bus, "first")
+        written = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=ref.name,
+            check=lambda o: "QuotaReserved" in conditions(o),
+        )
+        assert written["metadata"]["generation"] == 1
+        await asyncio.sleep(1)  # the conditions written from here on have later lastTransitionTimes
+        since = manifests.format_time_ms(int(time.time()) * 1000)
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=ref.name, patch={"spec": {"active": False}}
+        )
+        deactivated = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=ref.name,
+            check=lambda o: (
+                conditions(o).get("Evicted", {}).get("reason") == "Deactivated"
+                and ("Requeued" in conditions(o) or not running_job)
+            ),
+        )
+        await asyncio.sleep(1)
+        again = manifests.format_time_ms(int(time.time()) * 1000)
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=ref.name, patch={"spec": {"active": True}}
+        )
+        reactivated = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=ref.name,
+            check=lambda o: (
+                conditions(o)["Requeued"]["reason"] == "Reactivated"
+                if running_job
+                else conditions(o)["QuotaReserved"]["reason"] != "Deactivated"
+            ),
+        )
+    assert deactivated["metadata"]["generation"] == 2
+    assert set(_generations_written(deactivated, since).values()) == {2}
+    assert "Evicted" in _generations_written(deactivated, since)
+    assert reactivated["metadata"]["generation"] == 3
+    # pending again: QuotaReserved stays False (its reason back to Kueue's pending one), so keeps its transition time
+    rewritten = "Requeued" if running_job else "QuotaReserved"
+    assert conditions(reactivated)[rewritten]["observedGeneration"] == 3
+    assert set(_generations_written(reactivated, again).values()) <= {3}
+
+
+async def test_conditions_written_after_a_spec_change_the_log_does_not_carry_carry_its_generation(
+    api, bus: MemoryBus
+) -> None:
+    """A spec write on a pending job's Workload object that the log does not read back (``spec.maximumExecution
+    TimeSeconds`` patched on the object: the log takes it from the job) moves its generation to 2; the admission
+    that follows is written with 2, as Kueue stamps the generation of the object it writes. Before, the dispatcher
+    stamped the 1 of its own last write's answer."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("first", parallelism=4))
+        ref = await _pending_workload(bus, "first")
+        await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=ref.name,
+            check=lambda o: "QuotaReserved" in conditions(o),
+        )
+        patch = {"spec": {"maximumExecutionTimeSeconds": 600}}
+        await kube.patch_object(api, resources.WORKLOADS, namespace="default", name=ref.name, patch=patch)
+        await kube.apply_manifest(api, cluster_queue("cluster-queue", cpu=4))  # room for it: admitted
+        admitted = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=ref.name,
+            check=lambda o: conditions(o).get("Admitted", {}).get("status") == "True",
+        )
+        await asyncio.sleep(0.5)  # every write of the admission made
+        admitted = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=ref.name)
+    assert admitted["metadata"]["generation"] == 2
+    for kind in ("QuotaReserved", "Admitted"):
+        assert conditions(admitted)[kind]["observedGeneration"] == 2, kind
+
+
 async def test_a_running_jobs_workload_deleted_by_hand_stops_it_and_is_made_again(api, bus: MemoryBus) -> None:
     """``kubectl delete workload`` of a running Job's Workload (Kueue's job_controller_test "The workload is
     deleted while admitted"): the quota is released, the Job is suspended with its template given back (the
