@@ -911,8 +911,9 @@ class WorkloadSync:
 
 def _user_spec(wl: WorkloadState) -> tuple[Any, ...]:
     """The spec fields of a job's Workload object that its user writes (and the watcher reads back onto the log):
-    ``spec.active``."""
-    return (wl.workload.spec.active,)
+    ``spec.active``, and ``spec.priority`` when the watcher marked it the user's (models.OWN_PRIORITY_ANNOTATION)."""
+    spec, annotations = wl.workload.spec, wl.workload.metadata.annotations
+    return spec.active, spec.priority if models.OWN_PRIORITY_ANNOTATION in annotations else None
 
 
 def created_ms(stored: Mapping[str, Any] | None) -> int:

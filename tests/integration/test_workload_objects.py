@@ -2553,6 +2553,11 @@ async def test_a_priority_set_on_a_jobs_workload_object_counts_until_its_class_c
         await kube.delete_object(api, JOBS, namespace="default", name="first")  # room for one of them
         admitted = await wait_for(bus, types.WorkloadAdmitted, count=2, timeout=10)
         assert [a.workload.name for a in admitted] == [first.workload.name, c]
+        running_c = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=c, check=lambda o: "Admitted" in conditions(o)
+        )
+        # written after the user's write of spec.priority and the move: the object's generation (Kueue stamps it)
+        assert conditions(running_c)["Admitted"]["observedGeneration"] == running_c["metadata"]["generation"]
 
         await kube.patch_object(
             api,
