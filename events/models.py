@@ -238,12 +238,14 @@ clusterqueue, resourceflavor, admissioncheck and tas topology controllers)."""
 
 
 OWN_PRIORITY_ANNOTATION = "kueue-es.dev/own-priority"
-"""Set (value ``"true"``) on a Workload observed as an object (a Workload made by hand, a prebuilt one)
-that names a WorkloadPriorityClass and has a ``spec.priority``; a value a user set is dropped. Its
-``spec.priority`` is then its priority, as Kueue's scheduler reads it (pkg/util/priority Priority), a
-change of it by hand included, until the class's value changes, when the fold writes that value in,
-as Kueue's WorkloadPriorityClass controller rewrites ``spec.priority`` of every Workload naming the
-class. Without it (a job's workload, every log before it) the class's current value is the priority."""
+"""Set (value ``"true"``) by the watcher on a Workload observed as an object (a Workload made by hand, a prebuilt
+one) that names a WorkloadPriorityClass and has a ``spec.priority``, and on a job's workload whose Workload object
+has a ``spec.priority`` its user set (services/watcher/publishing.py ``Publisher.own_priority``: kept while the job
+names the same class and keeps its shape); a value a user set is dropped. Its ``spec.priority`` is then its
+priority, as Kueue's scheduler reads it (pkg/util/priority Priority), a change of it by hand included, until the
+class's value changes, when the fold writes that value in, as Kueue's WorkloadPriorityClass controller rewrites
+``spec.priority`` of every Workload naming the class. Without it (every log before it) a WorkloadPriorityClass's
+current value is the priority."""
 
 
 PRIORITY_BOOST_ANNOTATION = "kueue.x-k8s.io/priority-boost"

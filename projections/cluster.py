@@ -1450,10 +1450,11 @@ def _priority_changed(before: models.WorkloadSpec, after: models.WorkloadSpec) -
 
 
 def priority_of(workload: models.Workload, state: ClusterState) -> int:
-    """Effective priority (SEMANTICS §1.7, §2.4): the ``spec.priority`` of a Workload observed as an object
-    (:data:`~kueue_es.events.models.OWN_PRIORITY_ANNOTATION`: Kueue's pkg/util/priority Priority reads it,
-    a change by hand included); else the current value of the referenced WorkloadPriorityClass (a job's
-    workload: its reconciler writes that value in); else ``spec.priority``, else 0."""
+    """Effective priority (SEMANTICS §1.7, §2.4): a ``spec.priority`` the watcher marked the workload's own
+    (:data:`~kueue_es.events.models.OWN_PRIORITY_ANNOTATION`: a Workload observed as an object, or a job's
+    whose Workload object's user set it; Kueue's pkg/util/priority Priority reads it, a change by hand
+    included); else the current value of the referenced WorkloadPriorityClass (a job's workload: its
+    reconciler writes that value in); else ``spec.priority``, else 0."""
     spec = workload.spec
     if spec.priority is not None and models.OWN_PRIORITY_ANNOTATION in workload.metadata.annotations:
         return spec.priority

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 
+from kueue_es.events import types
+
 if TYPE_CHECKING:
-    from kueue_es.events import types
     from kueue_es.projections.cluster import ClusterState, WorkloadState
 
 Kind = Literal["counter", "gauge", "histogram"]
@@ -826,14 +827,45 @@ def preempting_cluster_queue(state: ClusterState, event: types.EvictionRequested
     return lq.spec.cluster_queue if lq is not None else ""
 
 
+DEACTIVATED: Final = "Deactivated"
+"""Kueue's eviction reason of a workload whose ``spec.active`` was set false by hand (kueue.WorkloadDeactivated)."""
+DEACTIVATED_MESSAGE: Final = "The workload is deactivated"
+"""Its Evicted message (workload_controller.go)."""
+
+
+def implied_eviction(wl: WorkloadState, event: types.QuotaReleased) -> types.EvictionRequested | None:
+    """The eviction a release stands for, None when it stands for none: a QuotaReleased ``Deactivated`` of a
+    workload holding quota and not being evicted (a job's reservation still waiting for its admission checks,
+    set inactive by hand) is Kueue's two steps in one: its workload controller evicts every inactive workload
+    (Evicted ``Deactivated``, counted by evict.go Evict since the workload has ``status.admission``) and the
+    job reconciler, finding the job suspended, clears the reservation at once. The log holds the release alone
+    (its job never started: there is nothing to stop), so the metrics, the status and ``explain`` read the
+    eviction from it, at the release's time."""
+    if event.reason != DEACTIVATED or wl.reservation is None or wl.eviction is not None:
+        return None
+    return types.EvictionRequested(
+        workload=event.workload,
+        cluster_queue=wl.reservation.cluster_queue,
+        reason=DEACTIVATED,
+        message=DEACTIVATED_MESSAGE,
+        at_ms=event.at_ms,
+    )
+
+
 def on_released(state: ClusterState, wl: WorkloadState, event: types.QuotaReleased) -> None:
     """QuotaReleased for a workload holding quota: after an eviction, workload_eviction_latency (eviction
-    to release) and the workload is queued again from now (or from the end of its backoff)."""
-    if wl.eviction is None:
-        return
+    to release) and the workload is queued again from now (or from the end of its backoff). A release that is
+    an eviction too (:func:`implied_eviction`) counts that eviction first, as an EvictionRequested would, and
+    its latency is 0."""
+    eviction = wl.eviction
+    if eviction is None:
+        eviction = implied_eviction(wl, event)
+        if eviction is None:
+            return
+        on_evicted(state, wl, eviction)
     assert wl.reservation is not None
-    reason, _ = underlying_cause(wl, wl.eviction)
-    latency = event.at_ms - wl.eviction.at_ms
+    reason, _ = underlying_cause(wl, eviction)
+    latency = event.at_ms - eviction.at_ms
     _observe(state.metrics, "kueue_workload_eviction_latency_seconds", (wl.reservation.cluster_queue, reason), latency)
     state.metrics.queued_ms[wl.key] = event.at_ms
 

@@ -44,7 +44,7 @@ from typing import Any
 
 from kueue_es.events import job_owners, manifests, models, tas, types
 from kueue_es.events.quantities import format_amount
-from kueue_es.projections import quota
+from kueue_es.projections import kueue_metrics, quota
 from kueue_es.projections.cluster import (
     ON_HOLD_MESSAGE,
     ON_HOLD_REASON,
@@ -459,6 +459,11 @@ class StoryCollector:
             case types.WorkloadStopped():
                 self._add(key, seq, event, "stopped", f"its pods stopped ({event.reason})")
             case types.QuotaReleased():
+                known = before.workloads.get(key)
+                implied = kueue_metrics.implied_eviction(known, event) if known is not None else None
+                if implied is not None:
+                    # evicted and released by one message (a reservation deactivated by hand): the eviction first
+                    self._workload_event(key, seq, implied, before)
                 self._add(key, seq, event, "released", f"quota given back to {event.cluster_queue} ({event.reason})")
             case types.WorkloadRequeued():
                 self._add(key, seq, event, "requeued", f"{event.reason}: {event.message}")

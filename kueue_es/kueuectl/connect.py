@@ -8,7 +8,8 @@ kubectl's: when none of those files exists, the kubeconfig of the running ``kueu
 (:func:`kueue_es.current.find`), so ``kubectl kueue list workload`` works bare on the demo.
 
 Requests go through kubernetes-asyncio's ``ApiClient`` (its authentication: tokens, client
-certificates, exec plugins) and return JSON dicts; errors become :class:`Failure` with the message
+certificates, exec plugins) with client-go's User-Agent for ``kubectl-kueue`` (:func:`user_agent`: the API server
+records kueuectl's writes as that manager's) and return JSON dicts; errors become :class:`Failure` with the message
 kueuectl prints after ``Error:`` (the API's Status message, e.g. ``clusterqueues.kueue.x-k8s.io "x" not
 found``; for an unreachable server the request and the network error) and exit code 1.
 """
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,9 @@ from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMe
 from kueue_es import current
 
 JSON = "application/json"
+COMMAND = "kubectl-kueue"
+"""kueuectl's binary: client-go's User-Agent starts with it, and the API server names the manager of each write
+after that first word (``metadata.managedFields``), as kueuectl sets no fieldManager."""
 MERGE_PATCH = "application/merge-patch+json"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 DEFAULT_LIST_LIMIT = 100
@@ -181,6 +187,22 @@ class Cluster:
         return self._discovery[api_version]
 
 
+_GOARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i686": "386", "i386": "386"}
+
+
+def user_agent() -> str:
+    """client-go's default User-Agent for ``kubectl-kueue`` (rest.DefaultKubernetesUserAgent): the command, its
+    version, the platform as Go names it and the commit (``unknown``, as client-go writes an empty one), e.g.
+    ``kubectl-kueue/v0.1.0 (linux/amd64) kubernetes/unknown``."""
+    try:
+        version = metadata.version("kueue-es")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    machine = platform.machine().lower()
+    system = platform.system().lower() or "unknown"
+    return f"{COMMAND}/v{version} ({system}/{_GOARCH.get(machine, machine or 'unknown')}) kubernetes/unknown"
+
+
 def list_limit() -> int:
     """kueuectl's page size: ``$KUEUECTL_LIST_REQUEST_LIMIT`` or 100. Raises Failure on a non-integer."""
     text = os.environ.get(LIST_LIMIT_ENV, "").strip()
@@ -216,8 +238,10 @@ async def open_cluster(settings: Settings) -> Cluster:
         raise Failure(f"invalid kubeconfig {', '.join(files)}: {err!r}") from None
     context = loader.current_context or {}
     namespace = settings.namespace or (context.get("context") or {}).get("namespace") or "default"
+    api = k8s_client.ApiClient(configuration)
+    api.user_agent = user_agent()  # the writes are kubectl-kueue's (managedFields), not kubernetes-asyncio's
     return Cluster(
-        api=k8s_client.ApiClient(configuration),
+        api=api,
         namespace=namespace,
         kubeconfig=files,
         origin=origin,

@@ -285,6 +285,9 @@ class WorkloadSync:
         self._templates: dict[str, tuple[Any, dict[str, Any]]] = {}
         # workload key -> (its UID on the log, WorkloadRecord.deactivations) of the last deactivation written
         self._deactivations: dict[str, tuple[str, int]] = {}
+        # workload key -> the spec fields its user writes on a job's Workload object (:func:`_user_spec`) as the log
+        # had them at its last status write: a change since is a spec write the server's last answer predates
+        self._user_specs: dict[str, tuple[Any, ...]] = {}
 
     def _take(self, keys: Iterable[str] | None) -> dict[str, int]:
         if keys is None:
@@ -387,6 +390,7 @@ class WorkloadSync:
                     self._templates.pop(key, None)
                     self._check_messages.pop(key, None)
                     self._deactivations.pop(key, None)
+                    self._user_specs.pop(key, None)
                     self.view.checks_reported.pop(key, None)
                     await self.stored.delete_workload(namespace, name)
                     continue
@@ -555,9 +559,23 @@ class WorkloadSync:
             return []
         return self.group_members(meta.namespace, meta.name)
 
-    async def _sync_status(self, key: str, wl: WorkloadState, ident: ObjectKey, stored: objects.StoredObject) -> None:
-        """Kueue's status on a job's Workload object (``stored``: as the server last returned it)."""
+    async def _sync_status(
+        self, key: str, wl: WorkloadState, ident: ObjectKey, stored: objects.StoredObject, *, again: bool = True
+    ) -> None:
+        """Kueue's status on a job's Workload object (``stored``: as the server last returned it).
+
+        Every condition carries the object's ``metadata.generation`` at the time of the write, as Kueue stamps
+        each condition it sets. A user's write of the object's spec (``kubectl patch kwl X -p
+        '{"spec":{"active":false}}'``) moves the generation without the dispatcher writing: once the log shows
+        it (:func:`_user_spec` changed since the last status write) the object is read first; and a write whose
+        answer shows a later generation than the one stamped (a spec write that landed meanwhile, or one the log
+        does not carry) is made again with it (``again``: once)."""
         meta = wl.workload.metadata
+        user_spec = _user_spec(wl)
+        if self._user_specs.get(key, user_spec) != user_spec:
+            current = await self.stored.api.get_object(resources.WORKLOADS, namespace=meta.namespace, name=meta.name)
+            stored = self.stored.keep(ident, objects.as_stored(current))
+        self._user_specs[key] = user_spec
         generation = int(objects.meta(stored).get("generation") or 0)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         wanted = status.replaced_slice_status(
@@ -625,6 +643,8 @@ class WorkloadSync:
                 uid = str(objects.meta(stored).get("uid") or "")
                 if item is not None and uid:
                     self.finished(item, uid)
+            if again and int(objects.meta(stored).get("generation") or 0) > generation and wanted.get("conditions"):
+                await self._sync_status(key, wl, ident, stored, again=False)
 
     def _with_replacement_condition(
         self, wl: WorkloadState, stored: objects.StoredObject, wanted: dict[str, Any], *, generation: int
@@ -837,7 +857,9 @@ class WorkloadSync:
         except kube_errors.NotFoundError:
             log.info("standalone_workload_not_in_cluster", workload=key)
             return
-        generation = int(objects.meta(stored or {}).get("generation") or meta.generation or 0)
+        # the log's generation is the object's as the watcher last read it: later than the server's last answer to
+        # the dispatcher after a user's spec write (spec.active)
+        generation = max(int(objects.meta(stored or {}).get("generation") or 0), meta.generation)
         wanted = status.workload_status(self.view.records.get(key), generation=generation)
         wanted = status.with_object_uids(wanted, self.stored.object_uid)
         wanted = status.not_before(wanted, created_ms(stored))
@@ -885,6 +907,13 @@ class WorkloadSync:
             self.record(publish)
         else:
             await publish
+
+
+def _user_spec(wl: WorkloadState) -> tuple[Any, ...]:
+    """The spec fields of a job's Workload object that its user writes (and the watcher reads back onto the log):
+    ``spec.active``, and ``spec.priority`` when the watcher marked it the user's (models.OWN_PRIORITY_ANNOTATION)."""
+    spec, annotations = wl.workload.spec, wl.workload.metadata.annotations
+    return spec.active, spec.priority if models.OWN_PRIORITY_ANNOTATION in annotations else None
 
 
 def created_ms(stored: Mapping[str, Any] | None) -> int:

@@ -181,7 +181,7 @@ class WorkloadRecord:
     merged per pod set (pod set name -> v1beta2 TopologyAssignment, SEMANTICS-ADVANCED A.8, A.9),
     empty without TAS;
     ``evictions`` counts evictions per (reason,
-    underlying cause), Kueue's ``schedulingStats.evictions``.
+    underlying cause), Kueue's ``schedulingStats.evictions``, in the order each was first counted.
     """
 
     uid: str
@@ -1091,7 +1091,7 @@ def _fingerprint(record: WorkloadRecord) -> tuple[Any, ...]:
         tuple((c.type, c.status, c.reason, c.message, c.since_ms, c.generation) for c in record.conditions.values()),
         record.admission,
         tuple(sorted(record.topology.items())),
-        tuple(sorted(record.evictions.items())),
+        tuple(record.evictions.items()),
         record.accumulated_seconds,
         tuple(
             (c.name, c.state, c.message, c.since_ms, c.requeue_after_seconds, c.retry_count, tuple(c.pod_set_updates))
@@ -1430,10 +1430,11 @@ def workload_status(record: WorkloadRecord | None, *, generation: int) -> dict[s
             requeue["requeueAt"] = manifests.format_time_ms(record.requeue_at_ms)
         status["requeueState"] = requeue
     if record.evictions:
+        # in the order each (reason, cause) was first counted: Kueue appends a new one (setSchedulingStatsEviction)
         status["schedulingStats"] = {
             "evictions": [
                 {"reason": reason, "underlyingCause": cause, "count": count}
-                for (reason, cause), count in sorted(record.evictions.items())
+                for (reason, cause), count in record.evictions.items()
             ]
         }
     if record.accumulated_seconds is not None:

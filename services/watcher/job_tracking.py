@@ -23,7 +23,7 @@ import structlog
 from kueue_es.events import job_owners, manifests, models, slices, types
 from kueue_es.jobframework import integrations, jobs, pods, prebuilt, workloads
 from kueue_es.jobframework import slices as job_slices
-from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL
+from kueue_es.jobframework.annotations import DISPATCHER_FIELD_MANAGER, IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL
 from kueue_es.jobframework.integrations import ray, serving
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import prebuilt_tracking
@@ -31,7 +31,7 @@ from kueue_es.services.watcher.inputs import ConversionInputs
 from kueue_es.services.watcher.kinds import API_VERSIONS, JOB_KINDS, Key
 from kueue_es.services.watcher.pod_tracking import PodGroups
 from kueue_es.services.watcher.prebuilt_tracking import PrebuiltWorkloads
-from kueue_es.services.watcher.publishing import Publisher, log_rejection
+from kueue_es.services.watcher.publishing import OwnPriority, Publisher, log_rejection
 from kueue_es.services.watcher.reporting import ProgressReporter
 
 log = structlog.get_logger(__name__)
@@ -836,6 +836,7 @@ class JobTracker:
         self.workload_status(obj)
         key = (objects.namespace_of(obj), objects.name_of(obj))
         await self._boost_changed(obj, key)
+        await self._own_priority_changed(obj, key)
         held, published = self.held.get(key), self.publisher.workloads.get(key)
         if held is None or published is None or published.owner is None or held.counts == _counts(published):
             return
@@ -863,6 +864,23 @@ class JobTracker:
         await self.publisher.publish(
             types.WorkloadObserved(workload=published),
             version=f"{objects.resource_version(obj)}~boost",
+            source=self.publisher.sources.get(key, ""),
+        )
+
+    async def _own_priority_changed(self, obj: objects.KubeObject, key: Key) -> None:
+        """A job's Workload object whose ``spec.priority`` a user set (:func:`own_priority_of`) other than last
+        seen, or no longer: its workload is published again with it (:meth:`Publisher.own_priority`), as Kueue's
+        scheduler reads ``spec.priority`` off the object and its job reconciler leaves it while the job's priority
+        class stays. A value the dispatcher wrote is the log's already, or older than the log's (its apply
+        answering a change not yet folded): never read back, so a stale write of its own undoes nothing."""
+        if not self.publisher.object_priority(key, own_priority_of(obj)):
+            return
+        published = self.publisher.workloads.get(key)
+        if published is None or published.owner is None:
+            return
+        await self.publisher.publish(
+            types.WorkloadObserved(workload=published),
+            version=f"{objects.resource_version(obj)}~priority",
             source=self.publisher.sources.get(key, ""),
         )
 
@@ -1402,3 +1420,35 @@ def _deletion_ms(obj: objects.KubeObject) -> int:
         return manifests.parse_time_ms(objects.meta(obj).get("deletionTimestamp"))
     except manifests.ManifestError:
         return 0
+
+
+def own_priority_of(obj: objects.KubeObject) -> OwnPriority | None:
+    """The ``spec.priority`` a user set on a job's Workload object, with its ``priorityClassRef`` then as
+    ``(kind, name)`` (None for none); None when its value is the dispatcher's: ``metadata.managedFields`` name no
+    manager other than the dispatcher's server-side apply (:data:`~kueue_es.jobframework.annotations.
+    DISPATCHER_FIELD_MANAGER`) as an owner of ``spec.priority`` (``kubectl patch kwl X --type=merge -p
+    '{"spec":{"priority":5000}}'`` is manager ``kubectl-patch``'s update; an apply of the same value by the
+    dispatcher afterwards shares the field, a forced one of another value takes it). An object without
+    managedFields tells nothing: None."""
+    raw = cast(Mapping[str, Any], obj)
+    spec = raw.get("spec") or {}
+    value = spec.get("priority")
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    entries = (raw.get("metadata") or {}).get("managedFields")
+    owned = False
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("manager") == DISPATCHER_FIELD_MANAGER and entry.get("operation") == "Apply":
+            continue
+        fields = (entry.get("fieldsV1") or {}).get("f:spec")
+        if isinstance(fields, dict) and "f:priority" in fields:
+            owned = True
+            break
+    if not owned:
+        return None
+    ref = spec.get("priorityClassRef")
+    if isinstance(ref, dict) and ref.get("name"):
+        return (str(ref.get("kind") or "WorkloadPriorityClass"), str(ref["name"])), value
+    return None, value

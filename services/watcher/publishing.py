@@ -21,9 +21,9 @@ from typing import cast
 import msgspec
 import structlog
 
-from kueue_es.events import codec, job_owners, models, subjects, types
+from kueue_es.events import codec, job_owners, models, slices, subjects, types
 from kueue_es.events.bus.base import Bus, BusError, DuplicateBatchError, OutgoingMessage
-from kueue_es.jobframework import workloads
+from kueue_es.jobframework import prebuilt, workloads
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.projections.topology import TopologyState
 from kueue_es.services.watcher.kinds import Key
@@ -35,6 +35,11 @@ FACT_SOURCE = "watcher"
 
 RETRY_SECONDS = 1.0
 """Seconds between two tries of publishing queued facts the bus refused (:meth:`Publisher.emit`)."""
+
+
+OwnPriority = tuple[tuple[str, str] | None, int]
+"""A ``spec.priority`` a user set on a job's Workload object: its ``priorityClassRef`` then as ``(kind, name)``
+(None for none), and the value."""
 
 
 def readable(fact: types.Fact, data: bytes | None = None) -> types.Fact:
@@ -181,6 +186,15 @@ class Publisher:
         # the kueue.x-k8s.io/priority-boost annotation (None: none) each job's Workload object was last seen with:
         # another controller sets it on the object, so every workload published for that job carries it
         self.boosts: dict[Key, str | None] = {}
+        # the spec.priority a user set on a job's Workload object (:func:`own_priority_of`), by workload: its
+        # priorityClassRef then (kind, name; None for none) and the value. Every workload published for that job
+        # with that class carries it, marked its own (models.OWN_PRIORITY_ANNOTATION); one of another class
+        # (the job's priority-class label changed) does not: Kueue's job reconciler then writes the class's value
+        self.own_priorities: dict[Key, OwnPriority] = {}
+        # a user's value Kueue has written over since (the class given another value, the job rewritten): the
+        # object shows it until the dispatcher's write of the new one, and it is not read back meanwhile
+        self.superseded: dict[Key, OwnPriority] = {}
+        self.class_values: dict[str, int] = {}  # WorkloadPriorityClass name -> its value last published
         self.published = 0
 
     # -- what the log holds -------------------------------------------------------------------
@@ -197,6 +211,7 @@ class Publisher:
         self.known["ClusterQueue"] = {("", n) for n in state.cluster_queues}
         self.known["LocalQueue"] = set(state.local_queues)
         self.known["WorkloadPriorityClass"] = {("", n) for n in state.priority_classes}
+        self.class_values = {name: wpc.value for name, wpc in state.priority_classes.items()}
         self.known["AdmissionCheck"] = {("", n) for n in state.admission_checks}
         self.known["Namespace"] = {("", n) for n in state.namespaces}
         self.known["MultiKueueCluster"] = {("", n) for n in state.multikueue.clusters}
@@ -221,6 +236,11 @@ class Publisher:
                 self.known["Workload"].add(key)
                 self.workloads[key] = wl.workload
                 self.sources[key] = wl.workload.owner.kind if wl.workload.owner else ""
+                spec = wl.workload.spec
+                marked = models.OWN_PRIORITY_ANNOTATION in wl.workload.metadata.annotations
+                adopted = prebuilt.is_adopted(wl.workload)
+                if wl.workload.owner is not None and marked and spec.priority is not None and not adopted:
+                    self.own_priorities[key] = (class_of(spec.priority_class_ref), spec.priority)
                 finished = wl.finished
                 if (
                     finished is not None
@@ -249,7 +269,9 @@ class Publisher:
         after a change to what conversions read, or a new object whose resourceVersion an earlier one had (an
         API server whose versions started over), must not be dropped as a duplicate.
         """
-        fact = self.boosted(fact)
+        fact = self.own_priority(self.boosted(fact))
+        if isinstance(fact, types.WorkloadPriorityClassObserved):
+            self._class_value(fact.priority_class)
         data = codec.encode(fact)
         if (checked := readable(fact, data)) is not fact:
             fact, data = checked, codec.encode(checked)
@@ -272,6 +294,8 @@ class Publisher:
                 self.workloads.pop((namespace, name), None)
                 self.sources.pop((namespace, name), None)
                 self.boosts.pop((namespace, name), None)
+                self.own_priorities.pop((namespace, name), None)
+                self.superseded.pop((namespace, name), None)
                 self.orphaned.pop((namespace, name), None)
         elif self.last_published.get(identity) == same_as:
             return  # nothing that matters changed (a status write, a resync)
@@ -313,6 +337,86 @@ class Publisher:
             fact.workload, metadata=msgspec.structs.replace(meta, annotations=dict(sorted(annotations.items())))
         )
         return msgspec.structs.replace(fact, workload=workload)
+
+    def own_priority(self, fact: types.Fact) -> types.Fact:
+        """``fact`` with a job's workload carrying the ``spec.priority`` its user set on its Workload object
+        (:attr:`own_priorities`), marked its own (:data:`~kueue_es.events.models.OWN_PRIORITY_ANNOTATION`: the fold
+        then reads that number), while the workload names the class it named then: the job knows nothing of that
+        value, and Kueue's job reconciler rewrites it only when the job's priority class changes
+        (jobframework/reconciler.go UpdateWorkloadPriority). Otherwise a mark the workload carries goes (its value
+        is no longer a user's: its class changed, or Kueue wrote the class's value over it), and a
+        WorkloadPriorityClass's value is its priority again. A workload made by hand, or a prebuilt one its job
+        adopted, is left as it is: its object is what the watcher converts."""
+        if not isinstance(fact, types.WorkloadObserved) or fact.workload.owner is None:
+            return fact
+        workload = fact.workload
+        if prebuilt.is_adopted(workload):
+            return fact  # its object is what the watcher converts, its own priority marked there
+        meta, spec = workload.metadata, workload.spec
+        key = (meta.namespace, meta.name)
+        own = self.own_priorities.get(key)
+        marked = models.OWN_PRIORITY_ANNOTATION in meta.annotations
+        if own is not None and own[0] == class_of(spec.priority_class_ref) and self._rewritten(key, workload):
+            self.superseded[key] = self.own_priorities.pop(key)
+            own = None
+        if own is not None and own[0] == class_of(spec.priority_class_ref):
+            if marked and spec.priority == own[1]:
+                return fact
+            annotations = {**meta.annotations, models.OWN_PRIORITY_ANNOTATION: "true"}
+            meta = msgspec.structs.replace(meta, annotations=dict(sorted(annotations.items())))
+            spec = msgspec.structs.replace(spec, priority=own[1])
+        elif marked:
+            annotations = {k: v for k, v in meta.annotations.items() if k != models.OWN_PRIORITY_ANNOTATION}
+            meta = msgspec.structs.replace(meta, annotations=annotations)
+            ref = class_of(spec.priority_class_ref)
+            if ref is not None and ref[0] == "WorkloadPriorityClass" and ref[1] in self.class_values:
+                spec = msgspec.structs.replace(spec, priority=self.class_values[ref[1]])  # the class's, as Kueue wrote
+        else:
+            return fact
+        return msgspec.structs.replace(fact, workload=msgspec.structs.replace(workload, metadata=meta, spec=spec))
+
+    def _rewritten(self, key: Key, workload: models.Workload) -> bool:
+        """Whether ``workload``, a job's converted again, asks for another shape than the one last published for it
+        (pod sets, ``maximumExecutionTimeSeconds``): Kueue's job reconciler then rewrites the Workload's whole spec
+        from the job, its priority the class's again (reconciler.go updateWorkloadToMatchJob). Not for an elastic
+        job's slice, whose count is changed in place."""
+        known = self.workloads.get(key)
+        if known is None or slices.is_elastic(workload.metadata.annotations):
+            return False
+        spec, before = workload.spec, known.spec
+        return (
+            spec.pod_sets != before.pod_sets
+            or spec.maximum_execution_time_seconds != before.maximum_execution_time_seconds
+        )
+
+    def object_priority(self, key: Key, own: OwnPriority | None) -> bool:
+        """The priority a user set on the Workload object of job workload ``key`` as last seen (None: none, the
+        dispatcher's value): remembered for :meth:`own_priority`. Whether that changes what the log is told. A value
+        Kueue wrote over since (:attr:`superseded`) the object may still show until the dispatcher's write: not
+        read back."""
+        if own is None:
+            self.superseded.pop(key, None)
+        elif self.superseded.get(key) == own:
+            own = None
+        if self.own_priorities.get(key) == own:
+            return False
+        if own is None:
+            del self.own_priorities[key]
+        else:
+            self.own_priorities[key] = own
+        return True
+
+    def _class_value(self, priority_class: models.WorkloadPriorityClass) -> None:
+        """A WorkloadPriorityClass published: given another value, the priorities users set on the workloads
+        naming it are no longer theirs, as Kueue's WorkloadPriorityClass controller writes the new value into each
+        of them (the fold does so: projections.cluster); the dispatcher's write of it then owns the field."""
+        name = priority_class.metadata.name
+        previous = self.class_values.get(name)
+        self.class_values[name] = priority_class.value
+        if previous is None or previous == priority_class.value:
+            return
+        for key in [k for k, (ref, _) in self.own_priorities.items() if ref == ("WorkloadPriorityClass", name)]:
+            self.superseded[key] = self.own_priorities.pop(key)
 
     async def rejected_gone(self, kind: str, namespace: str, name: str, *, uid: str, version: str) -> None:
         """An object of ``kind`` was deleted: its ObjectDeleted, with reason
@@ -462,6 +566,11 @@ class Publisher:
         """A reference to a job's workload, with the UID of the one last published ("" when none was)."""
         known = self.workloads.get(wl_key)
         return types.WorkloadRef(namespace=wl_key[0], name=wl_key[1], uid=known.metadata.uid if known else "")
+
+
+def class_of(ref: models.PriorityClassRef | None) -> tuple[str, str] | None:
+    """A workload's priority class as ``(kind, name)``, None for none."""
+    return None if ref is None else (ref.kind, ref.name)
 
 
 def log_rejection(fact: types.Fact) -> None:

@@ -17,12 +17,18 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
+from kueue_es import logsource
 from kueue_es.events import manifests, types
 from kueue_es.events.bus.base import OutgoingMessage, PublishAck
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.projections.cluster import ClusterState
+from kueue_es.scheduling.explain import StoryCollector
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
+from kueue_es.services.kueue_metrics import KueueCollector
 from kueue_es.services.watcher.service import Watcher
 from tests.integration.harness import (
     admitter,
@@ -30,8 +36,10 @@ from tests.integration.harness import (
     dispatcher_with_consumer,
     events_of,
     flavor,
+    folded,
     job,
     local_queue,
+    log_entries,
     running,
     wait_for,
     watch_with_workloads,
@@ -301,3 +309,92 @@ async def test_the_entries_follow_the_cluster_queues_checks_whatever_is_written(
     assert (checks["my-check2"]["state"], checks["my-check2"]["message"]) == ("Pending", "")
     assert conditions(after)["Admitted"]["status"] == "False"
     assert await events_of(bus, types.WorkloadAdmitted) == []
+
+
+def metric_samples(state: ClusterState) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every sample the admitter's ``/metrics`` exports over ``state``: (sample name, labels) -> value."""
+    registry = CollectorRegistry()
+    registry.register(KueueCollector(lambda: state))
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(generate_latest(registry).decode())
+        for sample in family.samples
+    }
+
+
+def metric_value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], sample: str, /, **labels: str) -> float:
+    """The value of ``sample`` with exactly ``labels`` (and the standalone replica's role), 0 when not exported."""
+    labels.setdefault("replica_role", "standalone")
+    return samples.get((sample, frozenset(labels.items())), 0.0)
+
+
+async def explained(bus: MemoryBus, name: str) -> list[tuple[str, str]]:
+    """``kueue-es explain workload NAME``'s story of the Workload, as (step, text) pairs, read from the log."""
+    collector = StoryCollector(namespace="default", name=name)
+    folder = logsource.Folder(observer=collector.observe, on_message=lambda m: collector.stored_at(m.time_ms))
+    for message, _ in await log_entries(bus):
+        folder.feed(message)
+    return [(line.what, line.text) for line in collector.lines[f"default/{name}"]]
+
+
+async def test_deactivating_a_reservation_waiting_for_its_checks_counts_an_eviction(api, bus: MemoryBus) -> None:
+    """A job's Workload holding quota while its check is Pending (QuotaReserved=True, Admitted=False
+    UnsatisfiedAdmissionChecks) set inactive by hand (``kubectl patch kwl X --type=merge -p
+    '{"spec":{"active":false}}'``): Kueue's workload controller evicts every inactive workload (Evicted
+    ``Deactivated``) and, as it has ``status.admission``, evict.go counts the eviction (evicted_workloads_total, its
+    once and LocalQueue twins, schedulingStats); its job reconciler then clears the reservation of the suspended
+    job. Before, kueue-es's release alone counted nothing and ``explain`` told no eviction."""
+    async with kueue(api, bus):
+        name = await checked_job(api, bus, checks=("my-check",))
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=name, patch={"spec": {"active": False}}
+        )
+        [released] = await wait_for(bus, types.QuotaReleased, timeout=10)
+        wl = await workload_until(
+            api, name, lambda wl: conditions(wl).get("QuotaReserved", {}).get("status") == "False"
+        )
+    assert released.reason == "Deactivated"
+    assert await events_of(bus, types.EvictionRequested) == []  # one message, the release, stands for both
+    assert (conditions(wl)["Evicted"]["status"], conditions(wl)["Evicted"]["reason"]) == ("True", "Deactivated")
+    assert status_of(wl)["schedulingStats"]["evictions"] == [
+        {"reason": "Deactivated", "underlyingCause": "", "count": 1}
+    ]
+    samples = metric_samples(await folded(bus))
+    labels = {"reason": "Deactivated", "underlying_cause": "", "priority_class": ""}
+    for family in ("kueue_evicted_workloads_total", "kueue_evicted_workloads_once_total"):
+        assert metric_value(samples, family, cluster_queue="cluster-queue", **labels) == 1, family
+    lq = {"name": "user-queue", "namespace": "default"}
+    assert metric_value(samples, "kueue_local_queue_evicted_workloads_total", **lq, **labels) == 1
+    latency = {"cluster_queue": "cluster-queue", "reason": "Deactivated"}
+    assert metric_value(samples, "kueue_workload_eviction_latency_seconds_count", **latency) == 1
+    story = await explained(bus, name)
+    steps = [what for what, _ in story]
+    assert steps[steps.index("evicted") + 1] == "released"
+    assert ("evicted", "Deactivated in ClusterQueue cluster-queue: The workload is deactivated") in story
+
+
+@pytest.mark.parametrize(("kind", "reason"), [("cq", "ClusterQueueStopped"), ("lq", "LocalQueueStopped")])
+async def test_hold_and_drain_of_a_reservation_waiting_for_its_checks_counts_no_eviction(
+    api, bus: MemoryBus, kind: str, reason: str
+) -> None:
+    """The same reservation under a ClusterQueue's (or LocalQueue's) ``stopPolicy: HoldAndDrain``: Kueue's workload
+    controller evicts only an admitted workload for a stop policy; a reservation not yet admitted has its quota
+    unset with no eviction (workload_controller.go reconcileOnClusterQueueActiveState /
+    reconcileOnLocalQueueActiveState: UnsetQuotaReservationWithCondition ``Suspended``), so nothing is counted."""
+    async with kueue(api, bus):
+        name = await checked_job(api, bus, checks=("my-check",))
+        if kind == "cq":
+            stopped = resources.CLUSTER_QUEUES, {"name": "cluster-queue"}
+        else:
+            stopped = resources.LOCAL_QUEUES, {"name": "user-queue", "namespace": "default"}
+        await kube.patch_object(api, stopped[0], **stopped[1], patch={"spec": {"stopPolicy": "HoldAndDrain"}})
+        [released] = await wait_for(bus, types.QuotaReleased, timeout=10)
+        wl = await workload_until(
+            api, name, lambda wl: conditions(wl).get("QuotaReserved", {}).get("status") == "False"
+        )
+    assert released.reason == reason
+    assert "Evicted" not in conditions(wl)
+    assert "schedulingStats" not in status_of(wl)
+    samples = metric_samples(await folded(bus))
+    assert [key for key in samples if "evicted_workloads" in key[0]] == []
+    assert "evicted" not in [what for what, _ in await explained(bus, name)]

@@ -523,6 +523,27 @@ def test_a_reactivation_before_the_job_stopped_ends_requeued_reactivated() -> No
     assert requeued["lastTransitionTime"] == manifests.format_time_ms(at(20))
 
 
+def test_scheduling_stats_list_each_eviction_reason_where_it_first_came() -> None:
+    """``status.schedulingStats.evictions`` in Kueue's order: a reason not listed yet is appended, one listed keeps
+    its place and counts one more (evict.go setSchedulingStatsEviction). Preempted, then deactivated by hand, then
+    preempted again: Preempted (2) before Deactivated (1). Before, the entries were sorted by reason."""
+    log, ref = queues_log()
+    log.add(*admitted(ref, 10), preempted(ref, 20), released(ref, "Preempted", 21))
+    deactivated = types.EvictionRequested(
+        workload=ref,
+        cluster_queue="cluster-queue",
+        reason="Deactivated",
+        message="The workload is deactivated",
+        at_ms=at(40),
+    )
+    log.add(*admitted(ref, 30), deactivated, released(ref, "Deactivated", 41))
+    log.add(*admitted(ref, 50), preempted(ref, 60), released(ref, "Preempted", 61))
+    assert log.status(ref)["schedulingStats"]["evictions"] == [
+        {"reason": "Preempted", "underlyingCause": "", "count": 2},
+        {"reason": "Deactivated", "underlyingCause": "", "count": 1},
+    ]
+
+
 def checked_log() -> tuple[Log, types.WorkloadRef]:
     """queues_log with a ClusterQueue that requires admission check ``prov`` on every flavor."""
     checked = cluster_queue("cluster-queue")

@@ -343,3 +343,28 @@ async def test_a_changed_runtime_class_overhead_counts_for_the_pending_workload(
     assert first.pod_set_assignments[0].resource_usage == {"cpu": 3000}
     assert second.workload.name == "two"
     assert second.pod_set_assignments[0].resource_usage == {"cpu": 2000}
+
+
+async def test_a_standalone_workload_deactivated_by_hand_is_evicted_with_its_new_generation(
+    api, bus: MemoryBus
+) -> None:
+    """An admitted Workload made by hand, set inactive (``kubectl patch kwl X --type=merge -p
+    '{"spec":{"active":false}}'``, metadata.generation 2): its Evicted ``Deactivated`` condition carries 2, as
+    Kueue's workload controller stamps the object's generation when it evicts. Before, the dispatcher took the
+    1 of its own last write's answer, though the log had the object at 2."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(
+        *watch_with_workloads(Watcher(bus=bus, api=api)),
+        admitter(bus).run(),
+        dispatcher.fold_forever(),
+        dispatcher.consume(consumer),
+    ):
+        await set_up_queues(api, cpu=3)
+        await kube.apply_manifest(api, standalone("wl-a"))
+        await condition_of(api, "wl-a", "Admitted")
+        patch = {"spec": {"active": False}}
+        await kube.patch_object(api, resources.WORKLOADS, namespace="default", name="wl-a", patch=patch)
+        obj = await condition_of(api, "wl-a", "Evicted")
+    evicted = {c["type"]: c for c in obj["status"]["conditions"]}["Evicted"]
+    assert (obj["metadata"]["generation"], evicted["reason"]) == (2, "Deactivated")
+    assert evicted["observedGeneration"] == 2

@@ -10,10 +10,11 @@ The watcher now learns the last fact the log holds about each object when it fol
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
-from kueue_es.events import subjects, types
+from kueue_es.events import models, subjects, types
 from kueue_es.events.bus.memory import MemoryBus
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
@@ -83,3 +84,40 @@ async def test_a_restarted_watcher_publishes_only_what_changed_while_it_was_down
     gone = about.get(("Workload", "default", done.name))
     assert isinstance(gone, types.ObjectDeleted) and gone.uid == done.uid
     assert set(about) == {("ClusterQueue", "", "cluster-queue"), ("Workload", "default", done.name)}, facts
+
+
+async def test_a_restarted_watcher_keeps_a_users_priority_on_a_jobs_workload(api, bus: MemoryBus) -> None:
+    """A priority a user set on a waiting Job's Workload object (``kubectl patch kwl X -p
+    '{"spec":{"priority":5000}}'``), on the log: a restarted watcher, which converts the Job again, publishes
+    nothing (it learns the log's own priorities), so the 5000 never gives way to the class's value meanwhile."""
+    wpc = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadPriorityClass"}
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(admitter(bus).run(), dispatcher.fold_forever(), dispatcher.consume(consumer)):
+        first = Watcher(bus=bus, api=api)
+        async with running(first.run((*KUEUE_KINDS, "Job", WORKLOAD_KIND))):
+            await kube.apply_manifest(api, {**wpc, "metadata": {"name": "low"}, "value": 100})
+            await set_up(api, cpu=3)
+            manifest = job("big", parallelism=4)  # never fits: it keeps waiting
+            manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "low"
+            await kube.apply_manifest(api, manifest)
+            [made] = await _workloads_until(bus, lambda wl: True)
+            await eventually(
+                api, resources.WORKLOADS, namespace="default", name=made.metadata.name, check=lambda o: "status" in o
+            )
+            patch = {"spec": {"priority": 5000}}
+            await kube.patch_object(api, resources.WORKLOADS, namespace="default", name=made.metadata.name, patch=patch)
+            await _workloads_until(bus, lambda wl: wl.spec.priority == 5000)
+            await asyncio.sleep(0.5)  # the dispatcher's writes of it read back
+
+        restarted, facts = await _restarted_watcher_facts(api, bus)
+    assert facts == [] and restarted.published == 0, facts
+
+
+async def _workloads_until(bus: MemoryBus, check: Callable[[models.Workload], bool]) -> list[models.Workload]:
+    """The workloads published (10 s at most) once one passes ``check``."""
+    async with asyncio.timeout(10):
+        while True:
+            found = [e.workload for _, e in await log_entries(bus) if isinstance(e, types.WorkloadObserved)]
+            if any(check(wl) for wl in found):
+                return found
+            await asyncio.sleep(0.02)

@@ -25,7 +25,9 @@ import pytest
 from kueue_es import deciders
 from kueue_es.events import manager_config, manifests, types
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.projections.cluster import priority_of
 from kueue_es.replay import check_log
+from kueue_es.scheduling import visibility
 from kueue_es.services.dispatcher.kube_api import WriteLimiter
 from kueue_es.services.dispatcher.service import FIELD_MANAGER, Dispatcher, bind_decisions
 from kueue_es.services.dispatcher.write_budget import WriteClass
@@ -46,6 +48,7 @@ from tests.integration.harness import (
     events_of,
     eviction,
     flavor,
+    folded,
     job,
     local_queue,
     log_entries,
@@ -954,6 +957,116 @@ async def test_a_running_job_deactivated_by_hand_is_stopped(api, bus: MemoryBus)
     assert (requeued["reason"], requeued["message"]) == ("Reactivated", "The workload was reactivated")
     applied = [e for e in await events_of(bus, types.DispatchApplied) if e.workload == first and e.action == "Evict"]
     assert [a.decision_seq > 0 for a in applied] == [True]
+
+
+def _generations_written(obj: dict[str, Any], since: str) -> dict[str, int]:
+    """Each condition of ``obj`` whose lastTransitionTime is ``since`` or later: its ``observedGeneration``."""
+    return {
+        c["type"]: c.get("observedGeneration", 0)
+        for c in (obj.get("status") or {}).get("conditions") or []
+        if c["lastTransitionTime"] >= since and c["type"] != "Preempted"
+    }
+
+
+@pytest.mark.parametrize("running_job", [True, False], ids=["admitted", "pending"])
+async def test_conditions_written_after_a_spec_change_carry_its_generation(
+    api, bus: MemoryBus, running_job: bool
+) -> None:
+    """``kubectl patch kwl X --type=merge -p '{"spec":{"active":false}}'`` (metadata.generation 2), then ``kubectl
+    kueue resume workload X`` (3): Kueue writes each condition with the Workload's generation at the time of the
+    write (SetStatusCondition with ``wl.Generation``), so Evicted ``Deactivated`` carries 2 and Requeued
+    ``Reactivated`` 3. Before, the dispatcher took the generation of the object as its own last write had
+    returned it, from before the user's patch: one behind (1, then 2)."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("first", parallelism=3 if running_job else 4))
+        if running_job:
+            [admitted] = await wait_for(bus, types.WorkloadAdmitted)
+            ref = admitted.workload
+        else:
+            ref = await _pending_workload(bus, "first")
+        written = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=ref.name,
+            check=lambda o: "QuotaReserved" in conditions(o),
+        )
+        assert written["metadata"]["generation"] == 1
+        await asyncio.sleep(1)  # the conditions written from here on have later lastTransitionTimes
+        since = manifests.format_time_ms(int(time.time()) * 1000)
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=ref.name, patch={"spec": {"active": False}}
+        )
+        deactivated = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=ref.name,
+            check=lambda o: (
+                conditions(o).get("Evicted", {}).get("reason") == "Deactivated"
+                and ("Requeued" in conditions(o) or not running_job)
+            ),
+        )
+        await asyncio.sleep(1)
+        again = manifests.format_time_ms(int(time.time()) * 1000)
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name=ref.name, patch={"spec": {"active": True}}
+        )
+        reactivated = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=ref.name,
+            check=lambda o: (
+                conditions(o)["Requeued"]["reason"] == "Reactivated"
+                if running_job
+                else conditions(o)["QuotaReserved"]["reason"] != "Deactivated"
+            ),
+        )
+    assert deactivated["metadata"]["generation"] == 2
+    assert set(_generations_written(deactivated, since).values()) == {2}
+    assert "Evicted" in _generations_written(deactivated, since)
+    assert reactivated["metadata"]["generation"] == 3
+    # pending again: QuotaReserved stays False (its reason back to Kueue's pending one), so keeps its transition time
+    rewritten = "Requeued" if running_job else "QuotaReserved"
+    assert conditions(reactivated)[rewritten]["observedGeneration"] == 3
+    assert set(_generations_written(reactivated, again).values()) <= {3}
+
+
+async def test_conditions_written_after_a_spec_change_the_log_does_not_carry_carry_its_generation(
+    api, bus: MemoryBus
+) -> None:
+    """A spec write on a pending job's Workload object that the log does not read back (``spec.maximumExecution
+    TimeSeconds`` patched on the object: the log takes it from the job) moves its generation to 2; the admission
+    that follows is written with 2, as Kueue stamps the generation of the object it writes. Before, the dispatcher
+    stamped the 1 of its own last write's answer."""
+    async with _kueue(api, bus):
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("first", parallelism=4))
+        ref = await _pending_workload(bus, "first")
+        await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=ref.name,
+            check=lambda o: "QuotaReserved" in conditions(o),
+        )
+        patch = {"spec": {"maximumExecutionTimeSeconds": 600}}
+        await kube.patch_object(api, resources.WORKLOADS, namespace="default", name=ref.name, patch=patch)
+        await kube.apply_manifest(api, cluster_queue("cluster-queue", cpu=4))  # room for it: admitted
+        admitted = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=ref.name,
+            check=lambda o: conditions(o).get("Admitted", {}).get("status") == "True",
+        )
+        await asyncio.sleep(0.5)  # every write of the admission made
+        admitted = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=ref.name)
+    assert admitted["metadata"]["generation"] == 2
+    for kind in ("QuotaReserved", "Admitted"):
+        assert conditions(admitted)[kind]["observedGeneration"] == 2, kind
 
 
 async def test_a_running_jobs_workload_deleted_by_hand_stops_it_and_is_made_again(api, bus: MemoryBus) -> None:
@@ -2448,6 +2561,121 @@ async def test_a_priority_boost_set_on_a_jobs_workload_object_reaches_the_log(ap
         await _boost_becomes(bus, b, None)
     boosts = await _observed_boosts(bus, b)
     assert boosts[0] is None and "100" in boosts and boosts[-1] is None
+
+
+async def _priority_on_log(bus: MemoryBus, name: str) -> int:
+    """The priority the deciders and the visibility API give pending workload ``name`` (the log folded)."""
+    state = await folded(bus)
+    wl = state.workloads[f"default/{name}"]
+    for pending in visibility.pending_in_cluster_queue(state, "cluster-queue"):
+        if pending.name == name:
+            assert pending.priority == priority_of(wl.workload, state)
+    return priority_of(wl.workload, state)
+
+
+async def test_a_priority_set_on_a_jobs_workload_object_counts_until_its_class_changes(api, bus: MemoryBus) -> None:
+    """``kubectl patch kwl X --type=merge -p '{"spec":{"priority":5000}}'`` on the Workload of a waiting Job of
+    WorkloadPriorityClass ``low`` (100): Kueue's scheduler orders by ``spec.priority`` and its job reconciler
+    rewrites it only when the job's priority class changes (jobframework/reconciler.go UpdateWorkloadPriority,
+    classifyWorkloadsForPriorityUpdate), so the 5000 stays: shown by the visibility API, kept when the job changes
+    otherwise, and it is admitted before ``b``, queued before it with the same class, once there is room. Relabelled
+    ``high`` (1000), it takes the class's value. Before, the watcher never read the object's value and the
+    dispatcher's next write of the object put the class's back."""
+    async with _kueue(api, bus):
+        await kube.apply_manifest(api, _priority_class("low", 100))
+        await kube.apply_manifest(api, _priority_class("high", 1000))
+        await set_up(api, cpu=3)
+        await kube.apply_manifest(api, job("first", parallelism=3))
+        [first] = await wait_for(bus, types.WorkloadAdmitted)
+        waiting = {}
+        for name in ("b", "c"):
+            manifest = job(name, parallelism=3)
+            manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "low"
+            await kube.apply_manifest(api, manifest)
+            waiting[name] = await _pending_workload(bus, name)
+        c = waiting["c"].name
+        await eventually(
+            api, resources.WORKLOADS, namespace="default", name=c, check=lambda o: "QuotaReserved" in conditions(o)
+        )
+        assert await _priority_on_log(bus, c) == 100
+
+        patch = {"spec": {"priority": 5000}}
+        await kube.patch_object(api, resources.WORKLOADS, namespace="default", name=c, patch=patch)
+        await _observed_until(bus, c, lambda wl: wl.spec.priority == 5000)
+        assert await _priority_on_log(bus, c) == 5000
+        assert await _priority_on_log(bus, waiting["b"].name) == 100
+        # the job changes (moved to another LocalQueue of the ClusterQueue): its workload, published again with
+        # the new queue, keeps the 5000, as Kueue's reconciler changes only its queueName
+        await kube.apply_manifest(api, local_queue("other-queue", "cluster-queue"))
+        moved = {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "other-queue"}}}
+        await kube.patch_object(api, JOBS, namespace="default", name="c", patch=moved)
+        await _observed_until(bus, c, lambda wl: wl.spec.queue_name == "other-queue")
+        assert await _priority_on_log(bus, c) == 5000
+        await asyncio.sleep(0.5)  # the dispatcher's writes of the object meanwhile
+        obj = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=c)
+        assert obj["spec"]["priority"] == 5000
+
+        await kube.delete_object(api, JOBS, namespace="default", name="first")  # room for one of them
+        admitted = await wait_for(bus, types.WorkloadAdmitted, count=2, timeout=10)
+        assert [a.workload.name for a in admitted] == [first.workload.name, c]
+        running_c = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=c, check=lambda o: "Admitted" in conditions(o)
+        )
+        # written after the user's write of spec.priority and the move: the object's generation (Kueue stamps it)
+        assert conditions(running_c)["Admitted"]["observedGeneration"] == running_c["metadata"]["generation"]
+
+        await kube.patch_object(
+            api,
+            JOBS,
+            namespace="default",
+            name="c",
+            patch={"metadata": {"labels": {"kueue.x-k8s.io/priority-class": "high"}}},
+        )
+        await _observed_until(bus, c, lambda wl: wl.spec.priority == 1000)
+        relabelled = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=c, check=lambda o: o["spec"]["priority"] == 1000
+        )
+    assert relabelled["spec"]["priorityClassRef"]["name"] == "high"
+    state = await folded(bus)
+    assert priority_of(state.workloads[f"default/{c}"].workload, state) == 1000
+
+
+@pytest.mark.parametrize("kueue_writes", ["class value", "job shape"])
+async def test_a_priority_set_on_a_jobs_workload_object_gives_way_to_kueues_next_write(
+    api, bus: MemoryBus, kueue_writes: str
+) -> None:
+    """A user's ``spec.priority`` (5000) on a waiting Job's Workload of class ``low`` (100) lasts until Kueue writes
+    the priority again: the class given another value (200; its WorkloadPriorityClass controller writes it into
+    every Workload naming it), or the Job's shape changed (``parallelism``; its job reconciler rewrites the
+    Workload's spec from the job: reconciler.go updateWorkloadToMatchJob). The class's value is then the
+    workload's priority, on the log and on the object, and the user's old value does not come back from the object
+    as it was before the dispatcher's write."""
+    async with _kueue(api, bus):
+        await kube.apply_manifest(api, _priority_class("low", 100))
+        await set_up(api, cpu=3)
+        manifest = job("big", parallelism=4)  # never fits: it keeps waiting
+        manifest["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "low"
+        await kube.apply_manifest(api, manifest)
+        name = (await _pending_workload(bus, "big")).name
+        await eventually(
+            api, resources.WORKLOADS, namespace="default", name=name, check=lambda o: "QuotaReserved" in conditions(o)
+        )
+        patch = {"spec": {"priority": 5000}}
+        await kube.patch_object(api, resources.WORKLOADS, namespace="default", name=name, patch=patch)
+        await _observed_until(bus, name, lambda wl: wl.spec.priority == 5000)
+        if kueue_writes == "class value":
+            await kube.apply_manifest(api, _priority_class("low", 200))
+            expected = 200
+        else:
+            await kube.patch_object(api, JOBS, namespace="default", name="big", patch={"spec": {"parallelism": 5}})
+            expected = 100
+        written = await eventually(
+            api, resources.WORKLOADS, namespace="default", name=name, check=lambda o: o["spec"]["priority"] == expected
+        )
+        await asyncio.sleep(1.0)  # what the watcher reads of the object meanwhile changes nothing
+        after = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+        priority = await _priority_on_log(bus, name)
+    assert written["spec"]["priority"] == after["spec"]["priority"] == priority == expected
 
 
 async def test_a_deactivated_workload_stays_inactive_when_its_job_changes(api, bus: MemoryBus) -> None:

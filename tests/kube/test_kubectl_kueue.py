@@ -366,6 +366,39 @@ async def test_create_then_list_queues_and_flavors(plugin: Plugin) -> None:
     assert (code, out, err) == (0, "", "No resources found in default namespace.\n")
 
 
+def _managers(obj: dict[str, Any]) -> dict[str, list[str]]:
+    """Each manager of ``obj``'s ``metadata.managedFields`` and the top fields of ``spec`` it owns."""
+    out: dict[str, list[str]] = {}
+    for entry in obj["metadata"].get("managedFields") or []:
+        spec = (entry.get("fieldsV1") or {}).get("f:spec") or {}
+        out.setdefault(entry["manager"], []).extend(sorted(k for k in spec if k.startswith("f:")))
+    return out
+
+
+async def test_writes_are_recorded_as_kubectl_kueues(plugin: Plugin, cluster: emulator.ClusterEmulator) -> None:
+    """kueuectl writes with client-go's default User-Agent, ``kubectl-kueue/<version> (<os>/<arch>) kubernetes/
+    <commit>``, and sets no fieldManager: the API server names the manager of each of its writes after the
+    User-Agent's first word, ``kubectl-kueue`` (``kubectl get kwl X --show-managed-fields``). Before, the
+    requests went with kubernetes-asyncio's User-Agent, and the writes were ``OpenAPI-Generator``'s."""
+    await plugin.ok("create", "cq", "cluster-queue")
+    await plugin.ok("create", "lq", "user-queue", "-c", "cluster-queue")
+    api = await client.make_api_client(server=cluster.url)
+    try:
+        await _job_and_workload(api, "first")
+        await plugin.ok("stop", "workload", "job-first")
+        await plugin.ok("resume", "workload", "job-first")
+        await plugin.ok("stop", "cq", "cluster-queue")
+        wl = await client.get_object(api, resources.WORKLOADS, namespace="default", name="job-first")
+        cq = await client.get_object(api, resources.CLUSTER_QUEUES, name="cluster-queue")
+        lq = await client.get_object(api, resources.LOCAL_QUEUES, namespace="default", name="user-queue")
+    finally:
+        await api.close()
+    assert "f:active" in _managers(wl)["kubectl-kueue"]
+    assert "f:stopPolicy" in _managers(cq)["kubectl-kueue"]
+    assert list(_managers(lq)) == ["kubectl-kueue"]
+    assert not any("OpenAPI-Generator" in _managers(obj) for obj in (wl, cq, lq))
+
+
 @pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
 async def test_list_workload_columns_filters_and_stop_resume_delete(
     plugin: Plugin, cluster: emulator.ClusterEmulator

@@ -77,3 +77,49 @@ def test_the_mark_is_the_watchers_own() -> None:
     fact = convert.kueue_fact(_named(None))  # a class and no priority of its own: the class's value
     assert isinstance(fact, types.WorkloadObserved)
     assert models.OWN_PRIORITY_ANNOTATION not in fact.workload.metadata.annotations
+
+
+async def test_the_watcher_keeps_a_users_priority_on_a_jobs_workload_until_kueue_writes_over_it() -> None:
+    """The watcher's memory (services/watcher/publishing.py) of a priority a user set on a job's Workload object:
+    every workload published for the job carries it, marked, while it names the class it named then; the class
+    given another value supersedes it, and the object, which shows the old value until the dispatcher's write of
+    the new one, does not bring it back meanwhile; a value the dispatcher wrote (None) ends that, and a user's
+    next write counts again."""
+    from kueue_es.events.bus.memory import MemoryBus
+    from kueue_es.services.watcher.publishing import Publisher
+
+    bus = MemoryBus()
+    publisher = Publisher(bus=bus, kinds=("Workload", "WorkloadPriorityClass"))
+    made = convert.kueue_fact(_named(5))
+    assert isinstance(made, types.WorkloadObserved)
+    meta = msgspec.structs.replace(made.workload.metadata, annotations={}, uid="uid-job")  # made for its job
+    owner = models.OwnerReference(api_version="batch/v1", kind="Job", name="w", uid="uid-job")
+    job_fact = types.WorkloadObserved(workload=msgspec.structs.replace(made.workload, metadata=meta, owner=owner))
+    key, own = ("default", "w"), (("WorkloadPriorityClass", "batch"), 5000)
+
+    async def published() -> models.Workload:
+        await publisher.publish(job_fact, version="1")
+        return publisher.workloads[key]
+
+    await publisher.publish(
+        types.WorkloadPriorityClassObserved(
+            priority_class=models.WorkloadPriorityClass(metadata=models.ObjectMeta(name="batch"), value=5)
+        ),
+        version="c1",
+    )
+    assert (await published()).spec.priority == 5
+    assert publisher.object_priority(key, own)  # kubectl patch kwl w -p '{"spec":{"priority":5000}}'
+    wl = await published()
+    assert (wl.spec.priority, wl.metadata.annotations) == (5000, {models.OWN_PRIORITY_ANNOTATION: "true"})
+    await publisher.publish(
+        types.WorkloadPriorityClassObserved(
+            priority_class=models.WorkloadPriorityClass(metadata=models.ObjectMeta(name="batch"), value=7)
+        ),
+        version="c2",
+    )
+    assert not publisher.object_priority(key, own)  # the object before the dispatcher's write: not read back
+    assert models.OWN_PRIORITY_ANNOTATION not in (await published()).metadata.annotations
+    assert not publisher.object_priority(key, None)  # the dispatcher's write of the class's value
+    assert publisher.object_priority(key, own)  # the user sets 5000 again
+    assert (await published()).spec.priority == 5000
+    await bus.close()
