@@ -599,7 +599,12 @@ class WorkloadSync:
                 )
                 server = (current.get("status") or {}).get("admissionChecks") or []
                 own = set(self.view.cluster.multikueue.checks)  # MultiKueue's: kueue-es is their controller
-                checks = keep_controller_checks(wanted.get("admissionChecks") or [], server, own=own)
+                checks = keep_controller_checks(
+                    wanted.get("admissionChecks") or [],
+                    server,
+                    own=own,
+                    reset=status.reset_reports(self.view.records.get(key)),
+                )
                 if _managed(stored, status.WORKLOAD_STATUS_FIELDS) == wanted and server == checks:
                     self.stored.keep(ident, objects.as_stored(current))
                     return  # the list is the ClusterQueue's, and nothing else changed
@@ -1262,7 +1267,11 @@ _RESET_PREFIX = status.RESET_MESSAGE.split("{", 1)[0]
 
 
 def keep_controller_checks(
-    wanted: list[dict[str, Any]], server: list[dict[str, Any]], *, own: Iterable[str] = ()
+    wanted: list[dict[str, Any]],
+    server: list[dict[str, Any]],
+    *,
+    own: Iterable[str] = (),
+    reset: Mapping[str, tuple[str, str, frozenset[str]]] | None = None,
 ) -> list[dict[str, Any]]:
     """The ``status.admissionChecks`` to write: ``wanted`` (the log's view, in its order), with the
     server's entry kept wherever a check controller wrote it.
@@ -1272,10 +1281,13 @@ def keep_controller_checks(
     mirrors a controller's report, which the server holds as new or newer: the server's
     wins. An added entry yields to a server entry that differs (the controller answered
     before the dispatcher wrote again); a reset wins unless the server's
-    lastTransitionTime is later (the controller answered after the reset). Entries are
+    lastTransitionTime is later (the controller answered after the reset), and always over
+    the very report the eviction reset (``reset``: :func:`status.reset_reports`), whatever
+    time that report carries (one written by hand with a time to come stayed Retry). Entries are
     dicts as the API has them (name, state, lastTransitionTime RFC 3339, message, ...).
     The checks named in ``own`` are kueue-es's to decide (MultiKueue's): the log's entry wins.
     """
+    replaced = reset or {}
     on_server = {str(entry.get("name")): entry for entry in server if isinstance(entry, dict)}
     mine = set(own)
     merged = []
@@ -1291,11 +1303,25 @@ def keep_controller_checks(
             merged.append(theirs)  # a controller's report: the server has it at least as new
         elif message == "":
             merged.append(theirs)  # added Pending, and the controller has answered since
+        elif _is_report(theirs, replaced.get(str(entry.get("name")))):
+            merged.append(entry)  # the report the eviction reset, still on the server
         elif _time_ms(theirs.get("lastTransitionTime")) > _time_ms(entry.get("lastTransitionTime")):
             merged.append(theirs)  # reset after an eviction, and the controller has answered since
         else:
             merged.append(entry)
     return merged
+
+
+def _is_report(entry: dict[str, Any], report: tuple[str, str, frozenset[str]] | None) -> bool:
+    """Whether the server's ``entry`` is ``report`` (state, message, the times the log saw it with)."""
+    if report is None:
+        return False
+    state, message, times = report
+    return (
+        entry.get("state") == state
+        and str(entry.get("message") or "") == message
+        and str(entry.get("lastTransitionTime") or "") in times
+    )
 
 
 def _strays(server: list[dict[str, Any]], checks: list[dict[str, Any]]) -> list[str]:

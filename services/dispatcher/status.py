@@ -161,7 +161,12 @@ class Condition:
 @dataclass
 class CheckEntry:
     """One ``status.admissionChecks[]`` entry (SEMANTICS-ADVANCED B.1): state, message, when it last changed
-    (ms), the controller's ``requeueAfterSeconds``, Kueue's ``retryCount`` and the Ready check's podSetUpdates."""
+    (ms), the controller's ``requeueAfterSeconds``, Kueue's ``retryCount`` and the Ready check's podSetUpdates.
+
+    Not rendered: ``reported_ms``, the lastTransitionTime of the last report folded (a report of the same state
+    keeps ``since_ms``), and ``reset_from``, the (state, message, times) of the report an eviction reset, so a
+    status write tells that report, still on the server, from a controller's newer answer
+    (:func:`reset_reports`)."""
 
     name: str
     state: str
@@ -170,6 +175,8 @@ class CheckEntry:
     requeue_after_seconds: int | None = None
     retry_count: int | None = None
     pod_set_updates: list[models.PodSetUpdate] = field(default_factory=list)
+    reported_ms: int | None = None
+    reset_from: tuple[str, str, tuple[int, ...]] | None = None
 
 
 @dataclass
@@ -941,6 +948,8 @@ def _reset_checks(record: WorkloadRecord, *, at_ms: int) -> None:
 
 
 def _reset_entry(entry: CheckEntry, *, at_ms: int) -> None:
+    times = (entry.since_ms,) if entry.reported_ms is None else (entry.since_ms, entry.reported_ms)
+    entry.reset_from = (entry.state, entry.message, times)
     if entry.state == "Retry":
         entry.retry_count = (entry.retry_count or 0) + 1
     entry.message = RESET_MESSAGE.format(state=entry.state)
@@ -980,6 +989,26 @@ def _check_changed(record: WorkloadRecord, event: types.AdmissionCheckStateChang
     entry.message = event.message[:MAX_CONDITION_MESSAGE]
     entry.requeue_after_seconds = event.requeue_after_seconds
     entry.pod_set_updates = list(event.pod_set_updates)
+    entry.reported_ms = event.at_ms
+    entry.reset_from = None
+
+
+def reset_reports(record: WorkloadRecord | None) -> dict[str, tuple[str, str, frozenset[str]]]:
+    """Check name -> the report an eviction reset (state, message, and the lastTransitionTimes, as the API writes
+    them, the log saw it with), for each of ``record``'s entries the eviction left reset: the server may still
+    hold that report (a write of the reset not made yet, or undone), which the reset replaces whatever its time,
+    as Kueue's Evict does (evict.go resetChecksOnEviction)."""
+    if record is None:
+        return {}
+    return {
+        name: (
+            entry.reset_from[0],
+            entry.reset_from[1],
+            frozenset(manifests.format_time_ms(ms) for ms in entry.reset_from[2]),
+        )
+        for name, entry in record.checks.items()
+        if entry.reset_from is not None and entry.state == "Pending"
+    }
 
 
 def _release(

@@ -398,3 +398,27 @@ async def test_hold_and_drain_of_a_reservation_waiting_for_its_checks_counts_no_
     samples = metric_samples(await folded(bus))
     assert [key for key in samples if "evicted_workloads" in key[0]] == []
     assert "evicted" not in [what for what, _ in await explained(bus, name)]
+
+
+async def test_a_retry_written_with_a_later_time_is_reset_by_its_eviction(api, bus: MemoryBus) -> None:
+    """A Retry written by hand with a lastTransitionTime still to come (a user's trial: ``kubectl patch workload W
+    --subresource=status --type=merge`` with a made-up time): Kueue's Evict resets it whatever its time
+    (resetChecksOnEviction), so once evicted and holding quota again the Workload shows it Pending, "Reset to
+    Pending after eviction. Previously: Retry", retryCount 1. Before, the dispatcher's write kept the server's
+    entry as a controller's answer newer than the reset, and the Workload read Retry "try again" for good."""
+    async with kueue(api, bus):
+        name = await checked_job(api, bus, checks=("my-check",))
+        later = manifests.format_time_ms(int(time.time() * 1000) + 3_600_000)
+        await write_checks(api, name, entry("my-check", "Retry", "try again", at=later))
+        await wait_for(bus, types.QuotaReserved, count=2, timeout=10)
+        wl = await workload_until(
+            api,
+            name,
+            lambda wl: (
+                conditions(wl)["QuotaReserved"]["status"] == "True"
+                and status_of(wl)["admissionChecks"][0]["state"] == "Pending"
+            ),
+            timeout=5,
+        )
+    [check] = status_of(wl)["admissionChecks"]
+    assert (check["message"], check["retryCount"]) == ("Reset to Pending after eviction. Previously: Retry", 1)
