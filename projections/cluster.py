@@ -1206,6 +1206,51 @@ def _evictable(wl: WorkloadState | None) -> bool:
     )
 
 
+def _reset_checks(wl: WorkloadState, *, at_ms: int) -> None:
+    """Kueue's resetChecksOnEviction (evict.go): every check of ``wl`` not Pending goes back to Pending with the
+    reset message, a Retry one counting a retry."""
+    for name, check in list(wl.checks.items()):
+        if check.state != "Pending":
+            if check.state == "Retry":
+                wl.check_retries[name] = wl.check_retries.get(name, 0) + 1
+            wl.checks[name] = types.AdmissionCheckStateChanged(
+                workload=check.workload,
+                check=name,
+                state="Pending",
+                message=f"{RESET_PREFIX}{check.state}",
+                requeue_after_seconds=check.requeue_after_seconds,
+                at_ms=at_ms,
+            )
+
+
+DEACTIVATION_RESET_LOGIC = 56
+"""The admitter logic from which the release of a reservation deactivated by hand before it was admitted (one
+QuotaReleased ``Deactivated`` standing for the eviction and the release) resets its checks as an eviction does
+(:func:`resets_checks_on_release`); a log whose admitter is older folds it as it did, so it replays as decided."""
+
+
+def resets_checks_on_release(
+    state: ClusterState,
+    event: types.QuotaReleased,
+    *,
+    reservation: types.QuotaReserved | None,
+    eviction: types.EvictionRequested | None,
+) -> bool:
+    """Whether ``event``, the release of a workload that held ``reservation`` with ``eviction`` in force just before,
+    is also the eviction that resets its admission checks: ``Deactivated`` with no eviction of kueue-es's in force, on a log whose admitter is logic 56 or
+    later. Kueue's workload controller evicts every inactive workload (evict.go Evict, which resets every check it
+    finds not Pending: resetChecksOnEviction); kueue-es's release of such a reservation stands for that eviction
+    (admitter logic 39), and before logic 56 reset nothing, so a check Ready beside one still Pending stayed Ready
+    and, once the workload was active again and reserved quota, admitted it without its controller's new answer.
+    Pure; the status folds ask it too."""
+    return (
+        event.reason == "Deactivated"
+        and state.admit_logic >= DEACTIVATION_RESET_LOGIC
+        and reservation is not None
+        and eviction is None
+    )
+
+
 def _evicted(state: ClusterState, wl: WorkloadState, event: types.EvictionRequested) -> None:
     """What an eviction changes at once (SEMANTICS §9.5, §3.3, §3.7): every admission check that is
     not Pending goes back to Pending (a Retry one counts a retry), the requeue state is the
@@ -1216,19 +1261,7 @@ def _evicted(state: ClusterState, wl: WorkloadState, event: types.EvictionReques
     if event.observed is True:
         return
     multikueue.forget_reservation(state.multikueue, wl.key)
-    for name, check in list(wl.checks.items()):
-        if check.state != "Pending":
-            if check.state == "Retry":
-                wl.check_retries[name] = wl.check_retries.get(name, 0) + 1
-            message = f"{RESET_PREFIX}{check.state}"
-            wl.checks[name] = types.AdmissionCheckStateChanged(
-                workload=check.workload,
-                check=name,
-                state="Pending",
-                message=message,
-                requeue_after_seconds=check.requeue_after_seconds,
-                at_ms=event.at_ms,
-            )
+    _reset_checks(wl, at_ms=event.at_ms)
     if event.requeue_count:
         wl.requeue_count = event.requeue_count
         wl.requeue_cleared = False
@@ -1697,6 +1730,8 @@ def _apply_workload_decision(
                 current.accumulated_ms += max(0, event.at_ms - current.admitted_at_ms)
             if current.eviction is not None and current.requeue_at_ms > event.at_ms:
                 current.backoff = not current.deactivated  # Requeued=False until requeueAt (§3.7)
+            if resets_checks_on_release(state, event, reservation=current.reservation, eviction=current.eviction):
+                _reset_checks(current, at_ms=event.at_ms)
             current.on_hold = event.reason == ON_HOLD_REASON
             current.reservation = current.held = None
             current.admitted = False

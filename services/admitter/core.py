@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues, slices
 
-LOGIC_VERSION = 55
+LOGIC_VERSION = 56
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -74,8 +74,14 @@ EARLIER_LOGIC_VERSIONS = (
     52,
     53,
     54,
+    55,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 54 and earlier stopped checking
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 55 and earlier reset no
+admission check when a reservation deactivated by hand before it was admitted was released (one QuotaReleased
+``Deactivated`` standing for Kueue's eviction), so a check Ready beside one still Pending stayed Ready and admitted
+the workload, active again, once it reserved quota; from the first record of logic 56 on the log, the fold resets
+them as Kueue's Evict does (:func:`kueue_es.projections.cluster.resets_checks_on_release`): ``decide`` itself is
+unchanged, a log of 55 and earlier folds and replays as it did. 54 and earlier stopped checking
 a flavor's resources at the first that did not fit, so a pending message named only that one (55 checks and writes
 every resource, as Kueue's findFlavorForPodSets), and gave a NoFit pod set the least severe reason of every problem
 of its failing resource group (55 follows Kueue's resolveNoFitReason: a flavor's reason is the most severe of its

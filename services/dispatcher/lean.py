@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from kueue_es.events import codec, models, slices, types
 from kueue_es.projections import multikueue
-from kueue_es.projections.cluster import ADMITTER_ROLE, WorkloadState
+from kueue_es.projections.cluster import ADMITTER_ROLE, WorkloadState, resets_checks_on_release
 from kueue_es.services.dispatcher import status
 
 if TYPE_CHECKING:
@@ -284,6 +284,9 @@ def _released(view: DispatchState, event: types.Event, seq: int) -> str | None:
     if current is None:
         return None
     if current.reservation is not None:
+        resets = resets_checks_on_release(
+            view.cluster, event, reservation=current.reservation, eviction=current.eviction
+        )
         if event.reason == slices.REPLACED_REASON and current.finished is None:
             # cluster.py _slice_replaced: Finished WorkloadSliceReplaced (its message, naming the
             # replacement, is the status's; plan reads only that the slice is gone)
@@ -301,6 +304,8 @@ def _released(view: DispatchState, event: types.Event, seq: int) -> str | None:
         )
         if record is not None and not kept:
             record.topology = {}  # status _release: every other path unreserves
+        if record is not None and resets:  # the release stands for the deactivation's eviction
+            status._reset_checks(record, at_ms=event.at_ms)
     else:
         _record(view, key, current, create=False)
     if current.deleted_seq:

@@ -76,6 +76,7 @@ from kueue_es.projections.cluster import (
     pods_ready_enabled,
     priority_of,
     replacement_of,
+    resets_checks_on_release,
     resets_late_retry,
 )
 from kueue_es.scheduling import concurrent_admission as ca
@@ -461,6 +462,8 @@ def _fold_into(
         case types.QuotaReleased():
             if before.reservation is not None and wl.reservation is None:
                 _release(record, event, before=before, wl=wl, granular=granular)
+                if resets_checks_on_release(state, event, reservation=before.reservation, eviction=before.eviction):
+                    _reset_checks(record, at_ms=event.at_ms)
         case types.WorkloadFinished():
             if not before.finished and wl.finished is event:
                 record.set("Finished", True, event.reason, event.message, at_ms=event.at_ms)

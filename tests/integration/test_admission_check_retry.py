@@ -422,3 +422,32 @@ async def test_a_retry_written_with_a_later_time_is_reset_by_its_eviction(api, b
         )
     [check] = status_of(wl)["admissionChecks"]
     assert (check["message"], check["retryCount"]) == ("Reset to Pending after eviction. Previously: Retry", 1)
+
+
+async def test_deactivating_a_reservation_resets_its_ready_check(api, bus: MemoryBus) -> None:
+    """A reservation waiting for my-check2 with my-check Ready, set inactive by hand: Kueue evicts it (evict.go
+    Evict) and resets my-check to Pending ("Previously: Ready"); set active again it reserves quota and waits for
+    both checks anew, so my-check2 turning Ready alone admits nothing. Before, my-check stayed Ready (on the
+    Workload and for the admitter), and my-check2's Ready admitted the workload (admitter logic 56)."""
+    async with kueue(api, bus):
+        name = await checked_job(api, bus)
+        await write_checks(api, name, entry("my-check", "Ready", "ok"), entry("my-check2", "Pending"))
+        await wait_for(bus, types.AdmissionCheckStateChanged, check="my-check", state="Ready", timeout=10)
+        wl_api = {"namespace": "default", "name": name}
+        await kube.patch_object(api, resources.WORKLOADS, **wl_api, patch={"spec": {"active": False}})
+        await wait_for(bus, types.QuotaReleased, timeout=10)
+        reset = "Reset to Pending after eviction. Previously: Ready"
+        released = await workload_until(
+            api, name, lambda wl: status_of(wl)["admissionChecks"][0].get("message") == reset, timeout=5
+        )
+        await kube.patch_object(api, resources.WORKLOADS, **wl_api, patch={"spec": {"active": True}})
+        await wait_for(bus, types.QuotaReserved, count=2, timeout=10)
+        again = await workload_until(api, name, lambda wl: conditions(wl)["QuotaReserved"]["status"] == "True")
+        mine = status_of(again)["admissionChecks"][0]
+        await write_checks(api, name, mine, entry("my-check2", "Ready", "ok"))
+        await wait_for(bus, types.AdmissionCheckStateChanged, check="my-check2", state="Ready", timeout=10)
+        await asyncio.sleep(1)
+        after = await kube.get_object(api, resources.WORKLOADS, **wl_api)
+    assert (status_of(released)["admissionChecks"][0]["state"], mine["state"]) == ("Pending", "Pending")
+    assert await events_of(bus, types.WorkloadAdmitted) == []
+    assert conditions(after)["Admitted"]["status"] == "False"
