@@ -1182,6 +1182,8 @@ def _apply_requeue_decision(state: ClusterState, event: types.WorkloadDeactivate
         return
     current.pending_reason = ""  # its condition changed: the next pending reason is news (issue 15)
     if isinstance(event, types.WorkloadDeactivated):
+        if current.reservation is None:
+            kueue_metrics.on_deactivated(state, current, event)
         current.deactivated = event.reason
         current.requeue_count = current.requeue_at_ms = 0  # deactivation clears requeueState (§9.2)
         current.requeue_cleared = False
@@ -1667,6 +1669,8 @@ def _apply_workload_decision(
     current = state.workloads.get(key)
     if current is None:
         return
+    if key in state.metrics.requeue_due and not isinstance(event, types.QuotaReleased):
+        kueue_metrics.on_decided(state, current, event)  # waiting for Requeued=True: it may have come
     # By exact type, the most frequent first (a class pattern would call the Struct metaclass's __instancecheck__
     # for each case tried): a record's pending outcomes are most of a busy cycle's decisions. A PendingOutcome
     # folds as the WorkloadInadmissible it stands for.

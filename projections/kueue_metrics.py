@@ -574,8 +574,12 @@ class KueueMetrics(msgspec.Struct):
     ``counters[family][label values]`` and ``histograms[family][label values]`` hold every series,
     label values in the family's label order without ``replica_role`` (the exporter adds it).
     ``queued_ms[workload key]`` is when the workload last went (back) to its queue: its creation,
-    or after an eviction the release of its quota (the end of its backoff when it had one): Kueue's
-    QueuedWaitTime basis (its Requeued condition, else its creation). ``evicted_once[workload key]``
+    or after an eviction the release of its quota (the end of its backoff when it had one; after a
+    deactivation or a stop policy's drain, the admitter's first decision about it once active again or
+    once its queues run again): Kueue's QueuedWaitTime basis (its Requeued condition's
+    lastTransitionTime, else its creation). ``requeue_due[workload key]`` is the Requeued=False reason
+    (``Deactivated``, ``ClusterQueueStopped``, ``LocalQueueStopped``) whose Requeued=True (``Reactivated``,
+    ``...Restarted``) is still to come (:func:`on_decided`). ``evicted_once[workload key]``
     the (reason, underlying cause) pairs it was already evicted for (Kueue's
     schedulingStats.evictions, for ``evicted_workloads_once_total``). ``attempt_seq`` is the
     admitter's DecisionRecord whose cycle is being counted, ``attempt_success`` whether it
@@ -585,6 +589,7 @@ class KueueMetrics(msgspec.Struct):
     counters: dict[str, dict[tuple[str, ...], int]] = {}
     histograms: dict[str, dict[tuple[str, ...], Histogram]] = {}
     queued_ms: dict[str, int] = {}
+    requeue_due: dict[str, str] = {}
     evicted_once: dict[str, list[tuple[str, str]]] = {}
     attempt_seq: int = 0
     attempt_success: bool = False
@@ -659,6 +664,7 @@ def on_observed(state: ClusterState, wl: WorkloadState) -> None:
 def on_forgotten(state: ClusterState, key: str) -> None:
     """A workload gone from the fold: its per-workload records go too."""
     state.metrics.queued_ms.pop(key, None)
+    state.metrics.requeue_due.pop(key, None)
     state.metrics.evicted_once.pop(key, None)
 
 
@@ -701,6 +707,52 @@ def on_record(state: ClusterState, record: types.DecisionRecord, *, seq: int, ad
         _inc(metrics, "kueue_admission_attempts_total", ("inadmissible",))
     elif not admitter:
         metrics.attempt_seq, metrics.attempt_success = max(metrics.attempt_seq, seq), True
+
+
+STOPPED_REASONS: Final = ("ClusterQueueStopped", "LocalQueueStopped")
+"""The eviction reasons of a stop policy's drain (``HoldAndDrain``), which Requeued=False keeps until the queue runs
+again (workload_controller.go: Requeued=True ``ClusterQueueRestarted`` / ``LocalQueueRestarted``)."""
+
+
+def on_decided(
+    state: ClusterState,
+    wl: WorkloadState,
+    event: types.QuotaReserved | types.WorkloadAdmitted | types.WorkloadInadmissible | types.PendingOutcome,
+) -> None:
+    """An admitter's decision about ``wl`` (reserved, admitted or still pending): when it waits for its Requeued=True
+    (``requeue_due``) and the reason is gone (active again after a deactivation; its LocalQueue, and for
+    ``ClusterQueueStopped`` its ClusterQueue, without a stop policy again), it is queued from this decision's time.
+
+    Kueue's workload controller sets Requeued=True ``Reactivated`` or ``...Restarted`` when it sees the change,
+    just before the workload is queued and scheduled again, and QueuedWaitTime counts from that condition's
+    lastTransitionTime. The log's facts of the change (a WorkloadObserved, a ClusterQueueObserved or
+    LocalQueueObserved) carry no time of their own, so the first decision about the workload after it stands for
+    that moment: the same time the dispatcher writes on the condition (services/dispatcher/status.py
+    ``_reactivated``, ``_restarted``), so a workload admitted at once waits 0 s, as in Kueue (0 or 1 s there)."""
+    metrics = state.metrics
+    due = metrics.requeue_due.get(wl.key)
+    if due is None or isinstance(event, types.PendingOutcome):
+        return  # a bare PendingOutcome (a caller folding decide's outputs without a log) has no time
+    if due == DEACTIVATED:
+        if not wl.active:
+            return
+    else:
+        lq = state.local_queues.get((wl.workload.metadata.namespace, wl.workload.spec.queue_name))
+        if lq is None or lq.spec.stop_policy != "None":
+            return
+        if due == "ClusterQueueStopped":
+            cq = state.cluster_queues.get(lq.spec.cluster_queue)
+            if cq is None or cq.spec.stop_policy != "None":
+                return
+    del metrics.requeue_due[wl.key]
+    metrics.queued_ms[wl.key] = event.at_ms
+
+
+def on_deactivated(state: ClusterState, wl: WorkloadState, event: types.WorkloadDeactivated) -> None:
+    """Kueue deactivated ``wl`` while it holds no quota: Requeued=False from now on, True again (``Reactivated``)
+    once it is active again (:func:`on_decided`)."""
+    state.metrics.queued_ms[wl.key] = event.at_ms
+    state.metrics.requeue_due[wl.key] = DEACTIVATED
 
 
 def on_reserved(state: ClusterState, wl: WorkloadState, event: types.QuotaReserved) -> None:
@@ -868,11 +920,19 @@ def on_released(state: ClusterState, wl: WorkloadState, event: types.QuotaReleas
     latency = event.at_ms - eviction.at_ms
     _observe(state.metrics, "kueue_workload_eviction_latency_seconds", (wl.reservation.cluster_queue, reason), latency)
     state.metrics.queued_ms[wl.key] = event.at_ms
+    # Requeued=False until reactivated or restarted: the job reconciler writes the Evicted reason on it
+    if eviction.reason.startswith(DEACTIVATED):
+        state.metrics.requeue_due[wl.key] = DEACTIVATED
+    elif eviction.reason in STOPPED_REASONS:
+        state.metrics.requeue_due[wl.key] = eviction.reason
+    else:
+        state.metrics.requeue_due.pop(wl.key, None)
 
 
 def on_requeued(state: ClusterState, wl: WorkloadState, event: types.WorkloadRequeued) -> None:
     """The backoff after an eviction is over: the workload is queued again from now (Requeued=True)."""
     state.metrics.queued_ms[wl.key] = event.at_ms
+    state.metrics.requeue_due.pop(wl.key, None)
 
 
 def on_finished(state: ClusterState, wl: WorkloadState, event: types.WorkloadFinished) -> None:

@@ -1226,3 +1226,80 @@ def test_every_eviction_kind_counts_once_and_in_scheduling_stats(scenario: str, 
         core.fold(view, event, seq=seq)
     written = dispatcher_status.workload_status(view.records[workload], generation=1)
     assert written["schedulingStats"]["evictions"] == [{"reason": reason, "underlyingCause": "", "count": 1}]
+
+
+def _stopped_or_deactivated_run(how: str) -> CoreRun:
+    """wl (a Job's, 2 CPU, created at 00:00:01) admitted into cq at once and ready; 5 s later deactivated by hand
+    (``how`` "deactivated") or drained by cq's ``stopPolicy: HoldAndDrain`` ("ClusterQueue") or lq's
+    ("LocalQueue"); 100 s later active again, or the queue's stop policy None again."""
+    wl = _job("wl", cpus=2, second=1)
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j-uid", "controller": True}
+    ]
+    objects = _preemption_doc_objects()
+    lq = objects[2]
+    stopped: dict[str, Any]
+    resumed: dict[str, Any]
+    if how == "deactivated":
+        stopped, resumed = {**wl, "spec": {**wl["spec"], "active": False}}, wl
+    elif how == "ClusterQueue":
+        stopped, resumed = _cluster_queue("HoldAndDrain"), _cluster_queue(None)
+        objects[1] = resumed
+    else:
+        stopped = {**lq, "spec": {**lq["spec"], "stopPolicy": "HoldAndDrain"}}
+        resumed = lq
+    doc = {
+        "name": f"wait-after-{how}",
+        "source": "a user's trial: admission wait of 123 s after a reactivation, Kueue ~0",
+        "objects": objects,
+        "pending": [wl],
+        "events": [{"wait": "5s"}, {"apply": stopped}, {"wait": "100s"}, {"apply": resumed}],
+    }
+    return run_scenario(parse_scenario(yaml.safe_dump(doc, sort_keys=False), path=f"<wait-after-{how}>"))
+
+
+@pytest.mark.parametrize("how", ["deactivated", "ClusterQueue", "LocalQueue"])
+def test_the_wait_after_a_reactivation_or_a_restart_counts_from_it(how: str) -> None:
+    """Kueue's QueuedWaitTime counts from the Requeued condition's lastTransitionTime, which its workload
+    controller sets True (``Reactivated``, ``ClusterQueueRestarted``, ``LocalQueueRestarted``) when it sees the
+    workload active again or its queue running again. Here the admitter's first decision about the workload
+    after that stands for the moment (the time the dispatcher writes on the condition), so wl, admitted again at
+    once, waited 0 s the second time in every wait family of its ClusterQueue and LocalQueue (the first time: 60 s
+    since its creation). Before, the wait counted from the release, so the 100 s stopped were in it."""
+    run = _stopped_or_deactivated_run(how)
+    admitted = [e for _, e in run.log if isinstance(e, types.WorkloadAdmitted) and e.workload.name == "wl"]
+    assert len(admitted) == 2
+    first = (admitted[0].at_ms - 1_767_225_601_000) / 1000  # created at 2026-01-01T00:00:01Z
+    samples = _samples(_fold(run.messages))
+    cq = {"cluster_queue": "cq", "priority_class": ""}
+    lq = {"name": "lq", "namespace": "default", "priority_class": ""}
+    for family, labels in [
+        ("kueue_admission_wait_time_seconds", cq),
+        ("kueue_quota_reserved_wait_time_seconds", cq),
+        ("kueue_ready_wait_time_seconds", cq),
+        ("kueue_local_queue_admission_wait_time_seconds", lq),
+        ("kueue_local_queue_quota_reserved_wait_time_seconds", lq),
+        ("kueue_local_queue_ready_wait_time_seconds", lq),
+    ]:
+        assert _value(samples, f"{family}_count", **labels) == 2, family
+        assert _value(samples, f"{family}_sum", **labels) == first, family
+    view = core.DispatchState()
+    for seq, event in run.log:
+        core.fold(view, event, seq=seq)
+    requeued = view.records["default/wl"].conditions["Requeued"]
+    assert (requeued.status, requeued.since_ms) == (True, admitted[1].at_ms)  # the condition says the same
+
+
+def test_a_fold_of_a_reactivation_from_a_checkpoint_keeps_the_wait_it_counts_from() -> None:
+    """The workload waiting for its Requeued=True is part of the folded metrics: a fold resumed from a checkpoint
+    taken while wl is deactivated ends with the same wait as one from the start."""
+    messages = _stopped_or_deactivated_run("deactivated").messages
+    whole = _fold(messages)
+    part, cut = ClusterState(), 0
+    while not part.metrics.requeue_due:
+        fold_message(part, messages[cut])
+        cut += 1
+    assert part.metrics.requeue_due == {"default/wl": "Deactivated"}
+    resumed = _fold(messages[cut:], checkpoints.loads(checkpoints.dumps(part)))
+    assert resumed.metrics == whole.metrics
+    assert generate_latest_of(resumed) == generate_latest_of(whole)
