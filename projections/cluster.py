@@ -1182,8 +1182,7 @@ def _apply_requeue_decision(state: ClusterState, event: types.WorkloadDeactivate
         return
     current.pending_reason = ""  # its condition changed: the next pending reason is news (issue 15)
     if isinstance(event, types.WorkloadDeactivated):
-        if current.reservation is None:
-            kueue_metrics.on_deactivated(state, current, event)
+        kueue_metrics.on_deactivated(state, current, event)
         current.deactivated = event.reason
         current.requeue_count = current.requeue_at_ms = 0  # deactivation clears requeueState (§9.2)
         current.requeue_cleared = False

@@ -579,7 +579,9 @@ class KueueMetrics(msgspec.Struct):
     once its queues run again): Kueue's QueuedWaitTime basis (its Requeued condition's
     lastTransitionTime, else its creation). ``requeue_due[workload key]`` is the Requeued=False reason
     (``Deactivated``, ``ClusterQueueStopped``, ``LocalQueueStopped``) whose Requeued=True (``Reactivated``,
-    ``...Restarted``) is still to come (:func:`on_decided`). ``evicted_once[workload key]``
+    ``...Restarted``) is still to come (:func:`on_decided`). ``executed_s[workload key]`` the whole seconds its
+    earlier admissions ran (Kueue's accumulatedPastExecutionTimeSeconds, :func:`on_finished`).
+    ``evicted_once[workload key]``
     the (reason, underlying cause) pairs it was already evicted for (Kueue's
     schedulingStats.evictions, for ``evicted_workloads_once_total``). ``attempt_seq`` is the
     admitter's DecisionRecord whose cycle is being counted, ``attempt_success`` whether it
@@ -590,6 +592,7 @@ class KueueMetrics(msgspec.Struct):
     histograms: dict[str, dict[tuple[str, ...], Histogram]] = {}
     queued_ms: dict[str, int] = {}
     requeue_due: dict[str, str] = {}
+    executed_s: dict[str, int] = {}
     evicted_once: dict[str, list[tuple[str, str]]] = {}
     attempt_seq: int = 0
     attempt_success: bool = False
@@ -665,6 +668,7 @@ def on_forgotten(state: ClusterState, key: str) -> None:
     """A workload gone from the fold: its per-workload records go too."""
     state.metrics.queued_ms.pop(key, None)
     state.metrics.requeue_due.pop(key, None)
+    state.metrics.executed_s.pop(key, None)
     state.metrics.evicted_once.pop(key, None)
 
 
@@ -749,10 +753,14 @@ def on_decided(
 
 
 def on_deactivated(state: ClusterState, wl: WorkloadState, event: types.WorkloadDeactivated) -> None:
-    """Kueue deactivated ``wl`` while it holds no quota: Requeued=False from now on, True again (``Reactivated``)
-    once it is active again (:func:`on_decided`)."""
-    state.metrics.queued_ms[wl.key] = event.at_ms
-    state.metrics.requeue_due[wl.key] = DEACTIVATED
+    """Kueue deactivated ``wl``: past its maximum execution time, its earlier admissions' time is forgotten
+    (workload_controller.go reconcileMaxExecutionTime clears accumulatedPastExecutionTimeSeconds). Holding no
+    quota: Requeued=False from now on, True again (``Reactivated``) once it is active again (:func:`on_decided`)."""
+    if event.reason == "MaximumExecutionTimeExceeded":
+        state.metrics.executed_s.pop(wl.key, None)
+    if wl.reservation is None:
+        state.metrics.queued_ms[wl.key] = event.at_ms
+        state.metrics.requeue_due[wl.key] = DEACTIVATED
 
 
 def on_reserved(state: ClusterState, wl: WorkloadState, event: types.QuotaReserved) -> None:
@@ -909,6 +917,12 @@ def on_released(state: ClusterState, wl: WorkloadState, event: types.QuotaReleas
     to release) and the workload is queued again from now (or from the end of its backoff). A release that is
     an eviction too (:func:`implied_eviction`) counts that eviction first, as an EvictionRequested would, and
     its latency is 0."""
+    if wl.admitted and wl.admitted_at_ms:
+        # admissionchecks.go SyncAdmittedCondition: the seconds since the Admitted condition's time, which the
+        # object holds in whole seconds, added to accumulatedPastExecutionTimeSeconds when it turns False
+        ran = (event.at_ms - _whole_second(wl.admitted_at_ms)) // 1000
+        if ran > 0:
+            state.metrics.executed_s[wl.key] = state.metrics.executed_s.get(wl.key, 0) + ran
     eviction = wl.eviction
     if eviction is None:
         eviction = implied_eviction(wl, event)
@@ -937,8 +951,11 @@ def on_requeued(state: ClusterState, wl: WorkloadState, event: types.WorkloadReq
 
 def on_finished(state: ClusterState, wl: WorkloadState, event: types.WorkloadFinished) -> None:
     """WorkloadFinished of a workload holding quota (workload_controller.go reportFinishedWorkload):
-    finished_workloads_total and, when it was admitted, its execution time (this admission plus the
-    earlier ones: Kueue's accumulatedPastExecutionTimeSeconds)."""
+    finished_workloads_total and, when it was admitted, its execution time: the earlier admissions' whole seconds
+    (Kueue's accumulatedPastExecutionTimeSeconds) plus this one's, the Finished time less the Admitted time, both
+    in whole seconds as Kueue reads them from the object's conditions (workload.go TotalExecutionTime), so a job
+    that ran 5 s reads 5 s. The admission's ``at_ms`` is the admitter's clock in ms and the finish the job's
+    status in whole seconds: taken as they are, a 5 s job read 4.591 s."""
     if wl.reservation is None:
         return
     metrics = state.metrics
@@ -948,9 +965,15 @@ def on_finished(state: ClusterState, wl: WorkloadState, event: types.WorkloadFin
     _inc(metrics, "kueue_finished_workloads_total", cq_pc)
     _inc(metrics, "kueue_local_queue_finished_workloads_total", lq)
     if wl.admitted:
-        total = wl.accumulated_ms + max(0, event.at_ms - wl.admitted_at_ms)
+        this = max(0, _whole_second(event.at_ms) - _whole_second(wl.admitted_at_ms))
+        total = metrics.executed_s.get(wl.key, 0) * 1000 + this
         _observe(metrics, "kueue_execution_time_seconds", cq_pc, total)
         _observe(metrics, "kueue_local_queue_execution_time_seconds", lq, total)
+
+
+def _whole_second(ms: int) -> int:
+    """``ms`` (since the epoch) down to its whole second, as a metav1.Time on an object holds it."""
+    return ms - ms % 1000
 
 
 def on_slice_replaced(state: ClusterState, event: types.QuotaReleased) -> None:

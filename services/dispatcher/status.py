@@ -819,7 +819,8 @@ def _sync_admitted(
         status, reason, message = True, "Admitted", ADMITTED_MESSAGE
     previous = record.conditions.get("Admitted")
     if admitted and not status and previous is not None:
-        ran = max(0, (at_ms - previous.since_ms) // 1000)
+        # the seconds since the condition's time as the object holds it, in whole seconds (admissionchecks.go)
+        ran = max(0, (at_ms - previous.since_ms // 1000 * 1000) // 1000)
         record.accumulated_seconds = (record.accumulated_seconds or 0) + ran
     record.set("Admitted", status, reason, message, at_ms=at_ms)
 
@@ -909,6 +910,8 @@ def _deactivate(record: WorkloadRecord, event: types.WorkloadDeactivated, *, hol
     record.inactive_seen = False
     record.deactivations += 1
     record.requeue_count = record.requeue_at_ms = None
+    if event.reason == "MaximumExecutionTimeExceeded":
+        record.accumulated_seconds = None  # workload_controller.go reconcileMaxExecutionTime clears it
     if holds_quota:
         return
     message = f"{DEACTIVATED_MESSAGE} due to {event.message}" if event.message else DEACTIVATED_MESSAGE

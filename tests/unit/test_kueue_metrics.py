@@ -37,6 +37,7 @@ from kueue_es.services.kueue_metrics import KueueCollector, families
 from kueue_es.services.runtime import fold_message
 from kueue_es.services.watcher import convert
 from tests.builders import Log, reservations
+from tests.integration import test_kueue_status as status_log
 from tests.integration.harness import cluster_queue, flavor, job, local_queue
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -1303,3 +1304,62 @@ def test_a_fold_of_a_reactivation_from_a_checkpoint_keeps_the_wait_it_counts_fro
     resumed = _fold(messages[cut:], checkpoints.loads(checkpoints.dumps(part)))
     assert resumed.metrics == whole.metrics
     assert generate_latest_of(resumed) == generate_latest_of(whole)
+
+
+def _at_ms(event: Any, ms: int) -> Any:
+    return msgspec.structs.replace(event, at_ms=ms)
+
+
+def test_execution_time_is_whole_seconds_of_the_admitted_and_finished_times() -> None:
+    """Kueue's TotalExecutionTime: the Finished condition's time less the Admitted condition's, both in whole
+    seconds as the object holds them, plus accumulatedPastExecutionTimeSeconds (each earlier admission's seconds
+    since its Admitted time, added when it turns False: admissionchecks.go). A user's trial: a job that ran 5 s,
+    admitted at the admitter's x.409 s and finished at the job's whole second, read 4.591 s (Kueue: 5).
+    Here admitted at 10.409 s, preempted and released at 15.2 s (5 s: Kueue's accumulated seconds, before 4),
+    admitted again at 20.7 s and finished at 26 s (6 s more): 11 s (before: 10.091)."""
+    log, ref = status_log.queues_log()
+    t0 = status_log.T0
+    log.add(*(_at_ms(e, t0 + 10_409) for e in status_log.admitted(ref, 0)))
+    log.add(_at_ms(status_log.preempted(ref, 0), t0 + 14_000))
+    log.add(_at_ms(status_log.released(ref, "Preempted", 0), t0 + 15_200))
+    assert log.status(ref)["accumulatedPastExecutionTimeSeconds"] == 5
+    log.add(*(_at_ms(e, t0 + 20_700) for e in status_log.admitted(ref, 0)))
+    finished = types.WorkloadFinished(workload=ref, message="Job finished successfully", at_ms=t0 + 26_000)
+    log.add(finished, status_log.released(ref, "Finished", 27))
+    samples = _samples(log.view.cluster)
+    cq = {"cluster_queue": "cluster-queue", "priority_class": ""}
+    lq = {"name": "user-queue", "namespace": "default", "priority_class": ""}
+    assert _value(samples, "kueue_execution_time_seconds_count", **cq) == 1
+    assert _value(samples, "kueue_execution_time_seconds_sum", **cq) == 11
+    assert _value(samples, "kueue_local_queue_execution_time_seconds_sum", **lq) == 11
+
+    log, ref = status_log.queues_log()
+    log.add(*(_at_ms(e, t0 + 10_409) for e in status_log.admitted(ref, 0)))
+    log.add(types.WorkloadFinished(workload=ref, message="Job finished successfully", at_ms=t0 + 15_000))
+    assert _value(_samples(log.view.cluster), "kueue_execution_time_seconds_sum", **cq) == 5
+
+
+def test_a_deactivation_past_the_maximum_execution_time_forgets_the_earlier_admissions() -> None:
+    """Kueue's reconcileMaxExecutionTime clears accumulatedPastExecutionTimeSeconds when it deactivates the
+    workload; the admission being evicted then adds its own seconds once Admitted turns False: 5 s, then 11 s
+    (20.7 s to 31.5 s), not 16 s, on the Workload and in what a later finish would count."""
+    log, ref = status_log.queues_log()
+    t0 = status_log.T0
+    log.add(*(_at_ms(e, t0 + 10_409) for e in status_log.admitted(ref, 0)))
+    log.add(_at_ms(status_log.preempted(ref, 0), t0 + 14_000))
+    log.add(_at_ms(status_log.released(ref, "Preempted", 0), t0 + 15_200))
+    log.add(*(_at_ms(e, t0 + 20_700) for e in status_log.admitted(ref, 0)))
+    reason = "MaximumExecutionTimeExceeded"
+    message = "exceeding the maximum execution time"
+    log.add(types.WorkloadDeactivated(workload=ref, reason=reason, message=message, at_ms=t0 + 30_000))
+    assert "accumulatedPastExecutionTimeSeconds" not in log.status(ref)
+    evicted = types.EvictionRequested(
+        workload=ref,
+        cluster_queue="cluster-queue",
+        reason=f"DeactivatedDueTo{reason}",
+        message=message,
+        at_ms=t0 + 30_000,
+    )
+    log.add(evicted, _at_ms(status_log.released(ref, f"DeactivatedDueTo{reason}", 0), t0 + 31_500))
+    assert log.status(ref)["accumulatedPastExecutionTimeSeconds"] == 11
+    assert log.view.cluster.metrics.executed_s == {ref.key: 11}
