@@ -417,6 +417,7 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
             multi_kueue=_multi_kueue(file.multi_kueue, source=source),
             object_retention_policies=_object_retention(file.object_retention_policies, source=source),
             local_queue_metrics=_local_queue_metrics(file.metrics),
+            enable_cluster_queue_resources=file.metrics is not None and file.metrics.enable_cluster_queue_resources,
         ),
         manage_jobs_without_queue_name=file.manage_jobs_without_queue_name,
         managed_jobs_namespace_selector=_managed_jobs_namespace_selector(file, source=source),

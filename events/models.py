@@ -873,7 +873,7 @@ class LocalQueueMetricsConfig(_Model, frozen=True, kw_only=True):
 class Configuration(_Model, frozen=True, kw_only=True):
     """config.kueue.x-k8s.io/v1beta2 Configuration: the manager settings that change admission, and those the
     dispatcher acts on (``objectRetentionPolicies``), and the admitter's metrics export
-    (``metrics.localQueueMetrics``).
+    (``metrics.localQueueMetrics``, ``metrics.enableClusterQueueResources``).
 
     Absent sections keep Kueue's defaults (fair sharing off, admission fair sharing off, nothing deleted).
     """
@@ -888,6 +888,9 @@ class Configuration(_Model, frozen=True, kw_only=True):
     object_retention_policies: ObjectRetentionPolicies | None = None  # None: Workloads are kept (Kueue's default)
     # None: Kueue's default (defaults.go: enabled, every LocalQueue); left out when None (schema version 14)
     local_queue_metrics: LocalQueueMetricsConfig | None = None
+    # metrics.enableClusterQueueResources: the admitter exports the ClusterQueue resource gauges (quotas, limits,
+    # reservation, usage, pending requests, weighted share); Kueue's default off, left out when false (schema 19)
+    enable_cluster_queue_resources: bool = False
 
 
 class TopologyLevel(_Model, frozen=True, kw_only=True):

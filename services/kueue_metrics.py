@@ -375,17 +375,23 @@ def families(
 ) -> list[Metric]:
     """Every Kueue family of :data:`FAMILIES` for ``state``, ``replica_role`` added to the labels of the
     families that have it; histograms with Kueue's buckets (stored in ms, exported in seconds).
-    ``present``: the gauges to export (default :func:`gauges` of ``state``)."""
+    ``present``: the gauges to export (default :func:`gauges` of ``state``, which has every family whatever the
+    Configuration). The families of :data:`CLUSTER_QUEUE_RESOURCE_FAMILIES` carry series only with the
+    Configuration's ``metrics.enableClusterQueueResources``, and the ``kueue_local_queue_*`` ones only of the
+    LocalQueues ``metrics.localQueueMetrics`` picks."""
     present = gauges(state) if present is None else present
     present["kueue_build_info"] = {build_info(): 1.0}
     metrics = state.metrics
     out: list[Metric] = []
     exposed = _exposed_local_queues(state)
+    resources = state.configuration.enable_cluster_queue_resources
     for family in FAMILIES:
         role = (replica_role,) if family.labels and family.labels[-1] == "replica_role" else ()
         counters = metrics.counters.get(family.name, {})
         histograms = metrics.histograms.get(family.name, {})
         gauge = present.get(family.name, {})
+        if not resources and family.name in CLUSTER_QUEUE_RESOURCE_FAMILIES:
+            gauge = {}  # metrics.enableClusterQueueResources off (Kueue's default): none of their series
         if family.name.startswith(LOCAL_QUEUE_PREFIX):
             # only the LocalQueues metrics.localQueueMetrics picks (ShouldExposeLocalQueueMetrics)
             name_at, namespace_at = family.labels.index("name"), family.labels.index("namespace")
@@ -399,6 +405,23 @@ def families(
         out.append(_family(family, counters, histograms, gauge, role))
     return out
 
+
+CLUSTER_QUEUE_RESOURCE_FAMILIES = frozenset(
+    {
+        "kueue_cluster_queue_nominal_quota",
+        "kueue_cluster_queue_borrowing_limit",
+        "kueue_cluster_queue_lending_limit",
+        "kueue_cluster_queue_resource_reservation",
+        "kueue_cluster_queue_resource_usage",
+        "kueue_cluster_queue_resource_pending",
+        "kueue_cluster_queue_weighted_share",
+    }
+)
+"""The families Kueue reports only with ``metrics.enableClusterQueueResources`` (cmd/kueue/main.go
+WithResourceMetrics, core.go WithReportResourceMetrics): a ClusterQueue's quotas, limits, reservation and usage
+(pkg/cache/scheduler clusterqueue.go reportResourceMetrics), its pending requests (pkg/cache/queue metrics.go)
+and its weighted share (reportResourceMetrics and clusterqueue_controller.go, with fair sharing on too). The
+Cohort and LocalQueue resource gauges are not gated."""
 
 LOCAL_QUEUE_PREFIX = "kueue_local_queue_"
 LOCAL_QUEUE_METRICS_GATE = "LocalQueueMetrics"
@@ -482,7 +505,8 @@ class KueueCollector(Collector):
             return
         state = self.state()
         present = gauges(state)
-        present[WEIGHTED_SHARE] = self._with_deleted_shares(state, present.get(WEIGHTED_SHARE, {}))
+        if state.configuration.enable_cluster_queue_resources:  # exported: the last ones exported are kept
+            present[WEIGHTED_SHARE] = self._with_deleted_shares(state, present.get(WEIGHTED_SHARE, {}))
         yield from families(state, replica_role="standalone" if self.active is None else "leader", present=present)
 
     def _with_deleted_shares(self, state: ClusterState, shares: dict[Labels, float]) -> dict[Labels, float]:
@@ -513,4 +537,4 @@ def _empty(family: Family) -> Metric:
     return HistogramMetricFamily(family.name, family.help, labels=family.labels)
 
 
-__all__ = ["BY_NAME", "KueueCollector", "amount", "families", "gauges"]
+__all__ = ["BY_NAME", "CLUSTER_QUEUE_RESOURCE_FAMILIES", "KueueCollector", "amount", "families", "gauges"]

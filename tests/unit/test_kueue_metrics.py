@@ -9,6 +9,7 @@ the same metrics as one from message #1.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from pathlib import Path
@@ -33,7 +34,7 @@ from kueue_es.scenarios.loading import load_scenario, parse_scenario
 from kueue_es.scheduling import readiness
 from kueue_es.services.dispatcher import core
 from kueue_es.services.dispatcher import status as dispatcher_status
-from kueue_es.services.kueue_metrics import KueueCollector, families
+from kueue_es.services.kueue_metrics import CLUSTER_QUEUE_RESOURCE_FAMILIES, KueueCollector, families, gauges
 from kueue_es.services.runtime import fold_message
 from kueue_es.services.watcher import convert
 from tests.builders import Log, reservations
@@ -163,8 +164,14 @@ def _fold(messages: list[Any], state: ClusterState | None = None) -> ClusterStat
     return state
 
 
-def _samples(state: ClusterState, *, role: str = "standalone") -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """Every exported sample, as Prometheus parses the text exposition: (sample name, labels) -> value."""
+def _samples(
+    state: ClusterState, *, role: str = "standalone", resources: bool = True
+) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Every exported sample, as Prometheus parses the text exposition: (sample name, labels) -> value.
+    ``resources``: as if the Configuration had ``metrics.enableClusterQueueResources`` (False: as it has it)."""
+    if resources and not state.configuration.enable_cluster_queue_resources:
+        state = copy.copy(state)
+        state.configuration = msgspec.structs.replace(state.configuration, enable_cluster_queue_resources=True)
     registry = CollectorRegistry()
     registry.register(KueueCollector(lambda: state, active=None if role == "standalone" else lambda: True))
     out = {}
@@ -181,6 +188,7 @@ def _value(samples: dict[Any, float], sample: str, /, **labels: str) -> float:
 
 def test_exported_samples_carry_exactly_their_familys_labels() -> None:
     state = _fold(_preemption_run().messages)
+    state.configuration = msgspec.structs.replace(state.configuration, enable_cluster_queue_resources=True)
     by_name = {family.name: family for family in FAMILIES}
     seen = set()
     for family in families(state, replica_role="standalone"):
@@ -922,7 +930,8 @@ def test_a_deleted_cluster_queues_weighted_share_stays_until_the_process_restart
     assignment = types.PodSetAssignment(
         name="main", flavors={"cpu": "default-flavor"}, resource_usage={"cpu": 6000}, count=6
     )
-    fair = types.ConfigurationObserved(configuration=models.Configuration(fair_sharing=models.FairSharingConfig()))
+    configuration = models.Configuration(fair_sharing=models.FairSharingConfig(), enable_cluster_queue_resources=True)
+    fair = types.ConfigurationObserved(configuration=configuration)
     view = core.DispatchState()
     facts = [*map(convert.kueue_fact, [flavor("default-flavor"), a, b, local_queue("queue-a", "a")]), fair]
     events = [
@@ -1363,3 +1372,26 @@ def test_a_deactivation_past_the_maximum_execution_time_forgets_the_earlier_admi
     log.add(evicted, _at_ms(status_log.released(ref, f"DeactivatedDueTo{reason}", 0), t0 + 31_500))
     assert log.status(ref)["accumulatedPastExecutionTimeSeconds"] == 11
     assert log.view.cluster.metrics.executed_s == {ref.key: 11}
+
+
+def test_the_cluster_queue_resource_gauges_only_with_enable_cluster_queue_resources() -> None:
+    """Kueue reports a ClusterQueue's quotas, limits, reservation, usage, pending requests and weighted share only
+    with the Configuration's ``metrics.enableClusterQueueResources`` (cmd/kueue/main.go WithResourceMetrics, off by
+    default): without it those families carry no series, the others are as they were (the Cohort and LocalQueue
+    resource gauges too); the admitter follows the Configuration on the log, as the watcher publishes it from its
+    file. Before, they were always exported. The internal view (:func:`gauges`) keeps them all."""
+    state = _fold(_preemption_run().messages)
+    _configured(state, "fairSharing: {}\n")
+    gated = set(CLUSTER_QUEUE_RESOURCE_FAMILIES)
+    off = _samples(state, resources=False)
+    assert not [name for name, _ in off if name in gated]
+    assert _value(off, "kueue_cluster_queue_status", cluster_queue="cq", status="active") == 1
+    assert any(name == "kueue_local_queue_resource_reservation" for name, _ in off)
+    assert all(gauges(state)[name] for name in gated)
+    _configured(state, "fairSharing: {}\nmetrics:\n  enableClusterQueueResources: true\n")
+    assert state.configuration.enable_cluster_queue_resources
+    on = _samples(state, resources=False)
+    assert {name for name, _ in on if name in gated} == gated
+    assert {key: value for key, value in off.items() if key in on} == {
+        key: value for key, value in on.items() if key in off
+    }
