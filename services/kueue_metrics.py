@@ -430,7 +430,8 @@ LOCAL_QUEUE_METRICS_GATE = "LocalQueueMetrics"
 
 def _exposed_local_queues(state: ClusterState) -> Callable[[str, str], bool]:
     """Whether LocalQueue ``(namespace, name)`` has its ``kueue_local_queue_*`` series exported: the gate
-    LocalQueueMetrics on, ``metrics.localQueueMetrics.enable`` (absent: Kueue's default, on) and its
+    LocalQueueMetrics on, ``metrics.localQueueMetrics.enable`` (the whole section absent: Kueue's default, on; a
+    section without ``enable``: off, as Kueue's defaults.go fills in only a missing section) and its
     ``localQueueSelector`` matching the LocalQueue's labels (one not in the state has none). Kueue
     pkg/metrics/localqueue.go ShouldExposeLocalQueueMetrics."""
     configuration = state.configuration

@@ -1120,6 +1120,11 @@ def test_local_queue_metrics_only_of_the_queues_local_queue_metrics_selects() ->
     assert _local_queue_families(state) == every
     _configured(state, "metrics:\n  localQueueMetrics:\n    enable: false\n")
     assert _local_queue_families(state) == set()
+    only_selector = (
+        "metrics:\n  localQueueMetrics:\n    localQueueSelector:\n      matchLabels:\n        metrics-test: 'true'\n"
+    )
+    _configured(state, only_selector)  # a section without enable: off (Kueue's defaults.go fills in no enable)
+    assert _local_queue_families(state) == set()
     _configured(state, "featureGates:\n  LocalQueueMetrics: false\n")
     assert _local_queue_families(state) == set()
     _configured(state, "featureGates:\n  LocalQueueMetrics: true\n")  # Kueue's defaults: every LocalQueue
