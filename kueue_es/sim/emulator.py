@@ -619,7 +619,6 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         ``/openapi/v2`` and ``/openapi/v3[/api/v1|/apis/GROUP/VERSION]``
         (:mod:`kueue_es.sim.openapi`).
         """
-        refs = self._discoverable()
         segments = [segment for segment in path.split("/") if segment]
         match segments:
             case ["version"]:
@@ -636,21 +635,23 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             case ["api", version]:
                 return self._resource_list("", version)
             case ["apis"]:
+                refs = self._discoverable()
                 remote = aggregator.api_services(self._store.select)
                 groups = sorted({ref.group for ref in refs if ref.group} | {obj["spec"]["group"] for obj in remote})
                 documents = [
-                    self._group(g) if any(r.group == g for r in refs) else aggregator.group_document(g, remote)
+                    self._group(g, refs) if any(r.group == g for r in refs) else aggregator.group_document(g, remote)
                     for g in groups
                 ]
                 return {"kind": "APIGroupList", "apiVersion": "v1", "groups": documents}
             case ["apis", group]:
+                refs = self._discoverable()
                 if any(ref.group == group for ref in refs):
-                    return self._group(group)
+                    return self._group(group, refs)
                 return aggregator.group_document(group, aggregator.api_services(self._store.select))
             case ["apis", group, version]:
                 return self._resource_list(group, version)
             case ["openapi", *_]:
-                return self._openapi(tuple(segments[1:]), refs)
+                return self._openapi(tuple(segments[1:]), self._discoverable())
         return None
 
     def _openapi(self, where: tuple[str, ...], refs: list[resources.ResourceRef]) -> dict[str, Any] | None:
@@ -689,12 +690,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         return encoded
 
     def _discoverable(self) -> list[resources.ResourceRef]:
-        """The registered kinds still in kmock's ``resources`` (a test removes one there to hide it)."""
-        listed = set(self.resources.keys())
-        return [ref for ref in self._refs.values() if kmock.resource(ref.group, ref.version, ref.plural) in listed]
+        """The registered kinds still in kmock's ``resources`` (a test removes one there to hide it).
 
-    def _group(self, group: str) -> dict[str, Any]:
-        refs = self._discoverable()
+        Compared as (group, version, plural), the fields a ``kmock.resource`` is equal and hashed by: building
+        one ``kmock.resource`` per registered kind took most of the emulator's time under kubectl's discovery."""
+        listed = {(key.group, key.version, key.plural) for key in self.resources if isinstance(key, kmock.resource)}
+        return [ref for key, ref in self._refs.items() if key in listed]
+
+    def _group(self, group: str, refs: list[resources.ResourceRef]) -> dict[str, Any]:
+        """The APIGroup document of ``group`` among the discoverable kinds ``refs``."""
         versions = sorted({ref.version for ref in refs if ref.group == group}, key=_version_priority)
         entries = [{"groupVersion": f"{group}/{version}", "version": version} for version in versions]
         return {
