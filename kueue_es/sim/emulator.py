@@ -75,7 +75,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import copy
 import dataclasses
 import datetime
 import functools
@@ -404,7 +403,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         installed = []
         for document in documents:
             name = str((document.get("metadata") or {}).get("name") or "")
-            body = copy.deepcopy(dict(document))
+            body = store.json_copy(dict(document))
             self._check_crd(body)
             try:
                 self._store.get(custom_resources.CRDS, namespace=None, name=name)
@@ -456,7 +455,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 continue  # a Namespace stays (deleting one would end what is in it)
             with contextlib.suppress(store.StoreError):
                 self._store.delete(ref, namespace=namespace, name=metadata["name"], preconditions=None, dry_run=False)
-            self._store.create(ref, namespace=namespace, body=copy.deepcopy(obj))
+            self._store.create(ref, namespace=namespace, body=store.json_copy(obj))
         if any(obj.get("kind") == "ClusterRole" for obj in objects):
             self.aggregate_cluster_roles()
 
@@ -991,7 +990,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                         f"{replicas!r}: must be greater than or equal to 0",
                         details={"kind": "Scale", "group": "autoscaling", "name": call.name},
                     )
-                updated = copy.deepcopy(current)
+                updated = store.json_copy(current)
                 updated.setdefault("spec", {})["replicas"] = replicas
                 return updated
 
@@ -1197,7 +1196,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 )
 
             def change(current: dict[str, Any]) -> Any:
-                return self._admit(call, self._decode(call, copy.deepcopy(body), warnings), old=current)
+                return self._admit(call, self._decode(call, store.json_copy(body), warnings), old=current)
         else:
             media_type = call.content_type.split(";", 1)[0].strip().lower()
             if media_type == patches.STRATEGIC_MERGE_PATCH and not self._takes_strategic_merge(call.ref):
@@ -1342,7 +1341,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     "the object has been modified; please apply your changes to the latest version and try again",
                     details={"kind": call.ref.plural, "group": call.ref.group, "name": call.name},
                 )
-            old = copy.deepcopy(obj)
+            old = store.json_copy(obj)
             merged = _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part))
             if manager == managed_fields.KUBECTL and part != "status":
                 managed_fields.update_last_applied(old, merged, config)
@@ -1527,7 +1526,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         try:
             if call.field_validation == "Warn":
                 # kept, so the strict-field checker (validate_object) names them in Warning headers
-                validation.check(validation.prune(copy.deepcopy(manifest)), old=old)
+                validation.check(validation.prune(store.json_copy(manifest)), old=old)
                 admitted = manifest
             else:
                 admitted = validation.admit(manifest, old=old, field_validation=call.field_validation)
@@ -1565,7 +1564,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if old is None and call.subresource is None:
             obj = workload_webhook.default(obj, gates=gates)
         schema = validation.schema_of(workload_webhook.KIND)
-        seen, before = copy.deepcopy(obj), copy.deepcopy(old) if old is not None else None
+        seen, before = store.json_copy(obj), store.json_copy(old) if old is not None else None
         if schema is not None:  # the CRD's defaults come before any webhook (pod set name main, count 1)
             custom_resources.apply_defaults(seen, schema)
             if before is not None:
@@ -2305,7 +2304,7 @@ def _job_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[v
     only then restores the template; ``completions`` changes only with ``parallelism`` in an Indexed Job
     (elastic Indexed Jobs); the selector, completion mode, pod failure policy, backoff limit per index and
     ``managedBy`` never. The template's value is shown abbreviated (the API server prints the whole Go struct)."""
-    defaulted: dict[str, Any] = copy.deepcopy(dict(new))
+    defaulted: dict[str, Any] = store.json_copy(dict(new))
     store.apply_defaults(resources.JOBS, defaulted)
     new = defaulted  # validated as decoded: with what the request left out defaulted
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
@@ -2329,8 +2328,8 @@ def _job_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[v
                 )
             )
     template, old_template = (
-        copy.deepcopy(new_spec.get("template") or {}),
-        copy.deepcopy(old_spec.get("template") or {}),
+        store.json_copy(new_spec.get("template") or {}),
+        store.json_copy(old_spec.get("template") or {}),
     )
     suspended = bool(old_spec.get("suspend")) and not (old.get("status") or {}).get("startTime")
     if suspended:
@@ -2576,12 +2575,12 @@ def _merge_applied(obj: dict[str, Any], config: dict[str, Any]) -> dict[str, Any
             for item in value:
                 at = index.get(managed_fields.item_key(key, item))
                 if at is None:
-                    merged.append(copy.deepcopy(item))
+                    merged.append(store.json_copy(item))
                 else:
-                    merged[at] = copy.deepcopy(item)
+                    merged[at] = store.json_copy(item)
             obj[key] = merged
         else:
-            obj[key] = copy.deepcopy(value)
+            obj[key] = store.json_copy(value)
     return obj
 
 
