@@ -75,7 +75,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import copy
 import dataclasses
 import datetime
 import functools
@@ -404,7 +403,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         installed = []
         for document in documents:
             name = str((document.get("metadata") or {}).get("name") or "")
-            body = copy.deepcopy(dict(document))
+            body = store.json_copy(dict(document))
             self._check_crd(body)
             try:
                 self._store.get(custom_resources.CRDS, namespace=None, name=name)
@@ -456,7 +455,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 continue  # a Namespace stays (deleting one would end what is in it)
             with contextlib.suppress(store.StoreError):
                 self._store.delete(ref, namespace=namespace, name=metadata["name"], preconditions=None, dry_run=False)
-            self._store.create(ref, namespace=namespace, body=copy.deepcopy(obj))
+            self._store.create(ref, namespace=namespace, body=store.json_copy(obj))
         if any(obj.get("kind") == "ClusterRole" for obj in objects):
             self.aggregate_cluster_roles()
 
@@ -619,7 +618,6 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         ``/openapi/v2`` and ``/openapi/v3[/api/v1|/apis/GROUP/VERSION]``
         (:mod:`kueue_es.sim.openapi`).
         """
-        refs = self._discoverable()
         segments = [segment for segment in path.split("/") if segment]
         match segments:
             case ["version"]:
@@ -636,21 +634,23 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             case ["api", version]:
                 return self._resource_list("", version)
             case ["apis"]:
+                refs = self._discoverable()
                 remote = aggregator.api_services(self._store.select)
                 groups = sorted({ref.group for ref in refs if ref.group} | {obj["spec"]["group"] for obj in remote})
                 documents = [
-                    self._group(g) if any(r.group == g for r in refs) else aggregator.group_document(g, remote)
+                    self._group(g, refs) if any(r.group == g for r in refs) else aggregator.group_document(g, remote)
                     for g in groups
                 ]
                 return {"kind": "APIGroupList", "apiVersion": "v1", "groups": documents}
             case ["apis", group]:
+                refs = self._discoverable()
                 if any(ref.group == group for ref in refs):
-                    return self._group(group)
+                    return self._group(group, refs)
                 return aggregator.group_document(group, aggregator.api_services(self._store.select))
             case ["apis", group, version]:
                 return self._resource_list(group, version)
             case ["openapi", *_]:
-                return self._openapi(tuple(segments[1:]), refs)
+                return self._openapi(tuple(segments[1:]), self._discoverable())
         return None
 
     def _openapi(self, where: tuple[str, ...], refs: list[resources.ResourceRef]) -> dict[str, Any] | None:
@@ -689,12 +689,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         return encoded
 
     def _discoverable(self) -> list[resources.ResourceRef]:
-        """The registered kinds still in kmock's ``resources`` (a test removes one there to hide it)."""
-        listed = set(self.resources.keys())
-        return [ref for ref in self._refs.values() if kmock.resource(ref.group, ref.version, ref.plural) in listed]
+        """The registered kinds still in kmock's ``resources`` (a test removes one there to hide it).
 
-    def _group(self, group: str) -> dict[str, Any]:
-        refs = self._discoverable()
+        Compared as (group, version, plural), the fields a ``kmock.resource`` is equal and hashed by: building
+        one ``kmock.resource`` per registered kind took most of the emulator's time under kubectl's discovery."""
+        listed = {(key.group, key.version, key.plural) for key in self.resources if isinstance(key, kmock.resource)}
+        return [ref for key, ref in self._refs.items() if key in listed]
+
+    def _group(self, group: str, refs: list[resources.ResourceRef]) -> dict[str, Any]:
+        """The APIGroup document of ``group`` among the discoverable kinds ``refs``."""
         versions = sorted({ref.version for ref in refs if ref.group == group}, key=_version_priority)
         entries = [{"groupVersion": f"{group}/{version}", "version": version} for version in versions]
         return {
@@ -987,7 +990,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                         f"{replicas!r}: must be greater than or equal to 0",
                         details={"kind": "Scale", "group": "autoscaling", "name": call.name},
                     )
-                updated = copy.deepcopy(current)
+                updated = store.json_copy(current)
                 updated.setdefault("spec", {})["replicas"] = replicas
                 return updated
 
@@ -1193,7 +1196,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                 )
 
             def change(current: dict[str, Any]) -> Any:
-                return self._admit(call, self._decode(call, copy.deepcopy(body), warnings), old=current)
+                return self._admit(call, self._decode(call, store.json_copy(body), warnings), old=current)
         else:
             media_type = call.content_type.split(";", 1)[0].strip().lower()
             if media_type == patches.STRATEGIC_MERGE_PATCH and not self._takes_strategic_merge(call.ref):
@@ -1338,7 +1341,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
                     "the object has been modified; please apply your changes to the latest version and try again",
                     details={"kind": call.ref.plural, "group": call.ref.group, "name": call.name},
                 )
-            old = copy.deepcopy(obj)
+            old = store.json_copy(obj)
             merged = _merge_applied(_drop_fields(obj, stale), _applied_part(config, part=part))
             if manager == managed_fields.KUBECTL and part != "status":
                 managed_fields.update_last_applied(old, merged, config)
@@ -1523,7 +1526,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         try:
             if call.field_validation == "Warn":
                 # kept, so the strict-field checker (validate_object) names them in Warning headers
-                validation.check(validation.prune(copy.deepcopy(manifest)), old=old)
+                validation.check(validation.prune(store.json_copy(manifest)), old=old)
                 admitted = manifest
             else:
                 admitted = validation.admit(manifest, old=old, field_validation=call.field_validation)
@@ -1561,7 +1564,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         if old is None and call.subresource is None:
             obj = workload_webhook.default(obj, gates=gates)
         schema = validation.schema_of(workload_webhook.KIND)
-        seen, before = copy.deepcopy(obj), copy.deepcopy(old) if old is not None else None
+        seen, before = store.json_copy(obj), store.json_copy(old) if old is not None else None
         if schema is not None:  # the CRD's defaults come before any webhook (pod set name main, count 1)
             custom_resources.apply_defaults(seen, schema)
             if before is not None:
@@ -2301,7 +2304,7 @@ def _job_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[v
     only then restores the template; ``completions`` changes only with ``parallelism`` in an Indexed Job
     (elastic Indexed Jobs); the selector, completion mode, pod failure policy, backoff limit per index and
     ``managedBy`` never. The template's value is shown abbreviated (the API server prints the whole Go struct)."""
-    defaulted: dict[str, Any] = copy.deepcopy(dict(new))
+    defaulted: dict[str, Any] = store.json_copy(dict(new))
     store.apply_defaults(resources.JOBS, defaulted)
     new = defaulted  # validated as decoded: with what the request left out defaulted
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
@@ -2325,8 +2328,8 @@ def _job_update_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[v
                 )
             )
     template, old_template = (
-        copy.deepcopy(new_spec.get("template") or {}),
-        copy.deepcopy(old_spec.get("template") or {}),
+        store.json_copy(new_spec.get("template") or {}),
+        store.json_copy(old_spec.get("template") or {}),
     )
     suspended = bool(old_spec.get("suspend")) and not (old.get("status") or {}).get("startTime")
     if suspended:
@@ -2572,12 +2575,12 @@ def _merge_applied(obj: dict[str, Any], config: dict[str, Any]) -> dict[str, Any
             for item in value:
                 at = index.get(managed_fields.item_key(key, item))
                 if at is None:
-                    merged.append(copy.deepcopy(item))
+                    merged.append(store.json_copy(item))
                 else:
-                    merged[at] = copy.deepcopy(item)
+                    merged[at] = store.json_copy(item)
             obj[key] = merged
         else:
-            obj[key] = copy.deepcopy(value)
+            obj[key] = store.json_copy(value)
     return obj
 
 

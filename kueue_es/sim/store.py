@@ -174,6 +174,24 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a JSON-like value: dicts, lists and scalars are walked directly (several times as fast as
+    ``copy.deepcopy``, which the store copies every object it writes with); any other value (a tuple, a datetime
+    from YAML) through ``copy.deepcopy``. Two places holding one dict get a copy each, as a JSON round trip
+    gives them."""
+    kind = type(value)
+    if kind is dict:
+        return {key: json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [json_copy(item) for item in value]
+    if kind in _ATOMS:
+        return value
+    return copy.deepcopy(value)
+
+
 def _then_collect_garbage(
     method: Callable[Concatenate[ObjectStore, _P], _R],
 ) -> Callable[Concatenate[ObjectStore, _P], _R]:
@@ -479,7 +497,7 @@ class ObjectStore:
                 details=_details(ref, name),
             )
         current = self._objects[key].raw
-        desired = _as_object(change(copy.deepcopy(current)))
+        desired = _as_object(change(json_copy(current)))
         _check_preconditions(ref, name, current=current, desired=desired)
         if subresource == "status":
             updated = _with_status_of(current, source=desired)
@@ -555,7 +573,7 @@ class ObjectStore:
         if ref == resources.NAMESPACES:
             return self._delete_namespace(key, current)
         if finalizers:
-            deleting = copy.deepcopy(current)
+            deleting = json_copy(current)
             deleting["metadata"].update(
                 deletionTimestamp=format_timestamp(self._clock()), deletionGracePeriodSeconds=0, finalizers=finalizers
             )
@@ -635,7 +653,7 @@ class ObjectStore:
     def _write_metadata(self, key: Any, desired: dict[str, Any]) -> None:
         """Store a new version of an object whose metadata the garbage collector changed (no other field)."""
         current = self._objects[key].raw
-        updated = {**copy.deepcopy(current), "metadata": copy.deepcopy(desired["metadata"])}
+        updated = {**json_copy(current), "metadata": json_copy(desired["metadata"])}
         self._write(self._ref_of(key), key, updated, event_type="MODIFIED", previous=current)
 
     def _set_finalizers(self, ref: resources.ResourceRef, key: Any, finalizers: list[str]) -> dict[str, Any]:
@@ -647,7 +665,7 @@ class ObjectStore:
         current = self._objects[key].raw
         if not finalizers and not (ref == resources.NAMESPACES and self._holds_objects(key[2])):
             return self._remove(ref, key, current)
-        updated = copy.deepcopy(current)
+        updated = json_copy(current)
         updated["metadata"]["finalizers"] = finalizers
         _omit_empty_metadata(updated)
         self._write(ref, key, updated, event_type="MODIFIED", previous=current)
@@ -699,7 +717,7 @@ class ObjectStore:
 
     def _remove(self, ref: resources.ResourceRef, key: Any, obj: dict[str, Any]) -> dict[str, Any]:
         self._resource_version += 1
-        gone = copy.deepcopy(obj)
+        gone = json_copy(obj)
         gone["metadata"]["resourceVersion"] = str(self._resource_version)
         del self._objects[key]
         self._gc_owners.pop(key, None)
@@ -716,7 +734,7 @@ class ObjectStore:
         Its objects can still be deleted one by one meanwhile (``kubectl delete -f`` of a file that starts
         with its Namespace)."""
         name = current["metadata"]["name"]
-        deleting = copy.deepcopy(current)
+        deleting = json_copy(current)
         deleting["metadata"].update(deletionTimestamp=format_timestamp(self._clock()), deletionGracePeriodSeconds=0)
         deleting.setdefault("status", {})["phase"] = "Terminating"
         self._write(resources.NAMESPACES, key, deleting, event_type="MODIFIED", previous=current)
@@ -815,7 +833,7 @@ def _as_object(body: Any) -> dict[str, Any]:
             reason="BadRequest",
             message="the request body is not a Kubernetes object (a JSON object with an object metadata)",
         )
-    obj = copy.deepcopy(body)
+    obj = json_copy(body)
     obj.setdefault("metadata", {})
     return obj
 
@@ -963,7 +981,7 @@ def _omit_empty_metadata(obj: dict[str, Any]) -> None:
 
 
 def _with_status_of(current: dict[str, Any], *, source: dict[str, Any]) -> dict[str, Any]:
-    updated = copy.deepcopy(current)
+    updated = json_copy(current)
     if source.get("status") is None:
         updated.pop("status", None)
     else:

@@ -15,8 +15,9 @@ re-delivered watch event is deduplicated.
 :meth:`Watcher.run` starts a kind only after the kinds its conversion reads have
 been listed once (as Kueue's controllers wait for their caches), and a change to
 one of those (a ``default`` LocalQueue, a PriorityClass) converts the jobs again. A
-kind the cluster does not serve (no JobSet CRD) is probed again every
-``probe_seconds``; the others go on. After a relist (start-up, or 410 Gone) every
+kind the cluster does not serve (no JobSet CRD) is probed again after
+``probe_seconds``, then twice as long each time up to ``probe_max_seconds`` (1 s to 2 minutes,
+Kueue's backoff while it waits for an integration's CRD); the others go on. After a relist (start-up, or 410 Gone) every
 object the log knows but the cluster no longer has gets an ObjectDeleted fact, so
 deletions during a gap are not lost; and since the start-up fold remembers the last fact the
 log holds about each object (:func:`kueue_es.services.watcher.publishing.remember`), the relist
@@ -95,6 +96,11 @@ log = structlog.get_logger(__name__)
 
 #: The label selector of the jobs without the queue-name label (:meth:`Watcher.watch_unqueued_owners`).
 UNQUEUED = f"!{workloads.QUEUE_LABEL}"
+#: How long the watcher waits before it looks again for a kind the cluster does not serve; doubled after each look
+#: (Kueue's baseBackoffWaitForIntegration, jobframework/setup.go).
+PROBE_SECONDS = 1.0
+#: The longest wait between two looks (Kueue's maxBackoffWaitForIntegration).
+PROBE_MAX_SECONDS = 120.0
 
 _TAS_FACT_TYPES = ("TopologyObserved", "NodeObserved", "PodObserved", "ObjectDeleted")
 
@@ -126,8 +132,9 @@ class Watcher:
     ``api``: the API server, a kubernetes-asyncio client or any :class:`KubeReader`.
     ``manage_jobs_without_queue_name``: Kueue's option (default false): Jobs and
     JobSets without the queue-name label are managed too, and go to their
-    namespace's ``default`` LocalQueue when it exists. ``probe_seconds``: how often
-    a kind the cluster does not serve is looked for again. ``config_path``: Kueue's manager
+    namespace's ``default`` LocalQueue when it exists. ``probe_seconds``: how long before
+    a kind the cluster does not serve is looked for again, doubled after each look up to ``probe_max_seconds``
+    (Kueue's jobframework.WaitForAPI: 1 s to 2 minutes). ``config_path``: Kueue's manager
     configuration file (None: Kueue's defaults), ``config``: its settings as read at start-up
     (:func:`kueue_es.services.watcher.config_file.load`), ``feature_gates``: Kueue's
     ``--feature-gates`` value; the file is polled every ``config_poll_seconds``.
@@ -139,7 +146,8 @@ class Watcher:
         bus: Bus,
         api: ApiClient | KubeReader,
         manage_jobs_without_queue_name: bool = False,
-        probe_seconds: float = 30.0,
+        probe_seconds: float = PROBE_SECONDS,
+        probe_max_seconds: float = PROBE_MAX_SECONDS,
         config_path: Path | None = None,
         config: manager_config.ManagerConfig | None = None,
         feature_gates: str = "",
@@ -150,6 +158,7 @@ class Watcher:
         self.reader: KubeReader = api if isinstance(api, KubeReader) else ApiReader(api)
         self.manage_jobs_without_queue_name = manage_jobs_without_queue_name
         self.probe_seconds = probe_seconds
+        self.probe_max_seconds = probe_max_seconds
         self.topology_ref = nodes.TOPOLOGY_REFS[0]  # the Topology version the cluster serves
         self.synced: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in watched.WATCHED_KINDS}
         # the jobs without the queue-name label listed as owners (:meth:`watch_unqueued_owners`), by kind
@@ -425,6 +434,7 @@ class Watcher:
         """
         listed = self.synced[kind] if synced is None else synced
         warned = False
+        wait = self.probe_seconds
         while True:
             for ref in refs:
                 try:
@@ -442,7 +452,8 @@ class Watcher:
                 report("kind_not_served", kind=kind, api_versions=versions, retry_in=self.probe_seconds)
                 warned = True
             listed.set()
-            await asyncio.sleep(self.probe_seconds)
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, max(self.probe_max_seconds, self.probe_seconds))
 
     def _served(self, kind: str, ref: kube.ResourceRef) -> kube.ResourceRef:
         if kind == "Topology":

@@ -248,9 +248,13 @@ def _event(kind: str, key: str, n: int) -> dict:
     return {"check": check}
 
 
+#: libyaml's emitter when PyYAML has it: the same document, written about five times as fast as by the pure-Python one
+_DUMPER: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def run_doc(doc: dict) -> core_engine.CoreRun:
     """Load ``doc`` as a scenario file would be loaded and run it on the core engine."""
-    text = yaml.safe_dump(doc, sort_keys=False)
+    text = yaml.dump(doc, Dumper=_DUMPER, sort_keys=False)
     note(text)
     return core_engine.run_scenario(parse_scenario(text, path="<generated>"))
 
