@@ -19,6 +19,7 @@ from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
 from tests.integration.harness import cluster_queue, flavor, folded, job, local_queue, wait_for
 from tests.integration.test_admission_check_retry import kueue, metric_samples, metric_value
+from tests.integration.test_workload_objects import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -38,6 +39,15 @@ async def test_the_wait_after_a_reactivation_or_a_restart_counts_from_it(api, bu
         [reserved] = await wait_for(bus, types.WorkloadAdmitted)
         first = metric_samples(await folded(bus))
         name = reserved.workload.name
+        # the dispatcher writes the Workload object after the admission is on the log: a user patches what exists
+        admitted = {"type": "Admitted", "status": "True"}
+        await eventually(
+            api,
+            resources.WORKLOADS,
+            name=name,
+            namespace="default",
+            check=lambda obj: any(admitted.items() <= c.items() for c in obj.get("status", {}).get("conditions", [])),
+        )
         if how == "deactivated":
             where: dict[str, Any] = {"namespace": "default", "name": name}
             what, stop, run = resources.WORKLOADS, {"spec": {"active": False}}, {"spec": {"active": True}}
