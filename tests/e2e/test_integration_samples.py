@@ -6,8 +6,9 @@ integrations' published CRDs (``kubectl apply --server-side -f tests/fixtures/cr
 command), then creates each kind's sample as Kueue publishes it (``kubectl create -f``). Each must give
 admitted Workloads with the pod sets Kueue gives that kind (names and counts, written out here from Kueue's
 integration code, not computed by ours), and the object must be started: its suspend field false, or, for
-kinds run through their pods, its pods ungated. Deleting the object releases its Workloads, so the next
-sample finds the quota free.
+kinds run through their pods, its pods ungated. Deleting the object releases its Workloads (each sample's
+release is waited for once the last sample started, so a sample may first wait for the quota the one before it
+still holds).
 """
 
 from __future__ import annotations
@@ -167,8 +168,15 @@ async def test_every_kinds_sample_is_admitted_and_started_on_the_demo(tmp_path: 
         await eventually(
             lambda: _quiet(kubectl), what="the demo's own Job finished and its workload released", timeout=120
         )
-        for sample in SAMPLES:
-            await _one_sample(kubectl, sample)
+        # each sample's release is waited for at the end, not before the next sample: a sample whose quota is
+        # still held waits for it to be released to be admitted, as the next one did before
+        releasing = [await _one_sample(kubectl, sample) for sample in SAMPLES]
+        for what, names in releasing:
+            await eventually(
+                lambda names=names: _gone(kubectl, names),
+                what=f"{what}: its Workloads released after the delete",
+                timeout=120,
+            )
     finally:
         await demo.stop()
 
@@ -193,7 +201,9 @@ def _finished(workload: dict[str, Any]) -> bool:
     return any(c.get("type") == "Finished" and c.get("status") == "True" for c in conditions)
 
 
-async def _one_sample(kubectl: Kubectl, sample: Sample) -> None:
+async def _one_sample(kubectl: Kubectl, sample: Sample) -> tuple[str, set[str]]:
+    """Create the sample, check its Workloads and that it started, and delete it; returns what it is and the names
+    of its Workloads, whose release the caller waits for."""
     what = f"{sample.kind} ({sample.path.name})"
     before = set(await workloads(kubectl))
     pods_before = set(await _pods(kubectl))
@@ -241,9 +251,7 @@ async def _one_sample(kubectl: Kubectl, sample: Sample) -> None:
         # pods: already gone then)
         for name in sorted(names):
             await kubectl.ok("delete", "workload", name, "-n", "default", "--wait=false", "--ignore-not-found")
-    await eventually(
-        lambda: _gone(kubectl, names), what=f"{what}: its Workloads released after the delete", timeout=120
-    )
+    return what, names
 
 
 async def _is(kubectl: Kubectl, obj: str, jsonpath: str, want: str) -> bool:
