@@ -147,18 +147,24 @@ async def test_a_verified_snapshot_then_a_purge_below_it_and_replay_from_it(bus:
     assert newest.header.verified is not None and newest.header.verified.previous_sha256 == loaded.header.body_sha256
 
 
-async def test_a_purge_never_passes_where_the_publisher_reads_again(bus: nats_bus.NatsBus) -> None:
-    """The compactor reads KQ_PUB's last message (``Kq-Seq``, publisher/core.py resume_point): a log is
-    purged below a snapshot only when the publisher has published up to it, so a publisher stopped (or
-    behind) never restarts past a gap its subscribers miss. Before, only the dispatcher's ack floor
-    bounded the purge and the publisher logged ``public_gap``. An empty KQ_PUB bounds nothing: no
-    publisher has published, and a deployment without one keeps its retention."""
+async def _snapshot_at_split_with_kq_pub(bus: nats_bus.NatsBus) -> int:
+    """The golden log with a snapshot at its split point and an empty KQ_PUB; returns the split point."""
     messages = golden()
     cut = split_point(messages)
     await _publish_on(bus, messages[:cut])
     assert (await snapshots.snapshot_once(bus, SETTLED, force=True, clock=lambda: NOW)).written == cut
     await _publish_on(bus, messages[cut:])
     await bus.ensure_public_stream()
+    return cut
+
+
+async def test_a_purge_never_passes_where_the_publisher_reads_again(bus: nats_bus.NatsBus) -> None:
+    """The compactor reads KQ_PUB's last message (``Kq-Seq``, publisher/core.py resume_point): a log is
+    purged below a snapshot only when the publisher has published up to it, so a publisher stopped (or
+    behind) never restarts past a gap its subscribers miss. Before, only the dispatcher's ack floor
+    bounded the purge and the publisher logged ``public_gap``. An empty KQ_PUB bounds nothing: no
+    publisher has published, and a deployment without one keeps its retention."""
+    cut = await _snapshot_at_split_with_kq_pub(bus)
 
     async def published_through(seq: int) -> None:
         headers = {publisher_core.KQ_SEQ: str(seq)}
@@ -176,12 +182,7 @@ async def test_an_empty_kq_pub_bounds_no_purge(bus: nats_bus.NatsBus) -> None:
     """A deployment whose publisher never published (or runs none) keeps its retention: the aa82480a
     version of the bound read an empty KQ_PUB as "the publisher reads from #1" and never purged again
     (tests/e2e/test_retention.py)."""
-    messages = golden()
-    cut = split_point(messages)
-    await _publish_on(bus, messages[:cut])
-    assert (await snapshots.snapshot_once(bus, SETTLED, force=True, clock=lambda: NOW)).written == cut
-    await _publish_on(bus, messages[cut:])
-    await bus.ensure_public_stream()
+    cut = await _snapshot_at_split_with_kq_pub(bus)
     assert await bus.last_public() is None
     purged = await snapshots.retain(bus, snapshots.Settings(retain_bytes=1))
     assert purged.purged == cut - 1 and await bus.first_seq() == cut
