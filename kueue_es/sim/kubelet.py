@@ -50,14 +50,15 @@ watches batch/v1 Jobs, makes their pods as Kubernetes' Job controller does
   -- counts as failed, as the Job controller counts it (job_controller.go isPodFailed; with
   ``podReplacementPolicy: Failed``, the default under a ``podFailurePolicy``, a pod being deleted counts once
   it is Failed or gone): ``status.failed`` goes up by one, ``status.ready`` down by one until the replacement,
-  created at once (for an Indexed Job, of the same index: :func:`pods_to_create`), has started
+  created after the Job controller's pod failure backoff (:data:`POD_FAILURE_BACKOFF_SECONDS` doubled for each
+  failure since the Job's last success, at most :data:`MAX_POD_FAILURE_BACKOFF_SECONDS`, counted from the last
+  failure; for an Indexed Job, of the same index: :func:`pods_to_create`), has started
   (:data:`REPLACEMENT_START_SECONDS` later), with its ``SuccessfulCreate`` Event, until the
   failures exceed ``spec.backoffLimit`` (6 by default); then the Job fails: its active pods are deleted, it
   gets ``FailureTarget`` and ``Failed`` True with reason ``BackoffLimitExceeded`` and message "Job has reached
   the specified backoff limit", and the Warning Event of that reason and message. Not modelled: the rules of a
   ``podFailurePolicy`` (a deleted pod's failure counts, as one no rule matches: a plain deletion gives no
-  DisruptionTarget condition), ``backoffLimitPerIndex`` (whose Job has no global limit), the backoff delay
-  before a replacement, and the pod finalizer the Job controller tracks its pods with (a pod deleted here
+  DisruptionTarget condition), ``backoffLimitPerIndex`` (whose Job has no global limit), and the pod finalizer the Job controller tracks its pods with (a pod deleted here
   goes at once; ``status.terminating`` stays unwritten). A pod the Job's suspension, failure or deletion
   removes is no failure.
 
@@ -129,6 +130,13 @@ SIM_DURATION_ANNOTATION = "kueue-es.dev/sim-duration-seconds"
 #: Seconds a replacement pod of a running Job takes to start and pass readiness (its Job's ``status.ready`` counts
 #: it only then; a kubelet pulls, starts and probes a container in about that time).
 REPLACEMENT_START_SECONDS = 1.0
+#: Seconds the Job controller waits after a Job's first pod failure before it creates pods again; each further
+#: failure since the Job's last success doubles it, up to :data:`MAX_POD_FAILURE_BACKOFF_SECONDS`
+#: (job_controller.go DefaultJobPodFailureBackOff, MaxJobPodFailureBackOff; backoff_utils.go). Without it a pod
+#: failed again at once (Kueue failing a pod stranded on a failed node) is replaced at once, and the Job spends its
+#: backoffLimit in a second.
+POD_FAILURE_BACKOFF_SECONDS = 10.0
+MAX_POD_FAILURE_BACKOFF_SECONDS = 600.0
 #: Seconds between looks at a Job whose time is up while one of its pods is still Pending (its scheduling waits
 #: for room on a node): the wave ends once every pod has run its time.
 PENDING_POLL_SECONDS = 1.0
@@ -146,6 +154,8 @@ class SimulatedKubelet:
     namespace, or all if None.  ``clock`` and ``sleep`` replace the UTC time
     source and asyncio.sleep in tests.  ``watch_options`` go to
     ``client.watch_objects`` (e.g. ``timeout_seconds``, ``backoff_seconds``).
+    ``pod_failure_backoff_seconds``: the Job controller's first delay before it replaces a failed pod
+    (:data:`POD_FAILURE_BACKOFF_SECONDS`; tests of other things may shorten it).
     """
 
     def __init__(
@@ -157,8 +167,10 @@ class SimulatedKubelet:
         clock: Callable[[], datetime.datetime] = store.utc_now,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         watch_options: dict[str, Any] | None = None,
+        pod_failure_backoff_seconds: float = POD_FAILURE_BACKOFF_SECONDS,
     ) -> None:
         self._api = api
+        self._pod_failure_backoff = pod_failure_backoff_seconds
         self._default_duration = default_duration_seconds
         self._namespace = namespace
         self._clock = clock
@@ -186,6 +198,12 @@ class SimulatedKubelet:
         self._counting: dict[str, tuple[dict[str, Any], tuple[int, int]]] = {}
         # Job UID -> the last refusal of a pod of it recorded as FailedCreate (the recorder folds repeats)
         self._failed_create_said: dict[str, str] = {}
+        # Job UID -> its pod failures since its last success and the time of the last (backoff_utils.go
+        # backoffRecord), and the task that creates its pods once that backoff is over
+        self._pod_backoff: dict[str, tuple[int, datetime.datetime]] = {}
+        self._backoff_waits: dict[str, asyncio.Task[None]] = {}
+        # Job UID -> the task that counts the replacements of its failed pods ready, with the count it restores
+        self._ready_restores: dict[str, tuple[asyncio.Task[None], int]] = {}
 
     def start(self) -> None:
         """Run ``run()`` in a background task (idempotent)."""
@@ -205,7 +223,9 @@ class SimulatedKubelet:
                 group.create_task(self._watch_jobs(), name="simulated-kubelet-jobs")
                 group.create_task(self._watch_pods(), name="simulated-kubelet-pods")
         finally:
-            await cancel_and_wait([*self._runs.values(), *self._pod_runs.values(), *self._replacements])
+            await cancel_and_wait(
+                [*self._runs.values(), *self._pod_runs.values(), *self._replacements, *self._backoff_waits.values()]
+            )
 
     async def _watch_jobs(self) -> None:
         async for item in client.watch_objects(
@@ -218,6 +238,7 @@ class SimulatedKubelet:
                 self._failed_pods.pop(_uid(item.object), None)
                 self._succeeded_pods.pop(_uid(item.object), None)
                 self._failed_create_said.pop(_uid(item.object), None)
+                self._forget_backoff(_uid(item.object))
             else:
                 await self._reconcile(item.object)
 
@@ -271,6 +292,7 @@ class SimulatedKubelet:
             self._cancel_run(uid)
             self._said_suspended.discard(uid)
             self._failed_pods.pop(uid, None)
+            self._forget_backoff(uid)
         elif job.get("spec", {}).get("suspend"):
             cancelled = self._cancel_run(uid)
             if cancelled is not None:
@@ -344,6 +366,8 @@ class SimulatedKubelet:
         ):
             return
         self._failed_pods.setdefault(_uid(job), set()).add(_uid(pod))
+        failures = self._pod_backoff[_uid(job)][0] if _uid(job) in self._pod_backoff else 0
+        self._pod_backoff[_uid(job)] = (failures + 1, self._clock())
         failed = int((job.get("status") or {}).get("failed") or 0) + 1
         log = self._log.bind(job=job["metadata"]["name"], job_namespace=namespace)
         log.info("sim_job_pod_failed", pod=(pod.get("metadata") or {}).get("name"), failed=failed)
@@ -365,14 +389,25 @@ class SimulatedKubelet:
         )
         await self._create_pods(job, await self._job_pods(job))
         if was_ready and not counted:
-            task = asyncio.create_task(self._replacement_ready(job, was_ready), name=f"replacement-{_uid(job)}")
+            earlier = self._ready_restores.pop(_uid(job), None)
+            if earlier is not None:  # one restore for the failures of one backoff, to the count before the first
+                earlier[0].cancel()
+                was_ready = max(was_ready, earlier[1])
+            after = self._backoff_left(_uid(job)) + REPLACEMENT_START_SECONDS
+            task = asyncio.create_task(
+                self._replacement_ready(job, was_ready, after=after), name=f"replacement-{_uid(job)}"
+            )
+            self._ready_restores[_uid(job)] = (task, was_ready)
             self._replacements.add(task)
             task.add_done_callback(self._replacements.discard)
 
-    async def _replacement_ready(self, job: dict[str, Any], ready: int) -> None:
-        """After :data:`REPLACEMENT_START_SECONDS`, the replacement of a failed pod of ``job`` is ready: the Job's
-        ``status.ready`` is ``ready`` again, unless the Job has stopped running meanwhile."""
-        await self._sleep(REPLACEMENT_START_SECONDS)
+    async def _replacement_ready(self, job: dict[str, Any], ready: int, *, after: float) -> None:
+        """``after`` seconds on (the pod failure backoff plus :data:`REPLACEMENT_START_SECONDS`), the replacement of a
+        failed pod of ``job`` is ready: the Job's ``status.ready`` is ``ready`` again, unless the Job has stopped
+        running meanwhile."""
+        await self._sleep(after)
+        if self._ready_restores.get(_uid(job), (None, 0))[0] is asyncio.current_task():
+            del self._ready_restores[_uid(job)]
         log = self._log.bind(job=job["metadata"]["name"], job_namespace=job["metadata"].get("namespace"))
         current = await self._still_running(job, log=log)
         if current is not None:
@@ -400,6 +435,7 @@ class SimulatedKubelet:
         job_uid, ready = str(owner.get("uid")), self._ready_pods.setdefault(str(owner.get("uid")), set())
         if (pod.get("status") or {}).get("phase") == "Succeeded":
             self._succeeded_pods.setdefault(job_uid, set()).add(_uid(pod))
+            self._pod_backoff.pop(job_uid, None)  # failures count from the last success (backoff_utils.go)
         if not gone and controllers.is_ready(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
             ready.add(_uid(pod))
         else:
@@ -590,9 +626,13 @@ class SimulatedKubelet:
         with the new ones. A refused pod is logged and left out."""
         if not makes_pods(job):
             return pods
+        bodies = pods_to_create(job, pods)
+        if bodies and self._backoff_left(_uid(job)) > 0:
+            self._create_after_backoff(job)
+            return pods
         out = list(pods)
         metadata = job["metadata"]
-        for body in pods_to_create(job, pods):
+        for body in bodies:
             try:
                 created = await _until_reachable(
                     client.create_object, self._api, resources.PODS, namespace=metadata.get("namespace"), body=body
@@ -610,6 +650,43 @@ class SimulatedKubelet:
             await self._record(job, "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
             out.append(created)
         return out
+
+    def _backoff_left(self, job_uid: str) -> float:
+        """Seconds before the Job controller creates pods of the Job again after its pod failures (0 when it may
+        now): :data:`POD_FAILURE_BACKOFF_SECONDS` (as given) doubled for each failure after the first since its last
+        success, capped, from the last failure (backoff_utils.go getRemainingTimeForFailuresCount)."""
+        record = self._pod_backoff.get(job_uid)
+        if record is None:
+            return 0.0
+        failures, last = record
+        delay = min(self._pod_failure_backoff * 2 ** min(failures - 1, 30), MAX_POD_FAILURE_BACKOFF_SECONDS)
+        return max(0.0, delay - (self._clock() - last).total_seconds())
+
+    def _create_after_backoff(self, job: dict[str, Any]) -> None:
+        """Create the pods ``job`` lacks once its pod failure backoff is over (the Job controller's sync queued
+        with that delay), unless it stopped running meanwhile; one wait per Job."""
+        uid = _uid(job)
+        if uid in self._backoff_waits:
+            return
+
+        async def wait() -> None:
+            try:
+                await self._sleep(self._backoff_left(uid))
+            finally:
+                if self._backoff_waits.get(uid) is asyncio.current_task():
+                    del self._backoff_waits[uid]
+            current = await self._still_running(job, log=self._log.bind(job=job["metadata"]["name"]))
+            if current is not None:
+                await self._create_pods(current, await self._job_pods(current))
+
+        self._backoff_waits[uid] = asyncio.create_task(wait(), name=f"pod-backoff-{uid}")
+
+    def _forget_backoff(self, job_uid: str) -> None:
+        """Drop a deleted or finished Job's backoff record and its wait (the Job controller removes the record)."""
+        self._pod_backoff.pop(job_uid, None)
+        task = self._backoff_waits.pop(job_uid, None)
+        if task is not None:
+            task.cancel()
 
     def _next_due(self, pods: list[dict[str, Any]], share: float) -> float:
         """Seconds until the first of the running ``pods`` has run ``share`` seconds from its ``startTime``; at most

@@ -33,11 +33,19 @@ def job(name: str, *, suspend: bool, duration: float | None = None, **spec: Any)
     }
 
 
+#: The sim_kubelet fixture's first pod failure backoff, in seconds (the Job controller's is 10 s).
+POD_BACKOFF = 0.5
+
+
 @pytest.fixture
 async def sim_kubelet(api: k8s_client.ApiClient) -> AsyncIterator[kubelet.SimulatedKubelet]:
-    """A running SimulatedKubelet with a 0.2 s default duration, stopped after the test."""
+    """A running SimulatedKubelet with a 0.2 s default duration and a pod failure backoff of
+    :data:`POD_BACKOFF` s, stopped after the test."""
     simulated = kubelet.SimulatedKubelet(
-        api, default_duration_seconds=0.2, watch_options={"timeout_seconds": 30, "backoff_seconds": 0.05}
+        api,
+        default_duration_seconds=0.2,
+        watch_options={"timeout_seconds": 30, "backoff_seconds": 0.05},
+        pod_failure_backoff_seconds=POD_BACKOFF,
     )
     simulated.start()
     try:
@@ -451,8 +459,8 @@ async def job_pods(api: k8s_client.ApiClient, name: str) -> list[dict[str, Any]]
     )
 
 
-async def pods_until(api: k8s_client.ApiClient, name: str, check: Any) -> list[dict[str, Any]]:
-    async with asyncio.timeout(5):
+async def pods_until(api: k8s_client.ApiClient, name: str, check: Any, *, timeout: float = 5) -> list[dict[str, Any]]:
+    async with asyncio.timeout(timeout):
         while not check(pods := await job_pods(api, name)):
             await asyncio.sleep(0.05)
     return pods
@@ -461,11 +469,11 @@ async def pods_until(api: k8s_client.ApiClient, name: str, check: Any) -> list[d
 @pytest.mark.usefixtures("sim_kubelet")
 async def test_a_running_jobs_deleted_pod_counts_as_failed_and_is_replaced(api: k8s_client.ApiClient) -> None:
     """``kubectl delete pod`` of a running Job's pod: the Job controller counts it failed (status.failed 1:
-    job_controller.go isPodFailed counts a pod deleted before it succeeded) and creates a replacement at once
-    (SuccessfulCreate); the Job then completes with its completions. Before, the deletion was not counted and
-    the Job ran on one pod short until its end."""
+    job_controller.go isPodFailed counts a pod deleted before it succeeded) and creates a replacement once the
+    pod failure backoff is over (SuccessfulCreate); the Job then completes with its completions. Before, the
+    deletion was not counted and the Job ran on one pod short until its end."""
     await client.create_object(
-        api, resources.JOBS, namespace="default", body=job("del", suspend=False, duration=1.5, parallelism=2)
+        api, resources.JOBS, namespace="default", body=job("del", suspend=False, duration=3, parallelism=2)
     )
     first = await pods_until(api, "del", lambda pods: len(pods) == 2)
     victim = first[0]["metadata"]["name"]
@@ -478,6 +486,43 @@ async def test_a_running_jobs_deleted_pod_counts_as_failed_and_is_replaced(api: 
     assert (done["succeeded"], done["failed"]) == (2, 1)
     created = [e for e in await job_events(api, "del") if e[2] == "SuccessfulCreate"]
     assert len(created) == 3  # the two pods and the replacement
+
+
+async def replaced_after(api: k8s_client.ApiClient, name: str, failed: str) -> tuple[str, float]:
+    """Write the Job ``name``'s pod ``failed`` Failed (its container exited 1); return its replacement's name
+    and the seconds from that write until the replacement was listed."""
+    status = {"phase": "Failed", "containerStatuses": [{"name": "c", "state": {"terminated": {"exitCode": 1}}}]}
+    await client.patch_object(
+        api, resources.PODS, namespace="default", name=failed, patch={"status": status}, subresource="status"
+    )
+    start = asyncio.get_running_loop().time()
+    new = await pods_until(api, name, lambda pods: any(not is_terminal(p) for p in pods), timeout=15)
+    [replacement] = [p["metadata"]["name"] for p in new if not is_terminal(p)]
+    return replacement, asyncio.get_running_loop().time() - start
+
+
+def is_terminal(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Failed", "Succeeded")
+
+
+@pytest.mark.usefixtures("sim_kubelet")
+async def test_a_failed_pods_replacement_waits_out_the_job_controllers_backoff(api: k8s_client.ApiClient) -> None:
+    """The Job controller replaces a failed pod only after its pod failure backoff: the first delay after one
+    failure, twice it after a second failure since the Job's last success (backoff_utils.go
+    getRemainingTimeForFailuresCount; 10 s, 20 s, ... in Kubernetes, POD_BACKOFF here). Before, the replacement
+    came at once: a pod that Kueue's TAS node controller fails as stranded on a failed node was then made and
+    failed again in a loop that spent the Job's backoffLimit in under a second
+    (tests/e2e/test_tas_nodes_manifest.py's node failure walk-through, one run in a few under load)."""
+    await client.create_object(
+        api, resources.JOBS, namespace="default", body=job("bo", suspend=False, duration=60, parallelism=1)
+    )
+    [first] = await pods_until(api, "bo", lambda pods: len(pods) == 1)
+    second, waited = await replaced_after(api, "bo", first["metadata"]["name"])
+    assert waited >= POD_BACKOFF * 0.9, waited
+    _, waited = await replaced_after(api, "bo", second)
+    assert waited >= 2 * POD_BACKOFF * 0.9, waited
+    status = await wait_for_status(api, "bo", lambda s: s.get("failed") == 2)
+    assert not is_complete(status) and condition(status, "Failed") is None
 
 
 @pytest.mark.usefixtures("sim_kubelet")
