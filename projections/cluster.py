@@ -1674,6 +1674,8 @@ def _apply_workload_decision(
     # for each case tried): a record's pending outcomes are most of a busy cycle's decisions. A PendingOutcome
     # folds as the WorkloadInadmissible it stands for.
     if type(event) is types.PendingOutcome or type(event) is types.WorkloadInadmissible:
+        if not state.metrics.attempt_counted:  # the first try of the admitter's open cycle
+            kueue_metrics.on_attempted(state, reserved=False)
         current.pending_message = event.message
         current.pending_reason = event.reason
         current.bookmark = event.bookmark
@@ -1824,6 +1826,8 @@ def _apply_preemption(
         return
     match event:
         case types.PreemptionRequired():
+            if not state.metrics.attempt_counted:  # a head the cycle tried: it waits for its preemptions
+                kueue_metrics.on_attempted(state, reserved=False)
             if current.reservation is None and not current.gone:
                 state.nominations[event.workload.key] = (seq, event)
                 current.pending_message, current.pending_reason = event.message, ""

@@ -584,7 +584,8 @@ class KueueMetrics(msgspec.Struct):
     ``evicted_once[workload key]``
     the (reason, underlying cause) pairs it was already evicted for (Kueue's
     schedulingStats.evictions, for ``evicted_workloads_once_total``). ``attempt_seq`` is the
-    admitter's DecisionRecord whose cycle is being counted, ``attempt_success`` whether it
+    admitter's DecisionRecord whose cycle is being counted, ``attempt_counted`` whether that cycle was
+    counted yet (it is once it tried a workload: :func:`on_attempted`), ``attempt_success`` whether it
     reserved quota for some workload.
     """
 
@@ -596,6 +597,7 @@ class KueueMetrics(msgspec.Struct):
     evicted_once: dict[str, list[tuple[str, str]]] = {}
     attempt_seq: int = 0
     attempt_success: bool = False
+    attempt_counted: bool = True  # a state folded before this field: its open cycle was counted at its record
 
 
 _BOUNDS: Final[dict[str, tuple[int, ...]]] = {f.name: f.buckets for f in FAMILIES if f.kind == "histogram"}
@@ -702,15 +704,32 @@ def on_queue_deleted(state: ClusterState, kind: str, namespace: str, name: str) 
 
 
 def on_record(state: ClusterState, record: types.DecisionRecord, *, seq: int, admitter: bool) -> None:
-    """A DecisionRecord folded: an admitter record that decides something is one admission attempt
-    (Kueue's scheduling cycle; a cycle that decides nothing leaves no trace on the log), counted
-    ``inadmissible`` until one of its outputs reserves quota (:func:`on_reserved`)."""
+    """A DecisionRecord folded: an admitter record that decides something may be an admission attempt
+    (Kueue's scheduling cycle, which scheduler.go counts once it had heads to try); it is counted when
+    the first of its decisions that tries a workload is folded (:func:`on_attempted`). A record of only
+    evictions, releases, admissions after checks or deactivations is no attempt; a cycle that decides
+    nothing leaves no trace on the log."""
     metrics = state.metrics
     if admitter and record.decided and seq > metrics.attempt_seq:
-        metrics.attempt_seq, metrics.attempt_success = seq, False
-        _inc(metrics, "kueue_admission_attempts_total", ("inadmissible",))
+        metrics.attempt_seq, metrics.attempt_success, metrics.attempt_counted = seq, False, False
     elif not admitter:
-        metrics.attempt_seq, metrics.attempt_success = max(metrics.attempt_seq, seq), True
+        metrics.attempt_seq = max(metrics.attempt_seq, seq)
+        metrics.attempt_success, metrics.attempt_counted = True, True
+
+
+def on_attempted(state: ClusterState, *, reserved: bool) -> None:
+    """A decision of the admitter's open cycle that tried a workload: it reserved quota (``reserved``) or
+    left the workload pending (a WorkloadInadmissible or pending outcome). The cycle counts once in
+    ``kueue_admission_attempts_total``: ``inadmissible`` until one of its decisions reserves quota, then
+    ``success`` (scheduler.go schedule: AdmissionAttempt with success when any head was admitted)."""
+    metrics = state.metrics
+    if not metrics.attempt_counted:
+        metrics.attempt_counted, metrics.attempt_success = True, reserved
+        _inc(metrics, "kueue_admission_attempts_total", ("success",) if reserved else ("inadmissible",))
+    elif reserved and not metrics.attempt_success:
+        metrics.attempt_success = True
+        _inc(metrics, "kueue_admission_attempts_total", ("inadmissible",), -1)
+        _inc(metrics, "kueue_admission_attempts_total", ("success",))
 
 
 STOPPED_REASONS: Final = ("ClusterQueueStopped", "LocalQueueStopped")
@@ -767,10 +786,8 @@ def on_reserved(state: ClusterState, wl: WorkloadState, event: types.QuotaReserv
     """QuotaReserved for a workload holding none: quota_reserved_workloads_total and its wait
     (scheduler.go recordQuotaReservationMetrics)."""
     metrics = state.metrics
-    if not metrics.attempt_success and metrics.attempt_seq:
-        metrics.attempt_success = True
-        _inc(metrics, "kueue_admission_attempts_total", ("inadmissible",), -1)
-        _inc(metrics, "kueue_admission_attempts_total", ("success",))
+    if metrics.attempt_seq:
+        on_attempted(state, reserved=True)
     pc = priority_class(wl)
     lq = (wl.workload.spec.queue_name, wl.workload.metadata.namespace, pc)
     wait = event.at_ms - metrics.queued_ms.get(wl.key, wl.workload.metadata.creation_timestamp_ms)

@@ -270,6 +270,38 @@ def test_values_after_admissions_a_preemption_and_a_finish() -> None:
     assert bucket_1s == sum(1 for w in waits if w <= 1000)
 
 
+def test_admission_attempts_count_the_cycles_that_tried_a_workload() -> None:
+    """kueue_admission_attempts_total counts a scheduling cycle that tried a head (scheduler.go schedule:
+    AdmissionAttempt, ``success`` when one was admitted): an admitter record that reserves quota counts
+    ``success``, one that only leaves workloads pending (or waiting for preemptions) ``inadmissible``, and
+    one of only PodsReady evictions, releases or deactivations not at all. Before, every admitter record
+    counted: a workload admitted three times, evicted twice and deactivated read 9 attempts (a new user's
+    trial)."""
+    run = run_scenario(load_scenario(Path("tests/scenarios/podsready/backoff-limit-deactivates.yaml")))
+    tries = (types.WorkloadInadmissible, types.PendingOutcome, types.PreemptionRequired)
+    expected = {"success": 0, "inadmissible": 0}
+    no_try = 0
+    for message in run.messages:
+        if message.headers.get("Kq-Type") != "DecisionRecord":
+            continue
+        record = codec.decode(message.data)
+        assert isinstance(record, types.DecisionRecord)
+        if record.role != "admit" or not record.decided:
+            continue
+        assert record.output_count == 0  # the core engine's records carry their decisions
+        decisions = record.all_decisions()
+        if any(isinstance(d, types.QuotaReserved | types.WorkloadAdmitted) for d in decisions):
+            expected["success"] += 1  # no admission checks here: every admission reserves
+        elif any(isinstance(d, tries) for d in decisions):
+            expected["inadmissible"] += 1
+        else:
+            no_try += 1
+    assert no_try >= 3 and expected["success"] >= 3  # evictions and releases, and the readmissions
+    samples = _samples(_fold(run.messages))
+    got = {result: _value(samples, "kueue_admission_attempts_total", result=result) for result in expected}
+    assert got == expected
+
+
 def test_before_the_first_cycle_every_pending_workload_is_active() -> None:
     run = _preemption_run()
     first_record = next(m.seq for m in run.messages if m.headers.get("Kq-Type") == "DecisionRecord")
