@@ -421,10 +421,13 @@ class _Note:
 
 
 def _is_object_of(wl: WorkloadState, object_meta: objects.ObjectMeta) -> bool:
-    """Whether a Workload object of the workload's name is that workload's: a job's carries its job's UID
-    (``kueue.x-k8s.io/job-uid``), one created as such is the workload itself (its UID is the log's)."""
+    """Whether a Workload object of the workload's name is that workload's: one created as such is the workload
+    itself (its UID is the log's: a standalone Workload, a job's prebuilt one), a job's carries its job's UID
+    (``kueue.x-k8s.io/job-uid``; the log's UID of a workload made from a job is its job's)."""
     uid = wl.workload.metadata.uid
+    if object_meta.get("uid") == uid:
+        return bool(uid)
     if wl.workload.owner is None:
-        return not uid or object_meta.get("uid") == uid
+        return not uid
     job_uid = (object_meta.get("labels") or {}).get(JOB_UID_LABEL)
     return job_uid is None or job_uid == uid

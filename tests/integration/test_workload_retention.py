@@ -46,6 +46,7 @@ from tests.integration.harness import (
     wait_until,
     watch_with_workloads,
 )
+from tests.integration.test_prebuilt_workloads import prebuilt_job, prebuilt_workload
 from tests.integration.test_standalone_workloads import set_condition, standalone
 
 pytestmark = pytest.mark.timeout(40)
@@ -447,3 +448,35 @@ async def test_a_finished_standalone_workload_is_deleted_once_on_the_log(api, bu
 
     assert [(e.name, e.uid) for e in deleted] == [("wl-s", created["metadata"]["uid"])]
     assert isinstance(deleted[0].at_ms, int)
+
+
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
+async def test_a_finished_prebuilt_workload_is_deleted_by_the_dispatcher_once(api, bus: MemoryBus) -> None:
+    """A Job's prebuilt Workload (its UID the log's, its job-uid label the Job's), finished with its Job, deleted
+    by ``afterFinished``: the dispatcher deletes that object (its UID as precondition) with Kueue's ``Deleted``
+    Event, and the deletion is one ObjectDeleted on the log, with its time; the Job stays. Before, the dispatcher
+    took the object for another workload's, recorded the deletion without deleting it (no Event) and deleted it
+    later as the object of a workload gone, and the watcher's sighting was stored next to that record."""
+    deletes = DeleteLog(api)
+    async with kueue(api, bus, dispatcher_api=deletes) as dispatcher:
+        await configure(bus, after_finished="1s")
+        await set_up(api)
+        created = await kube.apply_manifest(api, prebuilt_workload("wl-p", count=1))
+        await kube.apply_manifest(api, prebuilt_job("job-p", "wl-p", parallelism=1))
+        await eventually(api, JOBS, "job-p", lambda o: o["spec"]["suspend"] is False)
+        await complete(api, "job-p")
+        await wait_for(bus, types.WorkloadFinished, timeout=10)
+        await gone(api, resources.WORKLOADS, "wl-p")
+        await wait_until(lambda: dispatcher.retention.deleted == 1, what="the deletion recorded")
+        await asyncio.sleep(1.5)  # the watcher's sighting
+        job_now = await kube.get_object(api, JOBS, namespace="default", name="job-p")
+        events, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    uid = created["metadata"]["uid"]
+    deleted = await events_of(bus, types.ObjectDeleted, kind="Workload")
+
+    assert [(e.name, e.uid) for e in deleted] == [("wl-p", uid)]
+    assert isinstance(deleted[0].at_ms, int)
+    assert deletes.deletes == [("Workload", "default", "wl-p", {"preconditions": {"uid": uid}})]
+    on_workload = [(e["reason"], e["involvedObject"].get("uid")) for e in events if e["reason"] == "Deleted"]
+    assert on_workload == [("Deleted", uid)]
+    assert conditions(job_now)["Complete"]["status"] == "True"
