@@ -929,6 +929,15 @@ def is_orphaned(obj: Mapping[str, Any]) -> bool:
     return not meta.get("ownerReferences") and bool(isinstance(labels, dict) and labels.get(JOB_UID_LABEL))
 
 
+def object_gone_version(object_uid: str) -> str:
+    """The Msg-Id version of the ObjectDeleted of a Workload object that went (deleted, or marked for deletion):
+    ``gone@<object UID>``. Every service that tells of that deletion gives it -- the dispatcher that deleted the
+    object (the retention policies), the watcher that saw it go, whichever way it reads the deletion (a job's
+    Workload, a Pod's or a pod group's, a prebuilt or a standalone one) -- so the deletion is one fact on the log,
+    whoever tells first. An object is deleted once: its UID names that deletion."""
+    return f"gone@{object_uid}"
+
+
 def owner_not_found(workload: types.WorkloadRef, *, at_ms: int, owner_deleting: bool = False) -> types.WorkloadFinished:
     """WorkloadFinished for an orphaned workload (:func:`is_orphaned`): reason ``OwnerNotFound``, message
     "The workload's owner no longer exists", neither succeeded nor failed (``succeeded`` False: its job did

@@ -16,14 +16,17 @@ every fold then forgets the workload (its quota released if it still held some),
 more, a restarted dispatcher does not make it again, and ``explain`` shows it deleted. A finished Workload's
 the dispatcher publishes itself (with its time), as it publishes the deletion of a workload whose job it
 found gone; the watcher, seeing the object go, publishes the same fact with the same Msg-Id
-(``gone@<object UID>``), so it is stored once. A deleted job the watcher reports, as any job deleted (also
+(``gone@<object UID>``, :func:`~kueue_es.jobframework.workloads.object_gone_version`), whatever made the
+Workload (a job of any kind, a Pod or a pod group, a prebuilt or a standalone one), so it is stored once. A
+deleted job the watcher reports, as any job deleted (also
 after a restart: its relist); the dispatcher publishes the workload's deletion only for a job it finds gone
 already. Nothing is a decision: replay re-checks the deciders' decisions, and this deletion is a fact they
 read like any other.
 
 A dispatcher that was down when a period ended deletes what is due as soon as its fold has caught up
 (its index is rebuilt from the fold, or from a snapshot's records); one that deleted an object but stopped
-before its fact was stored finds the object gone (404) and stores the fact then.
+before its fact was stored finds the object gone (404) and stores the fact then (``retention@<workload UID>``:
+the object's UID is known only to a dispatcher that still holds the object, :meth:`Retention._gone_already`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import structlog
 from kueue_es.events import subjects, types
 from kueue_es.events.bus.base import Bus
 from kueue_es.jobframework import integrations
+from kueue_es.jobframework.workloads import object_gone_version
 from kueue_es.projections.cluster import WorkloadState
 from kueue_es.scheduling import retention
 from kueue_es.services.dispatcher import core, kube_events
@@ -288,11 +292,11 @@ class Retention:
         try:
             current = await self.stored.api.get_object(resources.WORKLOADS, namespace=meta.namespace, name=meta.name)
         except kube_errors.NotFoundError:
-            return f"retention@{meta.uid}"  # gone already (by hand, or by this rule before a restart)
+            return self._gone_already(wl)  # by hand, or by this rule before a restart
         object_meta = objects.meta(objects.as_stored(current))
         object_uid = str(object_meta.get("uid") or "")
         if not _is_object_of(wl, object_meta):
-            return f"retention@{meta.uid}"  # another workload's object of that name: ours is gone
+            return self._gone_already(wl)  # another workload's object of that name: ours is gone
         if RESOURCE_IN_USE_FINALIZER in (object_meta.get("finalizers") or []) or object_meta.get("deletionTimestamp"):
             await self.stored.let_go(meta.namespace, meta.name, deleting=True)
         if not object_meta.get("deletionTimestamp"):
@@ -317,7 +321,19 @@ class Retention:
                     )
                 )
         self.stored.objects.pop(("Workload", meta.namespace, meta.name), None)
-        return f"gone@{object_uid}" if object_uid else f"retention@{meta.uid}"
+        return object_gone_version(object_uid) if object_uid else f"retention@{meta.uid}"
+
+    def _gone_already(self, wl: WorkloadState) -> str:
+        """The Msg-Id version of the ObjectDeleted of a finished workload whose object is gone already: that of the
+        object's deletion (the watcher's, when it saw it go) when the dispatcher still holds the object it last
+        wrote, ``retention@<workload UID>`` when it does not (a dispatcher started since)."""
+        meta = wl.workload.metadata
+        stored = self.stored.objects.get(("Workload", meta.namespace, meta.name))
+        object_meta = objects.meta(stored) if stored is not None else None
+        object_uid = str(object_meta.get("uid") or "") if object_meta is not None else ""
+        if object_meta is None or not object_uid or not _is_object_of(wl, object_meta):
+            return f"retention@{meta.uid}"
+        return object_gone_version(object_uid)
 
     async def _delete_job(self, wl: WorkloadState, notes: list[_Note]) -> str | None:
         """The deactivated rule (Kueue's handleWorkloadAfterDeactivatedPolicy): the workload's job deleted with
@@ -405,10 +421,13 @@ class _Note:
 
 
 def _is_object_of(wl: WorkloadState, object_meta: objects.ObjectMeta) -> bool:
-    """Whether a Workload object of the workload's name is that workload's: a job's carries its job's UID
-    (``kueue.x-k8s.io/job-uid``), one created as such is the workload itself (its UID is the log's)."""
+    """Whether a Workload object of the workload's name is that workload's: one created as such is the workload
+    itself (its UID is the log's: a standalone Workload, a job's prebuilt one), a job's carries its job's UID
+    (``kueue.x-k8s.io/job-uid``; the log's UID of a workload made from a job is its job's)."""
     uid = wl.workload.metadata.uid
+    if object_meta.get("uid") == uid:
+        return bool(uid)
     if wl.workload.owner is None:
-        return not uid or object_meta.get("uid") == uid
+        return not uid
     job_uid = (object_meta.get("labels") or {}).get(JOB_UID_LABEL)
     return job_uid is None or job_uid == uid

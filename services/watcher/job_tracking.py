@@ -1143,7 +1143,7 @@ class JobTracker:
             if object_uid:
                 self._seen_deleted(object_uid)
             await self.publisher.delete_workload(
-                key, version=f"gone@{object_uid}", uid=known.metadata.uid, at_ms=self.clock()
+                key, version=_gone_version(obj), uid=known.metadata.uid, at_ms=self.clock()
             )
             log.info("orphaned_workload_object_deleted", workload=f"{key[0]}/{key[1]}")
             return
@@ -1164,7 +1164,7 @@ class JobTracker:
             # --cascade=foreground: the job waits for it): the workload goes with its job, which is neither
             # stopped nor given a new one (Kueue reconciler.go: a job being deleted is only finalized)
             await self.publisher.delete_workload(
-                key, version=f"gone@{object_uid}", uid=known.metadata.uid, at_ms=self.clock()
+                key, version=_gone_version(obj), uid=known.metadata.uid, at_ms=self.clock()
             )
             log.info("deleting_jobs_workload_object_deleted", workload=f"{key[0]}/{key[1]}", job=f"{kind} {owner.name}")
             return
@@ -1173,11 +1173,13 @@ class JobTracker:
             # a finished job's Workload (the retention policies' afterFinished, or a hand): gone, and no new one made
             # (reconciler.go step 3); the dispatcher records its own deletion with this Msg-Id, so it is stored once
             await self.publisher.delete_workload(
-                key, version=f"gone@{object_uid}", uid=known.metadata.uid, at_ms=self.clock()
+                key, version=_gone_version(obj), uid=known.metadata.uid, at_ms=self.clock()
             )
             log.info("finished_workload_object_deleted", workload=f"{key[0]}/{key[1]}", job=f"{kind} {owner.name}")
             return
-        await self.publisher.delete_workload(key, version=f"deleted@{version}", uid=known.metadata.uid)
+        # the Msg-Id names the object's deletion: a Workload the dispatcher deleted (the retention policies, when
+        # the job's state does not tell it finished) is stored once too
+        await self.publisher.delete_workload(key, version=_gone_version(obj), uid=known.metadata.uid)
         self.recreated_at[key] = self.clock()
         log.info("workload_object_deleted", workload=f"{key[0]}/{key[1]}", job=f"{kind} {key[0]}/{owner.name}")
         await self._sync_job(kind, job, version=f"{objects.resource_version(job)}~{version}")
@@ -1186,12 +1188,15 @@ class JobTracker:
         """The Workload object of a single Pod or a pod group was marked for deletion or deleted while its pods
         remain: the log's workload is deleted (its quota released) and, as Kueue's reconciler stops a job whose
         Workload is being deleted (Pod.Stop deletes its pods), the dispatcher deletes the pods; none of them is
-        given a workload again meanwhile (:attr:`doomed`)."""
+        given a workload again meanwhile (:attr:`doomed`). A finished workload's pods stay (Kueue finalizes the
+        job of a finished Workload first); its ObjectDeleted carries the time it was seen gone, as the
+        dispatcher's when the retention policies deleted it (the same Msg-Id: :func:`_gone_version`)."""
         namespace = key[0]
         owner = known.owner
         assert owner is not None
         pods_of = self.objects["Pod"]
-        if known.metadata.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true":
+        grouped = known.metadata.annotations.get(IS_GROUP_WORKLOAD_ANNOTATION) == "true"
+        if grouped:
             members = [
                 pods_of[(namespace, n)] for n in sorted(self.groups.groups.get(key, ())) if (namespace, n) in pods_of
             ]
@@ -1208,12 +1213,22 @@ class JobTracker:
             # pod is not among them), or the pods' own going, not a deletion by hand (the collector never
             # deletes an object while one of its owners remains)
             return
-        version = objects.resource_version(obj)
         if object_uid := objects.uid_of(obj):
             self._seen_deleted(object_uid)
         self.doomed[key] = {objects.uid_of(pod) for pod in members}
-        await self.publisher.delete_workload(key, version=f"deleted@{version}", uid=known.metadata.uid)
-        log.info("workload_object_deleted", workload=f"{namespace}/{key[1]}", pods=len(members))
+        finished = _finished_object(obj) or (
+            pods.group_has_finished(self.groups.members(key)) if grouped else pods.is_terminated(members[0])
+        )
+        # a finished one's pods stay (the dispatcher deletes no pod of a finished workload) and its deletion is most
+        # likely the retention policies' (afterFinished), which the dispatcher records itself, with its time: the
+        # Msg-Id names the object's deletion (gone@<object UID>), the same as the dispatcher's, so it is stored once
+        await self.publisher.delete_workload(
+            key,
+            version=_gone_version(obj),
+            uid=known.metadata.uid,
+            at_ms=self.clock() if finished else msgspec.UNSET,
+        )
+        log.info("workload_object_deleted", workload=f"{namespace}/{key[1]}", pods=len(members), finished=finished)
 
     def _seen_deleted(self, object_uid: str) -> None:
         """Workload object ``object_uid``'s deletion is published (or needs none): its later events are not news."""
@@ -1398,6 +1413,14 @@ def _same_counts(a: tuple[tuple[str, int, int | None], ...], b: tuple[tuple[str,
     """Whether two lists of pod sets (name, count, minCount) have the same counts and minCounts in order (Kueue's
     ComparePodSetSlices compares no names)."""
     return len(a) == len(b) and all(x[1:] == y[1:] for x, y in zip(a, b, strict=True))
+
+
+def _gone_version(obj: objects.KubeObject) -> str:
+    """The Msg-Id version of the ObjectDeleted of a Workload object seen going (marked for deletion or deleted):
+    :func:`~kueue_es.jobframework.workloads.object_gone_version` of its UID, the dispatcher's for the same deletion
+    (``deleted@<resourceVersion>`` for an object without one)."""
+    object_uid = objects.uid_of(obj)
+    return workloads.object_gone_version(object_uid) if object_uid else f"deleted@{objects.resource_version(obj)}"
 
 
 def _finished_object(obj: objects.KubeObject) -> bool:

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
+import msgspec
 import structlog
 
 from kueue_es.events import manifests, models, types
@@ -160,7 +161,7 @@ class PrebuiltWorkloads:
         version = objects.resource_version(obj)
         if change == "DELETED" or objects.meta(obj).get("deletionTimestamp"):
             self.objects.pop(key, None)
-            self.finished.pop(key, None)
+            finished = self.finished.pop(key, None) is not None or _finished(cast(Mapping[str, Any], obj)) is not None
             known = self.publisher.workloads.get(key)
             if (
                 known is not None
@@ -168,7 +169,14 @@ class PrebuiltWorkloads:
                 and known.metadata.uid == objects.uid_of(obj)
                 and key in self.publisher.known["Workload"]
             ):
-                await self.publisher.delete_workload(key, version=f"deleted@{version}", uid=known.metadata.uid)
+                # the Msg-Id names the object's deletion: the dispatcher's when the retention policies deleted it (a
+                # finished one), which has its time too, so it is stored once whoever tells first
+                await self.publisher.delete_workload(
+                    key,
+                    version=workloads.object_gone_version(known.metadata.uid),
+                    uid=known.metadata.uid,
+                    at_ms=self.clock() if finished else msgspec.UNSET,
+                )
                 log.info("prebuilt_workload_deleted", workload=f"{key[0]}/{key[1]}")
             return
         self.objects[key] = obj

@@ -163,7 +163,12 @@ class StandaloneTracker:
         key, meta = _key(obj), objects.meta(obj)
         version = objects.resource_version(obj)
         if change == "DELETED":
-            await self.publisher.delete_workload(key, version=version, uid=str(meta.get("uid") or ""))
+            uid = str(meta.get("uid") or "")
+            # the Msg-Id names the object's deletion: the dispatcher's when the retention policies deleted it (a
+            # finished one), which has its time too, so it is stored once whoever tells first
+            gone = workloads.object_gone_version(uid) if uid else version
+            at_ms = self.clock() if key in self.finished else msgspec.UNSET
+            await self.publisher.delete_workload(key, version=gone, uid=uid, at_ms=at_ms)
             self.finished.discard(key)
             self.objects.pop(key, None)
             return

@@ -33,15 +33,21 @@ from tests.integration.harness import (
     RecordingConsumer,
     admitter,
     cluster_queue,
+    dispatcher_with_consumer,
     events_of,
     flavor,
     job,
     local_queue,
     log_entries,
+    pod_services,
     running,
+    set_up_queues,
+    wait_for,
     wait_until,
     watch_with_workloads,
 )
+from tests.integration.test_prebuilt_workloads import prebuilt_job, prebuilt_workload
+from tests.integration.test_standalone_workloads import set_condition, standalone
 
 pytestmark = pytest.mark.timeout(40)
 
@@ -351,3 +357,126 @@ async def test_a_dispatcher_restarted_after_the_period_deletes_what_is_due(api, 
     assert second.retention.deleted == 1 and third.retention.deleted == 0
     assert after_third is None
     assert len(await events_of(bus, types.ObjectDeleted, kind="Workload")) == 1
+
+
+def plain_pod(name: str, group: str = "", *, total: int = 1) -> dict[str, Any]:
+    """A plain Pod of LocalQueue user-queue (1 CPU), of pod group ``group`` of ``total`` pods when one is named."""
+    labels = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    annotations = {}
+    if group:
+        labels["kueue.x-k8s.io/pod-group-name"] = group
+        annotations["kueue.x-k8s.io/pod-group-total-count"] = str(total)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels, "annotations": annotations},
+        "spec": {
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+            "restartPolicy": "Never",
+        },
+    }
+
+
+async def pod_succeeded(api: Any, name: str) -> None:
+    """Pod ``default/name`` Succeeded, as its kubelet reports it."""
+    await kube.patch_object(
+        api,
+        resources.PODS,
+        namespace="default",
+        name=name,
+        patch={"status": {"phase": "Succeeded"}},
+        subresource="status",
+    )
+
+
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
+async def test_a_finished_pods_workload_is_deleted_once_on_the_log(api, bus: MemoryBus) -> None:
+    """A single Pod's and a pod group's finished Workloads deleted by ``afterFinished``: each deletion is one
+    ObjectDeleted on the log (the dispatcher's, and the watcher's sighting of the object going shares its
+    Msg-Id ``gone@<object UID>``), as for a Job's; the succeeded pods stay, no new Workload is made for them and
+    every decision replays. Before, the watcher took the object's going for a deletion by hand while the pods
+    remain and published a second ObjectDeleted (Msg-Id ``deleted@<resourceVersion>``)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*pod_services(bus, api, dispatcher, consumer)):
+        await configure(bus, after_finished="1s")
+        await set_up_queues(api, cpu=9)
+        await kube.apply_manifest(api, plain_pod("solo"))
+        for name in ("g-a", "g-b"):
+            await kube.apply_manifest(api, plain_pod(name, "grp", total=2))
+        admitted = await wait_for(bus, types.WorkloadAdmitted, count=2, timeout=10)
+        refs = {e.workload.name: e.workload for e in admitted}
+        for name in ("solo", "g-a", "g-b"):
+            await eventually(api, resources.PODS, name, lambda p: not (p["spec"].get("schedulingGates") or []))
+            await pod_succeeded(api, name)
+        await wait_for(bus, types.WorkloadFinished, count=2, timeout=10)
+        for name in refs:
+            await gone(api, resources.WORKLOADS, name)
+        await wait_until(lambda: dispatcher.retention.deleted == 2, what="the deletions recorded")
+        await asyncio.sleep(1.5)  # the watcher's sightings, and anything that would make them anew
+        pods, _ = await kube.list_objects(api, resources.PODS, namespace="default")
+        workloads_left, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+    entries = await log_entries(bus)
+    report = check_log([m for m, _ in entries], deciders.BY_ROLE)
+
+    deleted = [(e.name, e.uid) for _, e in entries if isinstance(e, types.ObjectDeleted) and e.kind == "Workload"]
+    assert sorted(deleted) == sorted((ref.name, ref.uid) for ref in refs.values())
+    assert len(await events_of(bus, types.WorkloadObserved)) == 2
+    assert workloads_left == []
+    assert {p["metadata"]["name"]: p["status"]["phase"] for p in pods} == dict.fromkeys(
+        ("solo", "g-a", "g-b"), "Succeeded"
+    )
+    assert not report.mismatches and report.matched == report.decisions > 0
+
+
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
+async def test_a_finished_standalone_workload_is_deleted_once_on_the_log(api, bus: MemoryBus) -> None:
+    """A Workload made by hand, finished by its user's condition, deleted by ``afterFinished``: its deletion is
+    one ObjectDeleted on the log, with its time, as a Job's Workload's. Before, the watcher's sighting of the
+    object going had a Msg-Id of its own (the object's resourceVersion) and was stored next to the
+    dispatcher's."""
+    async with kueue(api, bus) as dispatcher:
+        await configure(bus, after_finished="1s")
+        await set_up(api)
+        created = await kube.apply_manifest(api, standalone("wl-s", count=1))
+        await eventually(api, resources.WORKLOADS, "wl-s", lambda o: "Admitted" in conditions(o))
+        await set_condition(api, "wl-s", {"type": "Finished", "status": "True", "reason": "Succeeded"})
+        await wait_for(bus, types.WorkloadFinished, timeout=10)
+        await gone(api, resources.WORKLOADS, "wl-s")
+        await wait_until(lambda: dispatcher.retention.deleted == 1, what="the deletion recorded")
+        await asyncio.sleep(1.5)  # the watcher's sighting
+    deleted = await events_of(bus, types.ObjectDeleted, kind="Workload")
+
+    assert [(e.name, e.uid) for e in deleted] == [("wl-s", created["metadata"]["uid"])]
+    assert isinstance(deleted[0].at_ms, int)
+
+
+@pytest.mark.slow  # an end-to-end run of several seconds: CI runs it after the README command
+async def test_a_finished_prebuilt_workload_is_deleted_by_the_dispatcher_once(api, bus: MemoryBus) -> None:
+    """A Job's prebuilt Workload (its UID the log's, its job-uid label the Job's), finished with its Job, deleted
+    by ``afterFinished``: the dispatcher deletes that object (its UID as precondition) with Kueue's ``Deleted``
+    Event, and the deletion is one ObjectDeleted on the log, with its time; the Job stays. Before, the dispatcher
+    took the object for another workload's, recorded the deletion without deleting it (no Event) and deleted it
+    later as the object of a workload gone, and the watcher's sighting was stored next to that record."""
+    deletes = DeleteLog(api)
+    async with kueue(api, bus, dispatcher_api=deletes) as dispatcher:
+        await configure(bus, after_finished="1s")
+        await set_up(api)
+        created = await kube.apply_manifest(api, prebuilt_workload("wl-p", count=1))
+        await kube.apply_manifest(api, prebuilt_job("job-p", "wl-p", parallelism=1))
+        await eventually(api, JOBS, "job-p", lambda o: o["spec"]["suspend"] is False)
+        await complete(api, "job-p")
+        await wait_for(bus, types.WorkloadFinished, timeout=10)
+        await gone(api, resources.WORKLOADS, "wl-p")
+        await wait_until(lambda: dispatcher.retention.deleted == 1, what="the deletion recorded")
+        await asyncio.sleep(1.5)  # the watcher's sighting
+        job_now = await kube.get_object(api, JOBS, namespace="default", name="job-p")
+        events, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+    uid = created["metadata"]["uid"]
+    deleted = await events_of(bus, types.ObjectDeleted, kind="Workload")
+
+    assert [(e.name, e.uid) for e in deleted] == [("wl-p", uid)]
+    assert isinstance(deleted[0].at_ms, int)
+    assert deletes.deletes == [("Workload", "default", "wl-p", {"preconditions": {"uid": uid}})]
+    on_workload = [(e["reason"], e["involvedObject"].get("uid")) for e in events if e["reason"] == "Deleted"]
+    assert on_workload == [("Deleted", uid)]
+    assert conditions(job_now)["Complete"]["status"] == "True"
