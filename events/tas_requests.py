@@ -14,13 +14,13 @@ rules live here, below both; :mod:`kueue_es.events.tas` re-exports every public 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import msgspec
 
-from kueue_es.events import models
+from kueue_es.events import gojson, models
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 REQUIRED_ANNOTATION = "kueue.x-k8s.io/podset-required-topology"
@@ -187,6 +187,47 @@ def _camel(name: str) -> str:
     return head + "".join(p.title() for p in rest)
 
 
+#: Kueue's Go struct of one slice layer and its JSON fields' Go types (apis/kueue/v1beta2/workload_types.go).
+_CONSTRAINT_STRUCT = "PodsetSliceRequiredTopologyConstraint"
+_CONSTRAINT_FIELDS: dict[str, gojson.FieldType] = {"topology": "string", "size": "int32"}
+CONSTRAINT_LAYERS_PROBLEM = "topology constraints must contain between 1 and 3 entries"
+"""Kueue's words (jobframework/tas.go errTopologyConstraintsLayerCount) for a list of no or more than 3 layers."""
+
+
+def decode_slice_constraints(raw: str) -> list[dict[str, Any]]:
+    """The multi-layer slice annotation's JSON as Kueue's Go reads it (``json.Unmarshal`` into
+    ``[]PodsetSliceRequiredTopologyConstraint``): ``{"topology": str, "size": int}`` per layer, zero values
+    for what is missing (keys match case-insensitively, unknown ones are ignored, ``null`` is no layer).
+    Raises :class:`kueue_es.events.gojson.GoJSONError` with Go's error text."""
+    return gojson.decode_struct_list(raw, struct=_CONSTRAINT_STRUCT, package="v1beta2", fields=_CONSTRAINT_FIELDS)
+
+
+def _slice_layers_of(raw: str) -> list[models.PodsetSliceRequiredTopologyConstraint]:
+    """The layers of the multi-layer slice annotation, as Kueue's NewPodSetTopologyRequest reads them: Go's
+    JSON, then 1 to 3 layers; raises TopologyRequestError naming the annotation. A layer without a topology
+    or with a size under 1 (which Kueue's job webhooks refuse, and its Workload webhook) is refused too, and one
+    the Workload's CRD refuses."""
+    try:
+        decoded = decode_slice_constraints(raw)
+    except gojson.GoJSONError as err:
+        raise TopologyRequestError(SLICE_CONSTRAINTS_ANNOTATION, f"must be a valid JSON array: {err}") from err
+    if not 1 <= len(decoded) <= 3:
+        raise TopologyRequestError(SLICE_CONSTRAINTS_ANNOTATION, CONSTRAINT_LAYERS_PROBLEM)
+    for index, layer in enumerate(decoded):
+        if layer["size"] < 1:
+            raise TopologyRequestError(
+                SLICE_CONSTRAINTS_ANNOTATION, f"[{index}].size: {layer['size']} must be greater than or equal to 1"
+            )
+        if not valid_label_key(layer["topology"]):
+            raise TopologyRequestError(
+                SLICE_CONSTRAINTS_ANNOTATION, f"[{index}].topology: {layer['topology']!r} is not a valid label key"
+            )
+    try:  # the Workload's own bounds (a topology of at most 63 characters: Kueue's CRD)
+        return msgspec.convert(decoded, list[models.PodsetSliceRequiredTopologyConstraint])
+    except msgspec.ValidationError as err:
+        raise TopologyRequestError(SLICE_CONSTRAINTS_ANNOTATION, str(err)) from err
+
+
 def topology_request_from_annotations(
     annotations: Mapping[str, str], *, multi_layer: bool = True
 ) -> models.PodSetTopologyRequest | None:
@@ -200,7 +241,8 @@ def topology_request_from_annotations(
     TASMultiLayerTopology gate) is on. Rank hints (podIndexLabel ...) are the integration's
     business and are not set here. Raises TopologyRequestError naming the annotation for a
     value Kueue's job webhooks reject (A.4.2): two modes at once, a non-boolean
-    unconstrained, a bad slice size, bad JSON.
+    unconstrained, a bad slice size, multi-layer JSON Go cannot read into 1 to 3 layers
+    (:func:`decode_slice_constraints`).
     """
     present = [a for a in (REQUIRED_ANNOTATION, PREFERRED_ANNOTATION, UNCONSTRAINED_ANNOTATION) if a in annotations]
     if len(present) > 1:
@@ -228,21 +270,9 @@ def topology_request_from_annotations(
         fields["pod_set_slice_required_topology"] = annotations[SLICE_REQUIRED_ANNOTATION]
         fields["pod_set_slice_size"] = size
     if multi_layer and SLICE_CONSTRAINTS_ANNOTATION in annotations:
-        try:
-            layers = msgspec.convert(
-                json.loads(annotations[SLICE_CONSTRAINTS_ANNOTATION]),
-                list[models.PodsetSliceRequiredTopologyConstraint],
-            )
-        except (json.JSONDecodeError, msgspec.ValidationError) as err:
-            raise TopologyRequestError(
-                SLICE_CONSTRAINTS_ANNOTATION, f"is not a JSON list of {{topology, size}}: {err}"
-            ) from err
-        for index, layer in enumerate(layers):
-            if not _INT32_MIN <= layer.size <= _INT32_MAX:  # the API's int32
-                raise TopologyRequestError(
-                    SLICE_CONSTRAINTS_ANNOTATION, f"[{index}].size {layer.size} is out of the int32 range"
-                )
-        fields["podset_slice_required_topology_constraints"] = layers
+        fields["podset_slice_required_topology_constraints"] = _slice_layers_of(
+            annotations[SLICE_CONSTRAINTS_ANNOTATION]
+        )
     if GROUP_NAME_ANNOTATION in annotations and ("required" in fields or "preferred" in fields):
         fields["pod_set_group_name"] = annotations[GROUP_NAME_ANNOTATION]
     if not fields:

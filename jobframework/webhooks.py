@@ -31,7 +31,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from kueue_es.events import labels, manifests, slices, tas_requests
+from kueue_es.events import gojson, labels, manifests, slices, tas_requests
 from kueue_es.jobframework import goint, integrations, jobs, pods, workloads
 from kueue_es.jobframework.annotations import POD_GROUP_POD_INDEX_LABEL
 from kueue_es.jobframework.integrations import ray, serving
@@ -74,9 +74,10 @@ _TYPE_TEXT = {
     "TooLong": "Too long",
     "NotFound": "Not found",
     "NotSupported": "Unsupported value",
+    "Duplicate": "Duplicate value",
 }
 #: The types whose message shows the refused value (field.Error ErrorBody).
-_SHOWS_VALUE = ("Invalid", "TooMany", "NotFound", "NotSupported")
+_SHOWS_VALUE = ("Invalid", "TooMany", "NotFound", "NotSupported", "Duplicate")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -1294,18 +1295,75 @@ def _tas_request(where: str, annotations: Mapping[str, Any]) -> list[FieldError]
     if slice_size in annotations and slice_level not in annotations:
         detail = f"may not be set when '{slice_level}' is not specified"
         errors.append(FieldError(type="Forbidden", field=key(slice_size), detail=detail))
+    return errors + _slice_constraints(where, annotations)
+
+
+def _slice_constraints(where: str, annotations: Mapping[str, Any]) -> list[FieldError]:
+    """Kueue tas_validation.go validateSliceRequiredTopologyConstraintsAnnotation, the multi-layer slice
+    annotation of one template (``where``: its annotations' field path): not with the single-layer slice
+    annotations nor a group name; Go's JSON (:func:`tas_requests.decode_slice_constraints`) of 1 to 3 layers,
+    each a label key and a size of at least 1, no level twice, each size dividing the one above it. The gate
+    TASMultiLayerTopology is taken as on (its default since Kueue v0.19)."""
+    constraints = tas_requests.SLICE_CONSTRAINTS_ANNOTATION
+    if constraints not in annotations:
+        return []
+    path, raw = f"{where}[{constraints}]", str(annotations[constraints])
+    errors = [
+        FieldError(type="Forbidden", field=path, detail=f"may not be set when '{single}' is specified")
+        for single in (tas_requests.SLICE_REQUIRED_ANNOTATION, tas_requests.SLICE_SIZE_ANNOTATION)
+        if single in annotations
+    ]
+    if tas_requests.GROUP_NAME_ANNOTATION in annotations:
+        detail = f"may not be set when '{constraints}' is specified"
+        errors.append(
+            FieldError(type="Forbidden", field=f"{where}[{tas_requests.GROUP_NAME_ANNOTATION}]", detail=detail)
+        )
+    try:
+        layers = tas_requests.decode_slice_constraints(raw)
+    except gojson.GoJSONError as err:
+        return [*errors, _invalid(path, raw, f"must be a valid JSON array: {err}")]
+    if not 1 <= len(layers) <= 3:
+        return [*errors, _invalid(path, raw, tas_requests.CONSTRAINT_LAYERS_PROBLEM)]
+    for index, layer in enumerate(layers):
+        topology, size = layer["topology"], layer["size"]
+        errors += [_invalid(f"{path}[{index}].topology", topology, p) for p in labels.qualified_name_problems(topology)]
+        if size < 1:
+            errors.append(_invalid(f"{path}[{index}].size", size, "must be greater than or equal to 1"))
+    first_at: dict[str, int] = {}
+    for index, layer in enumerate(layers):
+        topology = layer["topology"]
+        if topology in first_at:
+            value = f"{topology} (also at index {first_at[topology]})"
+            errors.append(FieldError(type="Duplicate", field=f"{path}[{index}].topology", value=value, detail=""))
+        first_at.setdefault(topology, index)
+    for index, (outer, inner) in enumerate(zip(layers, layers[1:], strict=False), start=1):
+        if inner["size"] > 0 and outer["size"] % inner["size"]:
+            detail = f"must evenly divide the parent layer size {outer['size']}"
+            errors.append(_invalid(f"{path}[{index}].size", inner["size"], detail))
     return errors
 
 
 def _slice_size_bound(where: str, annotations: Mapping[str, Any], count: int) -> list[FieldError]:
     """Kueue tas_validation.go ValidateSliceSizeAnnotationUpperBound: a slice size no larger than the pod set's
-    ``count`` (an unreadable one is :func:`_tas_request`'s)."""
+    ``count``, the single layer's and the outermost layer's of the multi-layer slices (an unreadable one is
+    :func:`_tas_request`'s)."""
+    errors: list[FieldError] = []
     annotation = tas_requests.SLICE_SIZE_ANNOTATION
     size = str(annotations.get(annotation, ""))
     parsed = _go_int32(size) if annotation in annotations else None
-    if parsed is None or parsed <= count:
-        return []
-    return [_invalid(f"{where}[{annotation}]", size, f"must not be greater than pod set count {count}")]
+    if parsed is not None and parsed > count:
+        errors.append(_invalid(f"{where}[{annotation}]", size, f"must not be greater than pod set count {count}"))
+    constraints = tas_requests.SLICE_CONSTRAINTS_ANNOTATION
+    try:
+        layers = (
+            tas_requests.decode_slice_constraints(str(annotations[constraints])) if constraints in annotations else []
+        )
+    except gojson.GoJSONError:
+        layers = []
+    if layers and layers[0]["size"] > count:
+        outer = layers[0]["size"]
+        errors.append(_invalid(f"{where}[{constraints}]", outer, f"must not be greater than pod set count {count}"))
+    return errors
 
 
 def _invalid(path: str, value: Any, detail: str) -> FieldError:

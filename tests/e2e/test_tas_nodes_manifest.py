@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from kueue_es.services.kube import client
+from kueue_es.sim import emulator
 from tests.e2e.demo_process import eventually
 from tests.e2e.kueue_e2e import demo_system
 from tests.kube.examples import EXAMPLES
@@ -19,6 +21,7 @@ from tests.kube.examples import EXAMPLES
 NODES = Path(str(resources.files("kueue_es") / "demo_manifests" / "tas-nodes.yaml"))
 RACK = "cloud.provider.com/topology-rack"
 BLOCK = "cloud.provider.com/topology-block"
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 
 def test_the_shipped_nodes_are_kueues_tas_kind_workers() -> None:
@@ -34,6 +37,33 @@ def test_the_shipped_nodes_are_kueues_tas_kind_workers() -> None:
         assert own["kubernetes.io/hostname"] == node["metadata"]["name"]
         assert {"type": "Ready", "status": "True"}.items() <= node["status"]["conditions"][0].items()
         assert {"cpu", "memory", "pods"} <= set(node["status"]["allocatable"])
+
+
+async def test_kubectl_get_nodes_shows_the_shipped_nodes_kubelet_version() -> None:
+    """A user's trial: ``kubectl get nodes`` showed an empty VERSION for the shipped Nodes, where a kind cluster's
+    show their kubelet's version. Applied to the emulated API server and read as the Table kubectl asks for, each
+    row has the kubelet version the emulator reports as its own, and ``-o wide``'s internal IP, OS image, kernel
+    and container runtime of a kind node."""
+    nodes = [d for d in yaml.safe_load_all(NODES.read_text()) if d]
+    async with emulator.serve_emulator() as cluster:
+        api = await client.make_api_client(server=str(cluster.url))
+        try:
+            for node in nodes:
+                await client.apply_manifest(api, node)
+            response = await api.call_api(
+                "/api/v1/nodes", "GET", header_params={"Accept": TABLE}, _preload_content=False
+            )
+            table = json.loads(await response.read())
+        finally:
+            await api.close()
+    names = [c["name"] for c in table["columnDefinitions"]]
+    rows = {row["cells"][0]: dict(zip(names, row["cells"], strict=True)) for row in table["rows"]}
+    assert sorted(rows) == sorted(n["metadata"]["name"] for n in nodes)
+    for cells in rows.values():
+        assert cells["Version"] == f"v{emulator.KUBERNETES_VERSION}", cells
+        assert cells["Status"] == "Ready" and cells["Internal-IP"].startswith("172.18.0."), cells
+        assert cells["OS-Image"] == "Debian GNU/Linux 12 (bookworm)", cells
+        assert cells["Container-Runtime"].startswith("containerd://"), cells
 
 
 @pytest.mark.slow

@@ -362,6 +362,8 @@ def rayjob(**spec: Any) -> dict[str, Any]:
     return kind_object("ray.io/v1", "RayJob", {"entrypoint": "python -c pass", **spec})
 
 
+SLICE_LAYERS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+TAS_REQUIRED = {"kueue.x-k8s.io/podset-required-topology": "cloud.provider.com/topology-block"}
 SLICE = {
     "kueue.x-k8s.io/podset-preferred-topology": "cloud.com/topology-block",
     "kueue.x-k8s.io/podset-slice-required-topology": "cloud.com/topology-block",
@@ -380,6 +382,16 @@ REFUSED_KINDS = [
         jobset(SLICE, replicas=2, parallelism=3),
         'Invalid value: "30": must not be greater than pod set count 6',
     ),
+    (
+        "jobset: a multi-layer outermost slice larger than the pod set is refused (kueue-es)",
+        jobset(
+            {**TAS_REQUIRED, SLICE_LAYERS: '[{"topology":"kubernetes.io/hostname","size":8}]'},
+            replicas=2,
+            parallelism=3,
+        ),
+        f"spec.replicatedJobs[0].template.spec.template.metadata.annotations[{SLICE_LAYERS}]: Invalid value: 8: must not"
+        " be greater than pod set count 6",
+    ),
     ("mpijob: the creation doesn't succeed if the queue name is invalid", mpijob(), 'Invalid value: "indexed_job"'),
     (
         "pytorchjob: the creation doesn't succeed if job contain both topology annotations",
@@ -392,6 +404,29 @@ REFUSED_KINDS = [
         'Invalid value: "indexed_job"',
     ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("layers", "detail"),
+    [
+        pytest.param('[{"topology":"kubernetes.io/hostname","size":32}]', "Invalid value: 32: must not be greater than pod set count 16", id="outermost-above-count"),
+        pytest.param("[]", 'Invalid value: "[]": topology constraints must contain between 1 and 3 entries', id="no-layer"),
+    ],
+)  # fmt: skip
+async def test_a_job_s_multi_layer_slices_are_checked_as_kueue_does(
+    queued_only: k8s_client.ApiClient, layers: str, detail: str
+) -> None:
+    """A user's trial with kubectl: an Indexed Job of 16 pods in slices of 32 hosts (or of no layer) was
+    let in, admitted with an empty topology assignment, and its pods stayed gated holding quota; Kueue's Job
+    webhook refuses it (tas_validation.go ValidateSliceSizeAnnotationUpperBound's constraints branch,
+    validateSliceRequiredTopologyConstraintsAnnotation)."""
+    obj = job("sliced", queue="main", parallelism=16, completions=16, completionMode="Indexed")
+    obj["spec"]["template"]["metadata"] = {"annotations": {**TAS_REQUIRED, SLICE_LAYERS: layers}}
+    refusal = await refused(create(queued_only, obj))
+    assert refusal.message == (
+        f'admission webhook "vjob.kb.io" denied the request: spec.template.metadata.annotations[{SLICE_LAYERS}]: '
+        + detail
+    ), refusal.message
 
 
 @pytest.mark.parametrize(("obj", "message"), [pytest.param(obj, text, id=name) for name, obj, text in REFUSED_KINDS])

@@ -294,12 +294,24 @@ def test_annotations_to_topology_request() -> None:
     got = f({tas.PREFERRED_ANNOTATION: "block", tas.SLICE_CONSTRAINTS_ANNOTATION: layers})
     assert got is not None and [x.size for x in got.podset_slice_required_topology_constraints] == [4, 2]
     assert f({tas.SLICE_CONSTRAINTS_ANNOTATION: layers}, multi_layer=False) is None
+    # read as Go reads it: keys case-insensitively, unknown keys skipped
+    got = f(
+        {
+            tas.REQUIRED_ANNOTATION: "block",
+            tas.SLICE_CONSTRAINTS_ANNOTATION: '[{"Topology": "rack", "SIZE": 4, "x": 1}]',
+        }
+    )
+    assert got is not None and got.podset_slice_required_topology_constraints == [
+        models.PodsetSliceRequiredTopologyConstraint(topology="rack", size=4)
+    ]
     for bad, annotation in (
         ({tas.REQUIRED_ANNOTATION: "a", tas.PREFERRED_ANNOTATION: "b"}, tas.PREFERRED_ANNOTATION),
         ({tas.UNCONSTRAINED_ANNOTATION: "maybe"}, tas.UNCONSTRAINED_ANNOTATION),
         ({tas.SLICE_REQUIRED_ANNOTATION: H}, tas.SLICE_SIZE_ANNOTATION),
         ({tas.SLICE_REQUIRED_ANNOTATION: H, tas.SLICE_SIZE_ANNOTATION: "two"}, tas.SLICE_SIZE_ANNOTATION),
         ({tas.SLICE_CONSTRAINTS_ANNOTATION: "{"}, tas.SLICE_CONSTRAINTS_ANNOTATION),
+        ({tas.SLICE_CONSTRAINTS_ANNOTATION: "[]"}, tas.SLICE_CONSTRAINTS_ANNOTATION),  # tas.go: 1 to 3 layers
+        ({tas.SLICE_CONSTRAINTS_ANNOTATION: '[{"topology": "rack", "size": 0}]'}, tas.SLICE_CONSTRAINTS_ANNOTATION),
     ):
         with pytest.raises(tas.TopologyRequestError) as err:
             f(bad)

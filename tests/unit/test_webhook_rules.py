@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -371,6 +372,117 @@ def test_tas_slice_sizes_are_int32_as_kueue_parses_them() -> None:
     assert messages(webhooks.validate_create("batch/v1", "Job", bad)) == [
         'spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Invalid value: "2147483648":'
         " must be a numeric value"
+    ]
+
+
+LAYERS = "kueue.x-k8s.io/podset-slice-required-topology-constraints"
+BLOCK = {"kueue.x-k8s.io/podset-required-topology": "cloud.provider.com/topology-block"}
+HOST, RACK = "kubernetes.io/hostname", "cloud.provider.com/topology-rack"
+
+
+def _layers(*layers: tuple[str, int]) -> str:
+    return json.dumps([{"topology": level, "size": size} for level, size in layers])
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        ({**BLOCK, LAYERS: _layers((HOST, 32))}, ["[]: Invalid value: 32: must not be greater than pod set count 16"]),
+        ({**BLOCK, LAYERS: "[]"}, ['[]: Invalid value: "[]": topology constraints must contain between 1 and 3 entries']),
+        ({**BLOCK, LAYERS: "null"}, ['[]: Invalid value: "null": topology constraints must contain between 1 and 3 entries']),
+        ({**BLOCK, LAYERS: _layers(("a", 8), ("b", 4), ("c", 2), ("d", 1))},
+         ['[]: Invalid value: "[{\\"topology\\": \\"a\\", \\"size\\": 8}, {\\"topology\\": \\"b\\", \\"size\\": 4}, '
+          '{\\"topology\\": \\"c\\", \\"size\\": 2}, {\\"topology\\": \\"d\\", \\"size\\": 1}]": topology constraints must '
+          "contain between 1 and 3 entries"]),
+        ({**BLOCK, LAYERS: _layers((RACK, 8), (HOST, 3))},
+         ["[][1].size: Invalid value: 3: must evenly divide the parent layer size 8"]),
+        ({**BLOCK, LAYERS: _layers((HOST, 8), (HOST, 4))},
+         ['[][1].topology: Duplicate value: "kubernetes.io/hostname (also at index 0)"']),
+        ({**BLOCK, LAYERS: _layers((HOST, 0))}, ["[][0].size: Invalid value: 0: must be greater than or equal to 1"]),
+        ({**BLOCK, LAYERS: _layers((RACK, 0), (HOST, 2))},
+         ["[][0].size: Invalid value: 0: must be greater than or equal to 1"]),  # 0 % 2 divides: no second error
+        ({**BLOCK, LAYERS: _layers(("-rack", 4))},
+         ['[][0].topology: Invalid value: "-rack": name part must consist of alphanumeric characters, \'-\', \'_\' or '
+          "'.', and must start and end with an alphanumeric character (e.g. 'MyName', or 'my.name', or '123-abc', "
+          "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]),
+        ({**BLOCK, LAYERS: "not json"},
+         ['[]: Invalid value: "not json": must be a valid JSON array: invalid character \'o\' in literal null '
+          "(expecting 'u')"]),
+        ({**BLOCK, LAYERS: '[{"topology":"kubernetes.io/hostname","size":"4"}]'},
+         ['[]: Invalid value: "[{\\"topology\\":\\"kubernetes.io/hostname\\",\\"size\\":\\"4\\"}]": must be a valid JSON array: '
+          "json: cannot unmarshal string into Go struct field PodsetSliceRequiredTopologyConstraint.size of type "
+          "int32"]),
+        # Go matches keys case-insensitively and skips unknown ones: a valid layer of 4
+        ({**BLOCK, LAYERS: '[{"Topology":"kubernetes.io/hostname","SIZE":4,"note":"x"}]'}, []),
+        ({**BLOCK, LAYERS: _layers((HOST, 4)), "kueue.x-k8s.io/podset-slice-required-topology": HOST,
+          "kueue.x-k8s.io/podset-slice-size": "4"},
+         ["[]: Forbidden: may not be set when 'kueue.x-k8s.io/podset-slice-required-topology' is specified",
+          "[]: Forbidden: may not be set when 'kueue.x-k8s.io/podset-slice-size' is specified"]),
+        ({**BLOCK, LAYERS: _layers((HOST, 4)), "kueue.x-k8s.io/podset-group-name": "g"},
+         ["[kueue.x-k8s.io/podset-group-name]: Forbidden: may not be set when "
+          "'kueue.x-k8s.io/podset-slice-required-topology-constraints' is specified"]),
+        ({**BLOCK, LAYERS: _layers((RACK, 16), (HOST, 4))}, []),
+    ],
+    ids=["outermost-above-count", "no-layer", "null", "four-layers", "not-dividing", "level-twice", "size-0",
+         "size-0-divides", "bad-level", "not-json", "size-a-string", "go-keys", "with-single-layer",
+         "with-group", "valid"],
+)  # fmt: skip
+def test_a_job_s_multi_layer_slices_are_checked_as_kueue_does(annotations: dict[str, str], expected: list[str]) -> None:
+    """Kueue tas_validation.go validateSliceRequiredTopologyConstraintsAnnotation and the constraints branch of
+    ValidateSliceSizeAnnotationUpperBound, on an Indexed Job of 16 pods, with Kueue's paths, types and words. A
+    user's trial: a Job in slices of 32 hosts (or of no layer) was let in and its pods stayed gated for good."""
+    sliced = job(parallelism=16, completions=16, completionMode="Indexed")
+    sliced["spec"]["template"]["metadata"] = {"annotations": annotations}
+    where = "spec.template.metadata.annotations"
+    got = messages(webhooks.validate_create("batch/v1", "Job", sliced))
+    assert got == [f"{where}[{LAYERS}]{e[2:]}" if e.startswith("[]") else f"{where}{e}" for e in expected], got
+
+
+def test_every_kind_s_multi_layer_slices_are_checked() -> None:
+    """Kueue calls the TAS validation from every integration's webhook: a JobSet's, an MPIJob's, a
+    PyTorchJob's... refuse bad layers and an outermost layer beyond their pod set's count, and a Job's
+    layers are checked before its count (job_webhook.go stops at the annotations' errors), the other kinds'
+    both at once; a Pod's layers are checked, never its count (pod_webhook.go: one pod of its pod set)."""
+    too_big = {**BLOCK, LAYERS: _layers((HOST, 8))}
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "js", "namespace": "team"},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "w",
+                    "replicas": 2,
+                    "template": {
+                        "spec": {
+                            "parallelism": 3,
+                            "completions": 3,
+                            "template": {"metadata": {"annotations": too_big}, "spec": {"containers": [{"name": "c"}]}},
+                        }
+                    },
+                }
+            ]
+        },
+    }  # fmt: skip
+    where = f"spec.replicatedJobs[0].template.spec.template.metadata.annotations[{LAYERS}]"
+    assert messages(webhooks.validate_create("jobset.x-k8s.io/v1alpha2", "JobSet", jobset)) == [
+        f"{where}: Invalid value: 8: must not be greater than pod set count 6"
+    ]
+    jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"][LAYERS] = "[]"
+    assert messages(webhooks.validate_create("jobset.x-k8s.io/v1alpha2", "JobSet", jobset)) == [
+        f'{where}: Invalid value: "[]": topology constraints must contain between 1 and 3 entries'
+    ]
+    both = pytorch(worker_annotations={**BLOCK, LAYERS: _layers((RACK, 8), (HOST, 3))})
+    where = f"spec.pytorchReplicaSpecs[Worker].template.metadata.annotations[{LAYERS}]"
+    assert messages(webhooks.validate_create("kubeflow.org/v1", "PyTorchJob", both)) == [
+        f"{where}[1].size: Invalid value: 3: must evenly divide the parent layer size 8",
+        f"{where}: Invalid value: 8: must not be greater than pod set count 2",
+    ]
+    one = pod(annotations={**BLOCK, LAYERS: _layers((HOST, 8))})
+    assert webhooks.validate_create("v1", "Pod", one) == []
+    one["metadata"]["annotations"][LAYERS] = _layers((HOST, 8), (HOST, 2))
+    assert messages(webhooks.validate_create("v1", "Pod", one)) == [
+        f'metadata.annotations[{LAYERS}][1].topology: Duplicate value: "kubernetes.io/hostname (also at index 0)"'
     ]
 
 
