@@ -334,9 +334,12 @@ def _object(raw: Any, *, where: str, ranges: _LimitRanges | None = None) -> Scen
         )
         if problem is not None:  # as the watcher refuses the file (the cluster engine's --config)
             raise _Problem(f"{where}: featureGates: {problem}")
-        if kind == "Configuration" and _has_sources(raw):  # what only the manager's own parsing reads
+        if kind == "Configuration":
+            # held to the watcher's checks of the file (the cluster engine's --config), e.g. a v1beta2
+            # fairSharing without preemptionStrategies, which Kueue refuses
             config = manager_config.parse(json.dumps(raw), source=where).configuration
-            return ScenarioObject(manifest=raw, fact=types.ConfigurationObserved(configuration=config))
+            if _has_sources(raw):  # what only the manager's own parsing reads
+                return ScenarioObject(manifest=raw, fact=types.ConfigurationObserved(configuration=config))
     except manifests.ManifestError as err:
         raise _Problem(f"{where}: {err}") from err
     fact = kueue_fact(raw)

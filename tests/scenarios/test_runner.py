@@ -32,7 +32,7 @@ import pytest
 from kueue_es import deciders
 from kueue_es.events import codec, types
 from kueue_es.replay import check_log
-from kueue_es.scenarios import core_engine, engines, load_scenario
+from kueue_es.scenarios import ScenarioError, core_engine, engines, load_scenario
 from kueue_es.scenarios.checking import check
 from kueue_es.scenarios.outcome import preempted_keys
 from kueue_es.services.runtime import Decider, build_batch
@@ -374,6 +374,23 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     if "bus" not in engines.available():  # until the bus engine registers itself
         bus = _cli("check", "--engine", "bus", tmp_path / "ok")
         assert (bus.returncode, bus.stderr) == (2, "error: the bus engine is not available yet\n")
+
+
+def test_a_configuration_kueue_refuses_is_refused_when_the_scenario_loads(tmp_path: Path) -> None:
+    """A scenario's Configuration is the watcher's ``--config`` on the cluster engine: held to the same checks at
+    load (a v1beta2 ``fairSharing`` without ``preemptionStrategies``, which Kueue refuses), where only the
+    cluster engine's watcher refused it before, after the core engine had run it with default strategies."""
+    config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {}}
+    doc = scenario_doc(
+        pending=[cpu_workload("w1", cpus=1)], expect={"admitted": {"default/w1": {"clusterQueue": "cq"}}}
+    )
+    doc["objects"].insert(0, config)
+    with pytest.raises(
+        ScenarioError, match="field fairSharing.preemptionStrategies: Required value: must be specified"
+    ):
+        load_scenario(write(tmp_path / "fair.yaml", doc))
+    config["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}
+    assert load_scenario(write(tmp_path / "fair.yaml", doc)).name == "small"
 
 
 def test_engine_registry(monkeypatch: pytest.MonkeyPatch) -> None:
