@@ -33,6 +33,8 @@ import ipaddress
 import json
 import math
 import re
+import types
+import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -75,10 +77,11 @@ DEFAULT_FRAMEWORKS = ("batch/job",)  # Kueue's default when integrations.framewo
 #: start (jobframework setup.go CanSupportIntegration; sparkapplication_controller.go).
 GATED_FRAMEWORKS = {"sparkoperator.k8s.io/sparkapplication": "SparkApplicationIntegration"}
 _DURATION = re.compile(r"^-?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+$|^0$")
+#: The preemption strategy sets Kueue allows, in its order (pkg/config/validation.go validStrategySets).
 _FAIR_SHARING_STRATEGIES = (
-    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
     ["LessThanOrEqualToFinalShare"],
     ["LessThanInitialShare"],
+    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
 )
 
 
@@ -208,7 +211,7 @@ class _VisibilityServer(_Strict, frozen=True, kw_only=True):
 
 
 class _RequeuingStrategy(_Strict, frozen=True, kw_only=True):
-    timestamp: Literal["Eviction", "Creation"] = "Eviction"
+    timestamp: Literal["Creation", "Eviction"] = "Eviction"
     backoff_limit_count: int | None = None
     backoff_base_seconds: int = 60
     backoff_max_seconds: int = 3600
@@ -275,7 +278,7 @@ class _DeviceClassMapping(_Strict, frozen=True, kw_only=True):
 
 
 class _Resources(_Strict, frozen=True, kw_only=True):
-    quota_check_strategy: Literal["BlockUndeclared", "IgnoreUndeclared"] | None = None  # v1beta2 only
+    quota_check_strategy: Literal["IgnoreUndeclared", "BlockUndeclared"] | None = None  # v1beta2 only
     exclude_resource_prefixes: list[str] = []
     transformations: list[_Transformation] = []
     device_class_mappings: list[_DeviceClassMapping] = []
@@ -409,6 +412,9 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
         missing = re.search(r"missing required field `([^`]+)`", problem)
         if missing:
             field = f"{field}.{missing.group(1)}" if field else missing.group(1)
+        enum = re.fullmatch(r"Invalid enum value (.+)", problem)
+        if enum:
+            problem = _unsupported(_value_at(raw, field), _enum_values(field))
         raise _error(source, field, problem) from err
     gates = _feature_gates(file.feature_gates, feature_gates, source=source)
     _process_sections(file, source=source)
@@ -493,8 +499,8 @@ def _fair_sharing(section: _FairSharing | None, *, v1beta1: bool, source: str) -
             return models.FairSharingConfig()  # the conversion's default, both rules, final share first
         raise _error(source, field, "Required value: must be specified")
     if strategies not in _FAIR_SHARING_STRATEGIES:
-        allowed = "; ".join(", ".join(s) for s in _FAIR_SHARING_STRATEGIES)
-        raise _error(source, field, f"{strategies} is not one of: {allowed}")
+        allowed = [",".join(s) for s in _FAIR_SHARING_STRATEGIES]
+        raise _error(source, field, _unsupported(list(strategies), allowed))
     return models.FairSharingConfig(preemption_strategies=list(strategies))
 
 
@@ -670,7 +676,7 @@ def _resources(section: _Resources | None, *, gates: dict[str, bool], source: st
     for index, item in enumerate(section.transformations):
         where = f"resources.transformations[{index}]"
         if item.input in seen:
-            raise _error(source, f"{where}.input", f"duplicate value {item.input!r}")
+            raise _error(source, f"{where}.input", f"Duplicate value: {json.dumps(item.input)}")
         seen.add(item.input)
         outputs = {}
         for resource, value in item.outputs.items():
@@ -821,14 +827,14 @@ def _source_scope(item: _CounterSource | _CapacitySource, *, at: str, source: st
 
 
 def _frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...]:
+    """``integrations.frameworks`` checked as Kueue checks it (validateIntegrations): each one of Kueue's
+    integrations (``Unsupported value``, listing them), none twice; Kueue's default ``batch/job`` when empty."""
     listed = tuple(section.frameworks) if section is not None else ()
     for index, name in enumerate(listed):
         if name not in KUEUE_FRAMEWORKS:
-            raise _error(
-                source, f"integrations.frameworks[{index}]", f"unsupported value {name!r}: not a Kueue integration"
-            )
+            raise _error(source, f"integrations.frameworks[{index}]", _unsupported(name, sorted(KUEUE_FRAMEWORKS)))
         if name in listed[:index]:
-            raise _error(source, f"integrations.frameworks[{index}]", f"duplicate value {name!r}")
+            raise _error(source, f"integrations.frameworks[{index}]", f"Duplicate value: {json.dumps(name)}")
     return listed or DEFAULT_FRAMEWORKS
 
 
@@ -1286,6 +1292,47 @@ def _refuse_repeated_keys(text: str, *, source: str) -> None:
     for document in yaml.compose_all(text, Loader=yaml.SafeLoader):
         if document is not None:
             walk(document, "")
+
+
+def _unsupported(value: Any, supported: list[str]) -> str:
+    """Kubernetes' field.NotSupported wording: ``Unsupported value: "X": supported values: "A", "B"``."""
+    return f"Unsupported value: {json.dumps(value)}: supported values: {', '.join(json.dumps(v) for v in supported)}"
+
+
+def _value_at(raw: Any, field: str) -> Any:
+    """The value at ``field`` (``a.b[0].c``) of the file's mapping ``raw`` (None when it has none)."""
+    value = raw
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field):
+        if index:
+            value = value[int(index)] if isinstance(value, list) and int(index) < len(value) else None
+        else:
+            value = value.get(name) if isinstance(value, dict) else None
+    return value
+
+
+def _enum_values(field: str) -> list[str]:
+    """The values :class:`KueueConfiguration` allows at ``field`` (``a.b[0].c``), an enum's (a ``Literal``), in
+    the order Kueue lists them; ``""``, which Kueue's defaults replace, is not listed."""
+    kind: Any = KueueConfiguration
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field):
+        kind = _unwrap(kind, keep_list=bool(index))
+        if index and typing.get_origin(kind) is list:
+            kind = typing.get_args(kind)[0]
+        elif isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+            kind = next((f.type for f in msgspec.structs.fields(kind) if f.encode_name == name), None)
+        elif typing.get_origin(kind) is dict:
+            kind = typing.get_args(kind)[1]
+    kind = _unwrap(kind, keep_list=False)
+    return [str(v) for v in typing.get_args(kind) if v != ""] if typing.get_origin(kind) is Literal else []
+
+
+def _unwrap(kind: Any, *, keep_list: bool) -> Any:
+    """``kind`` without ``| None`` (and, unless ``keep_list``, the item type of a list)."""
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        kind = next(k for k in typing.get_args(kind) if k is not type(None))
+    if not keep_list and typing.get_origin(kind) is list:
+        kind = typing.get_args(kind)[0]
+    return kind
 
 
 def _duration(text: str, field: str, source: str) -> str:
