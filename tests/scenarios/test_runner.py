@@ -376,21 +376,22 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
         assert (bus.returncode, bus.stderr) == (2, "error: the bus engine is not available yet\n")
 
 
-def test_a_configuration_kueue_refuses_is_refused_when_the_scenario_loads(tmp_path: Path) -> None:
-    """A scenario's Configuration is the watcher's ``--config`` on the cluster engine: held to the same checks at
-    load (a v1beta2 ``fairSharing`` without ``preemptionStrategies``, which Kueue refuses), where only the
-    cluster engine's watcher refused it before, after the core engine had run it with default strategies."""
+def test_a_scenario_fair_sharing_without_strategies_gets_kueues_defaults(tmp_path: Path) -> None:
+    """A scenario's Configuration is the watcher's ``--config`` on the cluster engine, which refuses a v1beta2
+    ``fairSharing`` naming no ``preemptionStrategies`` as Kueue does; scenarios written from Kueue's tests give
+    ``fairSharing: {}`` to mean "fair sharing on", so the loader completes it with Kueue's default strategies
+    (both engines then run the same file). A strategy set Kueue does not support is still refused."""
     config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {}}
     doc = scenario_doc(
         pending=[cpu_workload("w1", cpus=1)], expect={"admitted": {"default/w1": {"clusterQueue": "cq"}}}
     )
     doc["objects"].insert(0, config)
-    with pytest.raises(
-        ScenarioError, match="field fairSharing.preemptionStrategies: Required value: must be specified"
-    ):
+    scenario = load_scenario(write(tmp_path / "fair.yaml", doc))
+    [loaded] = [o.manifest for o in scenario.objects if o.kind == "Configuration"]
+    assert loaded["fairSharing"]["preemptionStrategies"] == ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    config["fairSharing"] = {"preemptionStrategies": ["LessThanInitialShare", "LessThanOrEqualToFinalShare"]}
+    with pytest.raises(ScenarioError, match="fairSharing.preemptionStrategies: Unsupported value"):
         load_scenario(write(tmp_path / "fair.yaml", doc))
-    config["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare"]}
-    assert load_scenario(write(tmp_path / "fair.yaml", doc)).name == "small"
 
 
 def test_engine_registry(monkeypatch: pytest.MonkeyPatch) -> None:
