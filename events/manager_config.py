@@ -19,21 +19,28 @@ kueue-es has its own flags for those. ``multiKueue`` is read
 (gcInterval, origin, workerLostTimeout, the dispatcher) into the Configuration.
 
 Defaults are Kueue's (apis/config/*/defaults.go): in v1beta2 a present ``fairSharing``
-turns fair sharing on and waitForPodsReady is always on (timeout 30m unless set); in
-v1beta1 both need ``enable: true``. Pure: no I/O (the watcher reads the file).
+turns fair sharing on (its ``preemptionStrategies`` are required: the defaults do not fill
+them) and waitForPodsReady is always on (timeout 30m unless set or zero); in v1beta1 both
+need ``enable: true`` (fair sharing's strategies then default to both rules). A zero
+``admissionFairSharing.usageSamplingInterval`` is 5m and an empty transformation ``strategy``
+Retain, as Kueue's defaults (``cmp.Or``) make them. Pure: no I/O (the watcher reads the file).
 """
 
 from __future__ import annotations
 
 import hashlib
 import ipaddress
+import json
 import math
 import re
+import types
+import typing
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import celpy
 import msgspec
+import yaml
 
 from kueue_es.events import labels, models, slices
 from kueue_es.events.manifests import ManifestError, load_documents, weight_text
@@ -41,39 +48,40 @@ from kueue_es.events.quantities import QuantityError, to_amount
 
 CONFIG_GROUP = "config.kueue.x-k8s.io"
 API_VERSIONS = (f"{CONFIG_GROUP}/v1beta2", f"{CONFIG_GROUP}/v1beta1")
-#: Kueue's built-in integrations (pkg/controller/jobs/*: FrameworkName); the watcher maps those kueue-es runs to
-#: their job kinds (kueue_es.services.watcher.kinds.FRAMEWORK_KINDS).
-KUEUE_FRAMEWORKS = frozenset(
-    {
-        "batch/job",
-        "jobset.x-k8s.io/jobset",
-        "pod",
-        "deployment",
-        "statefulset",
-        "kubeflow.org/mpijob",
-        "kubeflow.org/paddlejob",
-        "kubeflow.org/pytorchjob",
-        "kubeflow.org/tfjob",
-        "kubeflow.org/xgboostjob",
-        "kubeflow.org/jaxjob",
-        "ray.io/rayjob",
-        "ray.io/raycluster",
-        "ray.io/rayservice",
-        "workload.codeflare.dev/appwrapper",
-        "trainer.kubeflow.org/trainjob",
-        "sparkoperator.k8s.io/sparkapplication",
-        "leaderworkerset.x-k8s.io/leaderworkerset",
-    }
-)
+#: Kueue's built-in integrations (pkg/controller/jobs/*: FrameworkName) and the ``(apiVersion, kind)`` of each one's
+#: job type as Kueue's scheme registers it (validateIntegrations compares these GVKs); the watcher maps those
+#: kueue-es runs to their job kinds (kueue_es.services.watcher.kinds.FRAMEWORK_KINDS).
+FRAMEWORK_OWNERS: dict[str, tuple[str, str]] = {
+    "batch/job": ("batch/v1", "Job"),
+    "jobset.x-k8s.io/jobset": ("jobset.x-k8s.io/v1alpha2", "JobSet"),
+    "pod": ("v1", "Pod"),
+    "deployment": ("apps/v1", "Deployment"),
+    "statefulset": ("apps/v1", "StatefulSet"),
+    "kubeflow.org/mpijob": ("kubeflow.org/v2beta1", "MPIJob"),
+    "kubeflow.org/paddlejob": ("kubeflow.org/v1", "PaddleJob"),
+    "kubeflow.org/pytorchjob": ("kubeflow.org/v1", "PyTorchJob"),
+    "kubeflow.org/tfjob": ("kubeflow.org/v1", "TFJob"),
+    "kubeflow.org/xgboostjob": ("kubeflow.org/v1", "XGBoostJob"),
+    "kubeflow.org/jaxjob": ("kubeflow.org/v1", "JAXJob"),
+    "ray.io/rayjob": ("ray.io/v1", "RayJob"),
+    "ray.io/raycluster": ("ray.io/v1", "RayCluster"),
+    "ray.io/rayservice": ("ray.io/v1", "RayService"),
+    "workload.codeflare.dev/appwrapper": ("workload.codeflare.dev/v1beta2", "AppWrapper"),
+    "trainer.kubeflow.org/trainjob": ("trainer.kubeflow.org/v1alpha1", "TrainJob"),
+    "sparkoperator.k8s.io/sparkapplication": ("sparkoperator.k8s.io/v1beta2", "SparkApplication"),
+    "leaderworkerset.x-k8s.io/leaderworkerset": ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+}
+KUEUE_FRAMEWORKS = frozenset(FRAMEWORK_OWNERS)
 DEFAULT_FRAMEWORKS = ("batch/job",)  # Kueue's default when integrations.frameworks is empty
 #: Alpha integrations Kueue sets up only with their feature gate on; listed without it, Kueue does not
 #: start (jobframework setup.go CanSupportIntegration; sparkapplication_controller.go).
 GATED_FRAMEWORKS = {"sparkoperator.k8s.io/sparkapplication": "SparkApplicationIntegration"}
 _DURATION = re.compile(r"^-?(\d+(\.\d*)?(ns|us|µs|ms|s|m|h))+$|^0$")
+#: The preemption strategy sets Kueue allows, in its order (pkg/config/validation.go validStrategySets).
 _FAIR_SHARING_STRATEGIES = (
-    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
     ["LessThanOrEqualToFinalShare"],
     ["LessThanInitialShare"],
+    ["LessThanOrEqualToFinalShare", "LessThanInitialShare"],
 )
 
 
@@ -203,7 +211,7 @@ class _VisibilityServer(_Strict, frozen=True, kw_only=True):
 
 
 class _RequeuingStrategy(_Strict, frozen=True, kw_only=True):
-    timestamp: Literal["Eviction", "Creation"] = "Eviction"
+    timestamp: Literal["Creation", "Eviction"] = "Eviction"
     backoff_limit_count: int | None = None
     backoff_base_seconds: int = 60
     backoff_max_seconds: int = 3600
@@ -222,15 +230,18 @@ class _FairSharing(_Strict, frozen=True, kw_only=True):
     preemption_strategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] | None = None
 
 
+_DEFAULT_SAMPLING_INTERVAL = "5m"
+
+
 class _AdmissionFairSharing(_Strict, frozen=True, kw_only=True):
     usage_half_life_time: str = "0s"
-    usage_sampling_interval: str = "5m"
+    usage_sampling_interval: str = _DEFAULT_SAMPLING_INTERVAL
     resource_weights: dict[str, float] = {}
 
 
 class _Transformation(_Strict, frozen=True, kw_only=True):
     input: str
-    strategy: Literal["Retain", "Replace"] = "Retain"
+    strategy: Literal["Retain", "Replace", ""] = "Retain"  # "": Retain, Kueue's defaults (cmp.Or)
     multiply_by: str | None = None
     outputs: dict[str, str | int | float] = {}
 
@@ -267,7 +278,7 @@ class _DeviceClassMapping(_Strict, frozen=True, kw_only=True):
 
 
 class _Resources(_Strict, frozen=True, kw_only=True):
-    quota_check_strategy: Literal["BlockUndeclared", "IgnoreUndeclared"] | None = None  # v1beta2 only
+    quota_check_strategy: Literal["IgnoreUndeclared", "BlockUndeclared"] | None = None  # v1beta2 only
     exclude_resource_prefixes: list[str] = []
     transformations: list[_Transformation] = []
     device_class_mappings: list[_DeviceClassMapping] = []
@@ -357,19 +368,22 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
 
     ``feature_gates``: the flag's value, ``Gate=true,Other=false`` (empty: none).
     Raises ManifestError (kind ``Configuration``, name ``source``) naming the field: not
-    one YAML mapping, another apiVersion or kind, an unknown field, a wrong type or
-    enum value, a bad Go duration or quantity, an unknown or repeated integration, a
-    preemption strategy set Kueue does not allow, a negative timeout or backoff, a
-    repeated transformation input, feature gates both in the file and the flag, a
-    ``managedJobsNamespaceSelector`` that is not a valid label selector or selects
-    ``kube-system`` or Kueue's own namespace, and the process sections' checks
-    (:func:`_process_sections`) (Kueue pkg/config/validation.go).
+    one YAML mapping, a key given twice in one mapping (Kueue's strict decoding), another
+    apiVersion or kind, an unknown field, a wrong type or enum value, a bad Go duration or
+    quantity, an unknown or repeated integration (an external framework of a built-in one's
+    kind too), a v1beta2 ``fairSharing`` without ``preemptionStrategies`` or a strategy set
+    Kueue does not allow, a negative timeout or backoff, a repeated transformation input,
+    ``excludeResourcePrefixes`` with ``quotaCheckStrategy: IgnoreUndeclared``, feature gates both
+    in the file and the flag, a ``managedJobsNamespaceSelector`` that is not a valid label
+    selector or selects ``kube-system`` or Kueue's own namespace, and the process sections'
+    checks (:func:`_process_sections`) (Kueue pkg/config/validation.go).
     """
     docs = load_documents(text, source=source)
     if len(docs) != 1:
         raise ManifestError(
             kind="Configuration", name=source, field="", problem=f"must hold one document, not {len(docs)}"
         )
+    _refuse_repeated_keys(text, source=source)
     raw = docs[0]
     version = str(raw.get("apiVersion") or "")
     if version not in API_VERSIONS or raw.get("kind") != "Configuration":
@@ -398,6 +412,9 @@ def parse(text: str, *, source: str = "<config>", feature_gates: str = "") -> Ma
         missing = re.search(r"missing required field `([^`]+)`", problem)
         if missing:
             field = f"{field}.{missing.group(1)}" if field else missing.group(1)
+        enum = re.fullmatch(r"Invalid enum value (.+)", problem)
+        if enum:
+            problem = _unsupported(_value_at(raw, field), _enum_values(field))
         raise _error(source, field, problem) from err
     gates = _feature_gates(file.feature_gates, feature_gates, source=source)
     _process_sections(file, source=source)
@@ -468,27 +485,40 @@ def digest(configuration: models.Configuration) -> str:
 
 
 def _fair_sharing(section: _FairSharing | None, *, v1beta1: bool, source: str) -> models.FairSharingConfig | None:
+    """``fairSharing`` checked as Kueue checks it (pkg/config/validation.go validateFairSharing): present, fair
+    sharing is on and ``preemptionStrategies`` must be one of Kueue's sets. v1beta2's defaults do not fill the
+    strategies, so a v1beta2 section without them (``fairSharing: {}``) is refused, ``Required value``; only
+    the v1beta1 conversion of ``enable: true`` gives them Kueue's default, both rules, final share first
+    (configuration_conversion.go), and a v1beta1 section without ``enable: true`` is none at all."""
     if section is None or (v1beta1 and not section.enable):
         return None
+    field = "fairSharing.preemptionStrategies"
     strategies = section.preemption_strategies
-    if strategies is None:
-        return models.FairSharingConfig()  # Kueue's default: both, final share first
+    if not strategies:
+        if v1beta1:
+            return models.FairSharingConfig()  # the conversion's default, both rules, final share first
+        raise _error(source, field, "Required value: must be specified")
     if strategies not in _FAIR_SHARING_STRATEGIES:
-        allowed = "; ".join(", ".join(s) for s in _FAIR_SHARING_STRATEGIES)
-        raise _error(source, "fairSharing.preemptionStrategies", f"{strategies} is not one of: {allowed}")
+        allowed = [",".join(s) for s in _FAIR_SHARING_STRATEGIES]
+        raise _error(source, field, _unsupported(list(strategies), allowed))
     return models.FairSharingConfig(preemption_strategies=list(strategies))
 
 
 def _admission_fair_sharing(
     section: _AdmissionFairSharing | None, *, source: str
 ) -> models.AdmissionFairSharingConfig | None:
+    """``admissionFairSharing`` with Kueue's default (apis/config/*/defaults.go: a zero or absent
+    ``usageSamplingInterval`` is 5m) and checks (validateAdmissionFairSharing: a half-life not negative, an
+    interval greater than 0, weights not negative; kueue-es: finite too). None when the file has no section."""
     if section is None:
         return None
     half_life = _duration(section.usage_half_life_time, "admissionFairSharing.usageHalfLifeTime", source)
     sampling = _duration(section.usage_sampling_interval, "admissionFairSharing.usageSamplingInterval", source)
-    if half_life.startswith("-"):
+    if half_life.startswith("-") and not _zero(half_life):
         raise _error(source, "admissionFairSharing.usageHalfLifeTime", "must be greater than or equal to 0")
-    if sampling.startswith("-") or _zero(sampling):
+    if _zero(sampling):
+        sampling = _DEFAULT_SAMPLING_INTERVAL  # Kueue's defaults turn a zero interval into 5m (cmp.Or)
+    if sampling.startswith("-"):
         raise _error(source, "admissionFairSharing.usageSamplingInterval", "must be greater than 0")
     for resource, weight in section.resource_weights.items():
         if not math.isfinite(weight):  # YAML's .inf and .nan are floats too, and no weight
@@ -623,14 +653,30 @@ def _object_retention(section: _ObjectRetention | None, *, source: str) -> model
 
 
 def _resources(section: _Resources | None, *, gates: dict[str, bool], source: str) -> models.ResourcesConfig | None:
+    """``resources`` checked as Kueue checks it (pkg/config/validation.go): no transformation input twice
+    (validateResourceTransformations), outputs quantities (a negative one an allowance), with the gate
+    QuotaCheckStrategy on (its default) no ``excludeResourcePrefixes`` beside ``quotaCheckStrategy:
+    IgnoreUndeclared`` (validateQuotaCheckStrategy), and the DRA mappings (:func:`_device_class_mappings`).
+    None when the file has no section."""
     if section is None:
         return None
+    if (
+        gates.get("QuotaCheckStrategy", True)
+        and section.quota_check_strategy == "IgnoreUndeclared"
+        and section.exclude_resource_prefixes
+    ):
+        raise _error(
+            source,
+            "resources.quotaCheckStrategy",
+            'Invalid value: "IgnoreUndeclared": excludeResourcePrefixes is not allowed when quotaCheckStrategy is '
+            "IgnoreUndeclared",
+        )
     seen: set[str] = set()
     transformations = []
     for index, item in enumerate(section.transformations):
         where = f"resources.transformations[{index}]"
         if item.input in seen:
-            raise _error(source, f"{where}.input", f"duplicate value {item.input!r}")
+            raise _error(source, f"{where}.input", f"Duplicate value: {json.dumps(item.input)}")
         seen.add(item.input)
         outputs = {}
         for resource, value in item.outputs.items():
@@ -641,7 +687,7 @@ def _resources(section: _Resources | None, *, gates: dict[str, bool], source: st
             outputs[resource] = str(value)
         transformations.append(
             models.ResourceTransformation(
-                input=item.input, strategy=item.strategy, outputs=outputs, multiply_by=item.multiply_by
+                input=item.input, strategy=item.strategy or "Retain", outputs=outputs, multiply_by=item.multiply_by
             )
         )
     return models.ResourcesConfig(
@@ -781,14 +827,14 @@ def _source_scope(item: _CounterSource | _CapacitySource, *, at: str, source: st
 
 
 def _frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...]:
+    """``integrations.frameworks`` checked as Kueue checks it (validateIntegrations): each one of Kueue's
+    integrations (``Unsupported value``, listing them), none twice; Kueue's default ``batch/job`` when empty."""
     listed = tuple(section.frameworks) if section is not None else ()
     for index, name in enumerate(listed):
         if name not in KUEUE_FRAMEWORKS:
-            raise _error(
-                source, f"integrations.frameworks[{index}]", f"unsupported value {name!r}: not a Kueue integration"
-            )
+            raise _error(source, f"integrations.frameworks[{index}]", _unsupported(name, sorted(KUEUE_FRAMEWORKS)))
         if name in listed[:index]:
-            raise _error(source, f"integrations.frameworks[{index}]", f"duplicate value {name!r}")
+            raise _error(source, f"integrations.frameworks[{index}]", f"Duplicate value: {json.dumps(name)}")
     return listed or DEFAULT_FRAMEWORKS
 
 
@@ -805,17 +851,21 @@ def _gated(frameworks: tuple[str, ...], gates: dict[str, bool], *, source: str) 
 
 
 def _external_frameworks(section: _Integrations | None, *, source: str) -> tuple[str, ...]:
-    """integrations.externalFrameworks: each ``Kind.version.group``, none twice (Kueue pkg/config/validation.go;
-    a repeat of a built-in framework's kind is not detected here)."""
+    """integrations.externalFrameworks checked as Kueue checks it (pkg/config/validation.go validateIntegrations):
+    each ``Kind.version.group``, no kind twice, nor the kind of an integration ``frameworks`` lists
+    (``Job.v1.batch`` beside ``batch/job``): Kueue compares the group, version and kind of each."""
     listed = tuple(section.external_frameworks) if section is not None else ()
+    frameworks = section.frameworks if section is not None and section.frameworks else DEFAULT_FRAMEWORKS
+    managed = {FRAMEWORK_OWNERS[name] for name in frameworks if name in FRAMEWORK_OWNERS}
     for index, name in enumerate(listed):
         field = f"integrations.externalFrameworks[{index}]"
         try:
-            external_owner(name)
+            owner = external_owner(name)
         except ValueError as err:
             raise _error(source, field, str(err)) from None
-        if name in listed[:index]:
-            raise _error(source, field, f"duplicate value {name!r}")
+        if owner in managed:
+            raise _error(source, field, f"Duplicate value: {json.dumps(name)}")
+        managed.add(owner)
     return listed
 
 
@@ -1211,6 +1261,78 @@ def _check_custom_labels(entries: list[_CustomLabel], *, source: str) -> None:
                 f"Invalid value: too many custom labels for source kind {kind}: found {per_kind[kind]}, "
                 f"expected <= {limit}",
             )
+
+
+def _refuse_repeated_keys(text: str, *, source: str) -> None:
+    """Refuse a mapping that gives one key twice, as Kueue's strict decoding of its file does (pkg/config
+    config.go fromFile: ``serializer.EnableStrict``; PyYAML would keep the last value silently): the field is
+    the repeated key's path, the problem Kubernetes' YAML decoder's ``line N: key "K" already set in map``."""
+    seen_nodes: set[int] = set()
+
+    def walk(node: yaml.Node, path: str) -> None:
+        if id(node) in seen_nodes:  # an alias of a node already walked
+            return
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = str(key_node.value)
+                here = f"{path}.{key}" if path else key
+                if key in keys:
+                    problem = f"line {key_node.start_mark.line + 1}: key {json.dumps(key)} already set in map"
+                    raise _error(source, here, problem)
+                keys.add(key)
+                walk(value_node, here)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                walk(item, f"{path}[{index}]")
+
+    for document in yaml.compose_all(text, Loader=yaml.SafeLoader):
+        if document is not None:
+            walk(document, "")
+
+
+def _unsupported(value: Any, supported: list[str]) -> str:
+    """Kubernetes' field.NotSupported wording: ``Unsupported value: "X": supported values: "A", "B"``."""
+    return f"Unsupported value: {json.dumps(value)}: supported values: {', '.join(json.dumps(v) for v in supported)}"
+
+
+def _value_at(raw: Any, field: str) -> Any:
+    """The value at ``field`` (``a.b[0].c``) of the file's mapping ``raw`` (None when it has none)."""
+    value = raw
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field):
+        if index:
+            value = value[int(index)] if isinstance(value, list) and int(index) < len(value) else None
+        else:
+            value = value.get(name) if isinstance(value, dict) else None
+    return value
+
+
+def _enum_values(field: str) -> list[str]:
+    """The values :class:`KueueConfiguration` allows at ``field`` (``a.b[0].c``), an enum's (a ``Literal``), in
+    the order Kueue lists them; ``""``, which Kueue's defaults replace, is not listed."""
+    kind: Any = KueueConfiguration
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", field):
+        kind = _unwrap(kind, keep_list=bool(index))
+        if index and typing.get_origin(kind) is list:
+            kind = typing.get_args(kind)[0]
+        elif isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+            kind = next((f.type for f in msgspec.structs.fields(kind) if f.encode_name == name), None)
+        elif typing.get_origin(kind) is dict:
+            kind = typing.get_args(kind)[1]
+    kind = _unwrap(kind, keep_list=False)
+    return [str(v) for v in typing.get_args(kind) if v != ""] if typing.get_origin(kind) is Literal else []
+
+
+def _unwrap(kind: Any, *, keep_list: bool) -> Any:
+    """``kind`` without ``| None`` (and, unless ``keep_list``, the item type of a list)."""
+    if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+        kind = next(k for k in typing.get_args(kind) if k is not type(None))
+    if not keep_list and typing.get_origin(kind) is list:
+        kind = typing.get_args(kind)[0]
+    return kind
 
 
 def _duration(text: str, field: str, source: str) -> str:

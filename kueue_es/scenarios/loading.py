@@ -33,7 +33,7 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import yaml
@@ -334,9 +334,12 @@ def _object(raw: Any, *, where: str, ranges: _LimitRanges | None = None) -> Scen
         )
         if problem is not None:  # as the watcher refuses the file (the cluster engine's --config)
             raise _Problem(f"{where}: featureGates: {problem}")
-        if kind == "Configuration" and _has_sources(raw):  # what only the manager's own parsing reads
+        if kind == "Configuration":
+            _complete_fair_sharing(raw)
+            # held to the watcher's checks of the file (the cluster engine's --config)
             config = manager_config.parse(json.dumps(raw), source=where).configuration
-            return ScenarioObject(manifest=raw, fact=types.ConfigurationObserved(configuration=config))
+            if _has_sources(raw):  # what only the manager's own parsing reads
+                return ScenarioObject(manifest=raw, fact=types.ConfigurationObserved(configuration=config))
     except manifests.ManifestError as err:
         raise _Problem(f"{where}: {err}") from err
     fact = kueue_fact(raw)
@@ -347,6 +350,21 @@ def _object(raw: Any, *, where: str, ranges: _LimitRanges | None = None) -> Scen
         if ranges is not None:
             fact = ranges.observed(fact, raw, where=where)
     return ScenarioObject(manifest=raw, fact=fact)
+
+
+#: The preemption strategies a scenario's ``fairSharing`` without any gets: Kueue's defaults for fair sharing
+#: turned on (v1beta1 ``enable: true``; a v1beta2 manager file must name them, and the watcher refuses one that
+#: does not). Scenarios written from Kueue's tests often give ``fairSharing: {}`` to mean "fair sharing on".
+SCENARIO_FAIR_SHARING_STRATEGIES: Final = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
+def _complete_fair_sharing(raw: dict[str, Any]) -> None:
+    """Give a scenario Configuration's ``fairSharing`` that names no ``preemptionStrategies`` Kueue's default
+    strategies (:data:`SCENARIO_FAIR_SHARING_STRATEGIES`), in place, so every engine runs it with fair sharing
+    on, the cluster engine's watcher reading the completed file."""
+    fair = raw.get("fairSharing")
+    if isinstance(fair, dict) and not fair.get("preemptionStrategies"):
+        fair["preemptionStrategies"] = list(SCENARIO_FAIR_SHARING_STRATEGIES)
 
 
 def _has_sources(raw: dict[str, Any]) -> bool:

@@ -96,6 +96,7 @@ from kueue_es.events import models, slices, v1beta1
 from kueue_es.jobframework import core_webhooks, integrations, pods, webhooks, workload_webhook, workloads
 from kueue_es.jobframework.integrations import serving
 from kueue_es.services.kube import resources
+from kueue_es.services.webhook import manifests
 from kueue_es.sim import (
     aggregator,
     custom_resources,
@@ -221,7 +222,9 @@ class ClusterEmulator(kmock.KubernetesEmulator):
     exist).  ``create_hooks``: callables ``(ref, obj)`` run on every created
     object, like mutating webhooks; the default, ``KUEUE_WEBHOOKS``,
     plays Kueue's Job, integration (JobSet, Kubeflow, ...) and Pod webhooks (pass ``()`` for a bare
-    cluster), and with them :class:`DefaultLocalQueue` runs first.  ``clock``:
+    cluster), and with them :class:`DefaultLocalQueue` runs first; neither they nor Kueue's validating job
+    webhooks are called for the jobs and Pods of kube-system, kueue-system and kueue-es, which the webhook
+    configurations leave out (:meth:`_left_out`).  ``clock``:
     the UTC time for timestamps.  ``extra_resources``: kinds to serve besides
     ``resources.RESOURCES``.  ``validate``: refuse what a real API server with kueue-es's CRDs
     refuses (``kueue_es.validation``: 422 Invalid with field paths; unknown fields of Kueue kinds
@@ -309,7 +312,7 @@ class ClusterEmulator(kmock.KubernetesEmulator):
             history_limit=self.history_limit,
             clock=self.clock,
             enforce_namespaces=self.enforce_namespaces,
-            create_hooks=tuple(self._only_managed(self._configured(hook)) for hook in hooks),
+            create_hooks=tuple(self._only_called(hook, self._configured(hook)) for hook in hooks),
         )
         if default_queue is not None:
             default_queue.store = self._store
@@ -1699,16 +1702,34 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         served = webhooks.target(ref.api_version, ref.kind)
         return served is not None and webhooks.noop(served, self.managed_kinds)
 
-    def _only_managed(self, hook: store.CreateHook) -> store.CreateHook:
-        """``hook`` for every object but the jobs of integrations left out (a no-op webhook for those)."""
-        if self.managed_kinds is None:
+    def _only_called(self, original: store.CreateHook, hook: store.CreateHook) -> store.CreateHook:
+        """``hook`` (the create hook ``original`` configured, :meth:`_configured`) for every object but those the
+        webhook it plays is not called for: the jobs of integrations left out (a no-op webhook for those) and,
+        for Kueue's job and Pod webhooks, the jobs and Pods of the namespaces their configurations leave out
+        (:meth:`_left_out`)."""
+        kueue = original in KUEUE_WEBHOOKS or isinstance(original, DefaultLocalQueue | MultiKueueManagedBy)
+        if self.managed_kinds is None and not kueue:
             return hook
 
-        def managed_only(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
-            if not self._unmanaged(ref):
-                hook(ref, obj)
+        def called(ref: resources.ResourceRef, obj: dict[str, Any]) -> None:
+            if self._unmanaged(ref):
+                return
+            if kueue and self._left_out(ref, (obj.get("metadata") or {}).get("namespace")):
+                return
+            hook(ref, obj)
 
-        return managed_only
+        return called
+
+    @staticmethod
+    def _left_out(ref: resources.ResourceRef, namespace: str | None) -> bool:
+        """Whether kube-apiserver calls none of Kueue's job and Pod webhooks (mutating and validating) for an
+        object of kind ``ref`` in ``namespace``: their configurations' ``namespaceSelector`` leaves out
+        ``kube-system`` and ``kueue-system`` (Kueue config/components/webhook/kustomization.yaml), and kueue-es's
+        (``deploy/base/webhook-configurations.yaml``, :data:`manifests.UNMANAGED_NAMESPACES`) its own namespace
+        too. Such a job is created as written (a queue-labelled Job not suspended, a Pod not gated) and, as
+        ``managedJobsNamespaceSelector`` never selects ``kube-system`` nor the Configuration's namespace, no
+        reconciler manages it: it runs unmanaged (docs/webhooks.md)."""
+        return webhooks.target(ref.api_version, ref.kind) is not None and namespace in manifests.UNMANAGED_NAMESPACES
 
     def _kueue_default_update(
         self, ref: resources.ResourceRef, obj: dict[str, Any], *, namespace: str | None
@@ -1718,14 +1739,15 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         Kueue's webhooks and the kind's framework is enabled: the namespace's ``default`` LocalQueue, the
         template marks (:func:`webhooks.default`, in :meth:`webhook_context`); other objects as they are."""
         served = webhooks.target(ref.api_version, ref.kind)
+        namespace = namespace or str((obj.get("metadata") or {}).get("namespace") or "default")
         if (
             served is None
             or not webhooks.defaults_on_update(served)
             or suspend_queued_integration_jobs not in self.create_hooks
             or self._unmanaged(ref)
+            or self._left_out(ref, namespace)
         ):
             return obj
-        namespace = namespace or str((obj.get("metadata") or {}).get("namespace") or "default")
         context = self.webhook_context(namespace, _manifest(ref, obj, namespace))
         return webhooks.default(ref.api_version, ref.kind, obj, context=context)
 
@@ -1735,15 +1757,16 @@ class ClusterEmulator(kmock.KubernetesEmulator):
         a StatefulSet scaled up from 0 has its scale-down's Workload read from the store
         (:func:`webhooks.scale_up_workload`); a refusal is 403 Forbidden with the message kube-apiserver gives
         for a denying webhook,
-        ``admission webhook "vjob.kb.io" denied the request: <field errors>``."""
+        ``admission webhook "vjob.kb.io" denied the request: <field errors>``. Not called for an object of a
+        namespace the webhook configurations leave out (:meth:`_left_out`)."""
         if not self.kueue_validation or not any(hook in self.create_hooks for hook in KUEUE_WEBHOOKS):
             return
         if self._unmanaged(ref):
             return  # its integration is not enabled: Kueue's webhook for it is a no-op
         served = webhooks.target(ref.api_version, ref.kind)
-        if served is None:
-            return
         namespace = str(obj.get("metadata", {}).get("namespace") or "default")
+        if served is None or self._left_out(ref, namespace):
+            return
         # the owners are walked at creation (the mutating webhook, which runs first, refuses what the walk
         # cannot finish) and, as Kueue's validating webhooks do, on a StatefulSet's or LeaderWorkerSet's update
         walked = old is None or ref.kind in ("StatefulSet", "LeaderWorkerSet")

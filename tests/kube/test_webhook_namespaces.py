@@ -198,3 +198,76 @@ async def test_the_emulator_s_webhooks_follow_the_selector_and_manage_option() -
             assert queued["spec"]["suspend"] is True
         finally:
             await api.close()
+
+
+async def test_the_emulator_calls_no_job_webhook_in_the_namespaces_its_configurations_leave_out() -> None:
+    """Kueue's webhook configurations leave kube-system and kueue-system out of every job and Pod webhook
+    (config/components/webhook/kustomization.yaml namespaceSelector), kueue-es's its own namespace too
+    (deploy/base/webhook-configurations.yaml): kube-apiserver never calls them there, so a queue-labelled Job,
+    JobSet, Deployment or Pod is stored as written and, the namespace being one no managedJobsNamespaceSelector may
+    select, runs unmanaged. The emulator played the webhooks there too: such a Job was suspended for good, with no
+    Workload. Kueue's Workload webhooks have no namespaceSelector and still apply."""
+    async with emulator.serve_emulator() as cluster:
+        api = await client.make_api_client(server=str(cluster.url))
+        try:
+            for name in ("kueue-system", "kueue-es"):
+                await client.apply_manifest(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+            async def create(ref: resources.ResourceRef, obj: dict[str, Any]) -> dict[str, Any]:
+                return await client.create_object(api, ref, namespace=obj["metadata"]["namespace"], body=obj)
+
+            def deployment(namespace: str) -> dict[str, Any]:
+                template = {"metadata": {"labels": {"app": "d"}}, "spec": pod(namespace)["spec"]}
+                spec = {"replicas": 1, "selector": {"matchLabels": {"app": "d"}}, "template": template}
+                meta = {"name": "d", "namespace": namespace, "labels": {QUEUE: "user-queue"}}
+                return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": spec}
+
+            def jobset(namespace: str) -> dict[str, Any]:
+                meta = {"name": "js", "namespace": namespace, "labels": {QUEUE: "user-queue"}}
+                replicated = [{"name": "w", "replicas": 1, "template": {"spec": job(namespace)["spec"]}}]
+                return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": meta,
+                        "spec": {"replicatedJobs": replicated}}  # fmt: skip
+
+            # in a namespace the configurations let through, the webhooks act (the control)
+            assert (await create(resources.JOBS, job("default", queue="user-queue")))["spec"]["suspend"] is True
+            assert gates(await create(resources.PODS, pod("default")))[0] == webhooks.ADMISSION_GATE
+            for namespace in ("kube-system", "kueue-system", "kueue-es"):
+                created = await create(resources.JOBS, job(namespace, queue="user-queue"))
+                assert not created["spec"].get("suspend"), namespace  # mjob.kb.io not called
+                stored = await create(resources.PODS, pod(namespace))
+                assert gates(stored) == [] and webhooks.MANAGED_LABEL not in stored["metadata"]["labels"], namespace
+                assert not stored["metadata"].get("finalizers"), namespace
+                assert not (await create(resources.JOBSETS, jobset(namespace)))["spec"].get("suspend"), namespace
+                made = await create(resources.DEPLOYMENTS, deployment(namespace))
+                assert made["spec"]["template"]["metadata"]["labels"] == {"app": "d"}, namespace
+                made["spec"]["replicas"] = 2  # mdeployment.kb.io, which also defaults updates: not called either
+                updated = await client.replace_object(
+                    api, resources.DEPLOYMENTS, namespace=namespace, name="d", body=made
+                )
+                assert updated["spec"]["template"]["metadata"]["labels"] == {"app": "d"}, namespace
+                # vjob.kb.io is not called either: what it refuses elsewhere is stored
+                invalid = job(namespace, queue="user-queue", name="invalid")
+                invalid["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "a"}
+                await create(resources.JOBS, invalid)
+            elsewhere = job("default", queue="user-queue", name="invalid")
+            elsewhere["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": "a"}
+            with pytest.raises(errors.ApiError) as refused:
+                await create(resources.JOBS, elsewhere)
+            assert refused.value.status == 403 and "vjob.kb.io" in refused.value.message
+            # a Workload in kube-system still meets Kueue's Workload webhooks (no namespaceSelector): two pod sets
+            # with minCount are refused by vworkload.kb.io
+            pod_sets = [
+                {"name": name, "count": 2, "minCount": 1, "template": {"spec": pod("kube-system")["spec"]}}
+                for name in ("a", "b")
+            ]
+            workload = {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "Workload",
+                "metadata": {"name": "w", "namespace": "kube-system"},
+                "spec": {"podSets": pod_sets},
+            }
+            with pytest.raises(errors.ApiError) as refused:
+                await create(resources.WORKLOADS, workload)
+            assert refused.value.status == 403 and "vworkload.kb.io" in refused.value.message, refused.value.message
+        finally:
+            await api.close()

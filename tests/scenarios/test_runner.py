@@ -32,7 +32,7 @@ import pytest
 from kueue_es import deciders
 from kueue_es.events import codec, types
 from kueue_es.replay import check_log
-from kueue_es.scenarios import core_engine, engines, load_scenario
+from kueue_es.scenarios import ScenarioError, core_engine, engines, load_scenario
 from kueue_es.scenarios.checking import check
 from kueue_es.scenarios.outcome import preempted_keys
 from kueue_es.services.runtime import Decider, build_batch
@@ -374,6 +374,24 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     if "bus" not in engines.available():  # until the bus engine registers itself
         bus = _cli("check", "--engine", "bus", tmp_path / "ok")
         assert (bus.returncode, bus.stderr) == (2, "error: the bus engine is not available yet\n")
+
+
+def test_a_scenario_fair_sharing_without_strategies_gets_kueues_defaults(tmp_path: Path) -> None:
+    """A scenario's Configuration is the watcher's ``--config`` on the cluster engine, which refuses a v1beta2
+    ``fairSharing`` naming no ``preemptionStrategies`` as Kueue does; scenarios written from Kueue's tests give
+    ``fairSharing: {}`` to mean "fair sharing on", so the loader completes it with Kueue's default strategies
+    (both engines then run the same file). A strategy set Kueue does not support is still refused."""
+    config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {}}
+    doc = scenario_doc(
+        pending=[cpu_workload("w1", cpus=1)], expect={"admitted": {"default/w1": {"clusterQueue": "cq"}}}
+    )
+    doc["objects"].insert(0, config)
+    scenario = load_scenario(write(tmp_path / "fair.yaml", doc))
+    [loaded] = [o.manifest for o in scenario.objects if o.kind == "Configuration"]
+    assert loaded["fairSharing"]["preemptionStrategies"] == ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    config["fairSharing"] = {"preemptionStrategies": ["LessThanInitialShare", "LessThanOrEqualToFinalShare"]}
+    with pytest.raises(ScenarioError, match="fairSharing.preemptionStrategies: Unsupported value"):
+        load_scenario(write(tmp_path / "fair.yaml", doc))
 
 
 def test_engine_registry(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1418,14 +1418,15 @@ def test_the_cluster_queue_resource_gauges_only_with_enable_cluster_queue_resour
     resource gauges too); the admitter follows the Configuration on the log, as the watcher publishes it from its
     file. Before, they were always exported. The internal view (:func:`gauges`) keeps them all."""
     state = _fold(_preemption_run().messages)
-    _configured(state, "fairSharing: {}\n")
+    fair = "fairSharing: {preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]}\n"
+    _configured(state, fair)
     gated = set(CLUSTER_QUEUE_RESOURCE_FAMILIES)
     off = _samples(state, resources=False)
     assert not [name for name, _ in off if name in gated]
     assert _value(off, "kueue_cluster_queue_status", cluster_queue="cq", status="active") == 1
     assert any(name == "kueue_local_queue_resource_reservation" for name, _ in off)
     assert all(gauges(state)[name] for name in gated)
-    _configured(state, "fairSharing: {}\nmetrics:\n  enableClusterQueueResources: true\n")
+    _configured(state, fair + "metrics:\n  enableClusterQueueResources: true\n")
     assert state.configuration.enable_cluster_queue_resources
     on = _samples(state, resources=False)
     assert {name for name, _ in on if name in gated} == gated

@@ -40,7 +40,7 @@ def test_the_settings_the_deciders_read() -> None:
         "fairSharing: {preemptionStrategies: [LessThanInitialShare]}\n"
         "admissionFairSharing: {usageHalfLifeTime: 168h, usageSamplingInterval: 5m, resourceWeights: {cpu: 0, x/gpu: 2.5}}\n"
         "waitForPodsReady: {timeout: 5m, blockAdmission: true, requeuingStrategy: {timestamp: Creation, backoffLimitCount: 2}}\n"
-        "resources:\n  quotaCheckStrategy: IgnoreUndeclared\n  excludeResourcePrefixes: [example.com/]\n"
+        "resources:\n  quotaCheckStrategy: IgnoreUndeclared\n"
         "  transformations: [{input: nvidia.com/mig-1g.5gb, strategy: Replace, outputs: {example.com/mem: 5Gi}}]\n"
         "featureGates: {TASProfileMixed: false}\nmanageJobsWithoutQueueName: true\n"
         "integrations: {frameworks: [batch/job, ray.io/rayjob]}\n"
@@ -94,17 +94,19 @@ def test_v1beta1_needs_enable() -> None:
         (V1BETA1 + "resources: {quotaCheckStrategy: BlockUndeclared}\n", "resources.quotaCheckStrategy", "only config.kueue.x-k8s.io/v1beta2"),
         (V1BETA2 + "waitForPodsReady: {timeout: five minutes}\n", "waitForPodsReady.timeout", "is not a duration"),
         (V1BETA2 + "waitForPodsReady: {requeuingStrategy: {backoffBaseSeconds: -1}}\n", "waitForPodsReady.requeuingStrategy.backoffBaseSeconds", "greater than or equal to 0"),
-        (V1BETA2 + "fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}\n", "fairSharing.preemptionStrategies", "is not one of"),
-        (V1BETA2 + "fairSharing: {preemptionStrategies: [Sometimes]}\n", "fairSharing.preemptionStrategies[0]", "Invalid enum value"),
-        (V1BETA2 + "integrations: {frameworks: [batch/jobs]}\n", "integrations.frameworks[0]", "not a Kueue integration"),
-        (V1BETA2 + "integrations: {frameworks: [pod, pod]}\n", "integrations.frameworks[1]", "duplicate"),
+        (V1BETA2 + "fairSharing: {preemptionStrategies: [LessThanInitialShare, LessThanOrEqualToFinalShare]}\n", "fairSharing.preemptionStrategies", 'Unsupported value: ["LessThanInitialShare", "LessThanOrEqualToFinalShare"]: supported values: "LessThanOrEqualToFinalShare", "LessThanInitialShare", "LessThanOrEqualToFinalShare,LessThanInitialShare"'),
+        (V1BETA2 + "fairSharing: {preemptionStrategies: [Sometimes]}\n", "fairSharing.preemptionStrategies[0]", 'Unsupported value: "Sometimes": supported values: "LessThanOrEqualToFinalShare", "LessThanInitialShare"'),
+        (V1BETA2 + "integrations: {frameworks: [batch/jobs]}\n", "integrations.frameworks[0]", 'Unsupported value: "batch/jobs": supported values: "batch/job", "deployment", "jobset.x-k8s.io/jobset",'),
+        (V1BETA2 + "integrations: {frameworks: [pod, pod]}\n", "integrations.frameworks[1]", 'Duplicate value: "pod"'),
         (V1BETA2 + "integrations: {frameworks: [pod, sparkoperator.k8s.io/sparkapplication]}\n", "integrations.frameworks[1]", "enable the SparkApplicationIntegration feature gate"),
         (V1BETA2 + "integrations: {externalFrameworks: [Workflow.v1alpha1]}\n", "integrations.externalFrameworks[0]", "must be format, 'Kind.version.group.com'"),
-        (V1BETA2 + "integrations: {externalFrameworks: [A.v1.x.io, A.v1.x.io]}\n", "integrations.externalFrameworks[1]", "duplicate"),
-        (V1BETA2 + "resources: {transformations: [{input: a}, {input: a}]}\n", "resources.transformations[1].input", "duplicate"),
+        (V1BETA2 + "integrations: {externalFrameworks: [A.v1.x.io, A.v1.x.io]}\n", "integrations.externalFrameworks[1]", 'Duplicate value: "A.v1.x.io"'),
+        (V1BETA2 + "resources: {transformations: [{input: a}, {input: a}]}\n", "resources.transformations[1].input", 'Duplicate value: "a"'),
+        (V1BETA2 + "resources: {transformations: [{input: a, strategy: Drop}]}\n", "resources.transformations[0].strategy", 'Unsupported value: "Drop": supported values: "Retain", "Replace"'),
+        (V1BETA2 + "waitForPodsReady: {requeuingStrategy: {timestamp: Now}}\n", "waitForPodsReady.requeuingStrategy.timestamp", 'Unsupported value: "Now": supported values: "Creation", "Eviction"'),
         (V1BETA2 + "resources: {transformations: [{input: a, outputs: {b: lots}}]}\n", "resources.transformations[0].outputs.b", "lots"),
         (V1BETA2 + "webhook: {port: high}\n", "webhook.port", "Expected"),
-        (V1BETA2 + "admissionFairSharing: {usageHalfLifeTime: 1h, usageSamplingInterval: 0s}\n", "admissionFairSharing.usageSamplingInterval", "greater than 0"),
+        (V1BETA2 + "admissionFairSharing: {usageHalfLifeTime: 1h, usageSamplingInterval: -1s}\n", "admissionFairSharing.usageSamplingInterval", "greater than 0"),
         (V1BETA2 + "objectRetentionPolicies: {workloads: {afterFinished: 1 hour}}\n", "objectRetentionPolicies.workloads.afterFinished", "is not a duration"),
         (V1BETA2 + "objectRetentionPolicies: {workloads: {afterDeactivatedByKueue: 5}}\n", "objectRetentionPolicies.workloads.afterDeactivatedByKueue", "Expected `str | null`"),
         (V1BETA2 + "objectRetentionPolicies: {workloads: {afterDeactivatedByKueue: -1m}}\n", "objectRetentionPolicies.workloads.afterDeactivatedByKueue", "greater than or equal to 0"),
@@ -118,6 +120,66 @@ def test_bad_files_are_refused_naming_the_field(text: str, field: str, problem: 
         manager_config.parse(text, source="cfg.yaml")
     assert (caught.value.kind, caught.value.name, caught.value.field) == ("Configuration", "cfg.yaml", field)
     assert problem in caught.value.problem
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        (V1BETA2 + "fairSharing: {}\n", "fairSharing.preemptionStrategies", "Required value: must be specified"),
+        (V1BETA2 + "fairSharing: {preemptionStrategies: []}\n", "fairSharing.preemptionStrategies", "Required value: must be specified"),
+        (V1BETA2 + "resources: {quotaCheckStrategy: IgnoreUndeclared, excludeResourcePrefixes: [x/]}\n", "resources.quotaCheckStrategy", 'Invalid value: "IgnoreUndeclared": excludeResourcePrefixes is not allowed when quotaCheckStrategy is IgnoreUndeclared'),
+        (V1BETA2 + "integrations: {frameworks: [batch/job], externalFrameworks: [Job.v1.batch]}\n", "integrations.externalFrameworks[0]", 'Duplicate value: "Job.v1.batch"'),
+        (V1BETA2 + "integrations: {externalFrameworks: [Job.v1.batch]}\n", "integrations.externalFrameworks[0]", 'Duplicate value: "Job.v1.batch"'),
+        (V1BETA2 + "integrations: {frameworks: [pod, deployment], externalFrameworks: [Workflow.v1.argoproj.io, Deployment.v1.apps]}\n", "integrations.externalFrameworks[1]", 'Duplicate value: "Deployment.v1.apps"'),
+        (V1BETA2 + "fairSharing: {preemptionStrategies: [LessThanInitialShare]}\nwaitForPodsReady: {timeout: 5m}\nfairSharing: {}\n", "fairSharing", 'line 5: key "fairSharing" already set in map'),
+        (V1BETA2 + "waitForPodsReady:\n  timeout: 5m\n  blockAdmission: true\n  timeout: 10m\n", "waitForPodsReady.timeout", 'line 6: key "timeout" already set in map'),
+        (V1BETA2 + "integrations:\n  frameworks: [pod]\n  externalFrameworks:\n  - {a: 1, a: 2}\n", "integrations.externalFrameworks[0].a", 'key "a" already set in map'),
+        ('{"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "kind": "Configuration"}', "kind", 'line 1: key "kind" already set in map'),
+    ],
+)  # fmt: skip
+def test_files_kueue_refuses_to_start_with(text: str, field: str, problem: str) -> None:
+    """Kueue pkg/config/validation.go (validateFairSharing: v1beta2's defaults do not fill the strategies;
+    validateQuotaCheckStrategy, gate QuotaCheckStrategy on by default; validateIntegrations compares the GVKs of
+    frameworks and externalFrameworks, ``batch/job`` the default) and config.go fromFile's strict decoding, which
+    refuses a key given twice: kueue-es accepted each of these (the last value of a repeated key won)."""
+    with pytest.raises(ManifestError) as caught:
+        manager_config.parse(text, source="cfg.yaml")
+    assert (caught.value.kind, caught.value.name, caught.value.field) == ("Configuration", "cfg.yaml", field)
+    assert problem in caught.value.problem
+
+
+def test_what_kueue_s_defaults_fill_in_is_accepted() -> None:
+    """apis/config/v1beta2 defaults.go (cmp.Or): a zero usageSamplingInterval is 5m and an empty transformation
+    strategy Retain, before validation; v1beta1's ``enable: true`` gives fair sharing both strategies
+    (configuration_conversion.go); with the gate QuotaCheckStrategy off its check is not made. kueue-es refused
+    the first two ("must be greater than 0", an enum error)."""
+    afs = manager_config.parse(
+        V1BETA2 + "admissionFairSharing: {usageHalfLifeTime: 10m, usageSamplingInterval: 0s}\n"
+    ).configuration.admission_fair_sharing
+    assert afs is not None and (afs.usage_half_life_time, afs.usage_sampling_interval) == ("10m", "5m")
+    resources = manager_config.parse(
+        V1BETA2 + "resources: {transformations: [{input: x/credit, strategy: '', outputs: {cpu: 1}}]}\n"
+    ).configuration.resources
+    assert resources is not None and resources.transformations[0].strategy == "Retain"
+    v1beta1 = manager_config.parse(V1BETA1 + "fairSharing: {enable: true, preemptionStrategies: []}\n")
+    assert v1beta1.configuration.fair_sharing == models.FairSharingConfig(
+        preemption_strategies=["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
+    )
+    ungated = V1BETA2 + "resources: {quotaCheckStrategy: IgnoreUndeclared, excludeResourcePrefixes: [x/]}\n"
+    config = manager_config.parse(ungated, feature_gates="QuotaCheckStrategy=false").configuration
+    assert config.resources is not None and config.resources.exclude_resource_prefixes == ["x/"]
+    # an external framework of a kind no listed framework manages is fine
+    text = V1BETA2 + "integrations: {frameworks: [pod], externalFrameworks: [Job.v1.batch]}\n"
+    assert manager_config.parse(text).external_owners == {("batch/v1", "Job")}
+
+
+def test_the_frameworks_kinds_are_the_webhooks() -> None:
+    """The kind of each of Kueue's integrations, which externalFrameworks are compared with, is the one the
+    webhook serves and the watcher watches."""
+    from kueue_es.jobframework import webhooks
+
+    served = {t.framework: (f"{t.group}/{t.version}" if t.group else t.version, t.kind) for t in webhooks.targets()}
+    assert served == manager_config.FRAMEWORK_OWNERS
 
 
 def test_object_retention_policies_reach_the_configuration_as_written() -> None:
@@ -352,7 +414,7 @@ async def test_the_file_followed_each_change_once(tmp_path: Path) -> None:
     await follower.start()
     for text in (
         V1BETA2 + "# a comment\n",
-        V1BETA2 + "fairSharing: {}\n",
+        V1BETA2 + "fairSharing: {preemptionStrategies: [LessThanInitialShare]}\n",
         V1BETA2 + "fairSharing: {preemptionStrategies: [Never]}\n",
         V1BETA2,
     ):
@@ -381,7 +443,7 @@ async def test_without_a_file_only_a_leftover_configuration_is_replaced(tmp_path
     await defaults.start()
     assert await bus.last_seq() == 0  # a fresh log holds Kueue's defaults already
     path = tmp_path / "config.yaml"
-    path.write_text(V1BETA2 + "fairSharing: {}\n")
+    path.write_text(V1BETA2 + "fairSharing: {preemptionStrategies: [LessThanInitialShare]}\n")
     earlier = ConfigFile(path=path, initial=load(path), publisher=Publisher(bus=bus, kinds=LOGGED_KINDS))
     await earlier.start()
     later = ConfigFile(path=None, initial=load(None), publisher=Publisher(bus=bus, kinds=LOGGED_KINDS))

@@ -21,12 +21,15 @@ from kueue_es.scenarios.loading import parse_scenario
 from kueue_es.scheduling import preemption as targets
 from tests.builders import cluster_queue, flavor, local_queue, workload
 
+#: Kueue's v1beta2 Configuration requires the strategies beside fair sharing (these are the v1beta1 default).
+FAIR = {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+
 
 def _scenario(*, fair_sharing: bool, seed: int) -> dict:
     rng = random.Random(seed)  # test data only: the cores never see randomness
     objects: list[dict] = [flavor("default")]
     if fair_sharing:
-        objects.insert(0, {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": {}})
+        objects.insert(0, {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "fairSharing": FAIR})
     for name, nominal, weight in (("a", 6, "1"), ("b", 4, "2"), ("c", 2, "500m")):
         cq = cluster_queue(name, flavors={"default": {"cpu": nominal}})
         cq["spec"]["cohortName"] = "all"
