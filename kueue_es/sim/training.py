@@ -32,7 +32,11 @@ Finished; trainjob_controller.go) and what Kueue's e2e tests check:
 * a suspended job's active pods are deleted; a running one gets ``Running`` False (``<Kind>Suspended``), then
   ``Suspended`` True, no active replicas and no ``startTime``; unsuspended, ``Suspended`` turns False
   (``<Kind>Resumed``; pkg/controller.v1/common/job.go);
-* a finished job's active pods are deleted (cleanPodPolicy ``Running``, the MPI operator's default);
+* a finished job's pods are deleted as its ``runPolicy.cleanPodPolicy`` says (DeletePodsAndServices):
+  ``Running`` its pending and running ones, ``All`` every one, ``None`` -- the operators' default when it is
+  not set -- none, so those still running run to their end (a PyTorchJob's workers after its Master
+  succeeded); its ``replicaStatuses`` then stay as written, those still active when it succeeded counted as
+  succeeded (common/job.go ReconcileJobs);
 * a TrainJob (Trainer v2) gets the JobSet Kueue's integration builds of it and its runtime
   (:func:`kueue_es.jobframework.integrations.trainjob.child_jobset`: the runtime's template with the
   ``runtimePatches`` merged in, Kueue's node selectors among them), named after it, owned by it, suspended as
@@ -200,6 +204,26 @@ def suspended(job: Mapping[str, Any]) -> bool:
     return _mapping(_mapping(job.get("spec")).get("runPolicy")).get("suspend") is True
 
 
+def clean_pod_policy(job: Mapping[str, Any]) -> str:
+    """``spec.runPolicy.cleanPodPolicy``: ``None`` (every operator's default, the training-operator's and the MPI
+    operator's defaulting), ``Running`` or ``All``."""
+    policy = _mapping(_mapping(job.get("spec")).get("runPolicy")).get("cleanPodPolicy")
+    return policy if policy in ("Running", "All") else "None"
+
+
+def cleaned_pods(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[Object]:
+    """The pods of a finished ``job`` its operator deletes (DeletePodsAndServices), by its cleanPodPolicy:
+    ``Running`` the pending and running ones, ``All`` every one, ``None`` none (those still running run to
+    their end). A pod being deleted already is left out."""
+    policy = clean_pod_policy(job)
+    live = [p for p in pods if not _mapping(p.get("metadata")).get("deletionTimestamp")]
+    if policy == "All":
+        return [dict(p) for p in live]
+    if policy == "Running":
+        return [dict(p) for p in live if _phase(p) not in ("Succeeded", "Failed")]
+    return []
+
+
 def _phase(pod: Mapping[str, Any]) -> str:
     return str(_mapping(pod.get("status")).get("phase") or "")
 
@@ -288,7 +312,10 @@ def sync(kind: Kind, job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], 
         )
     finished = _true(conditions, "Succeeded") or _true(conditions, "Failed")
     active = [p for p in pods if _active(p)]
-    if finished or suspended(job):
+    if finished:
+        out.delete = cleaned_pods(job, pods)
+        active = []
+    elif suspended(job):
         out.delete = [dict(p) for p in active]
         active = []
     if suspended(job) and not finished:
@@ -318,6 +345,9 @@ def sync(kind: Kind, job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], 
             "succeeded": sum(1 for p in mine if _phase(p) == "Succeeded"),
             "failed": sum(1 for p in mine if _phase(p) == "Failed"),
         }
+    if finished and isinstance(status.get("replicaStatuses"), Mapping):
+        # a finished job's pods are no longer counted: its replica statuses stay as they were written
+        replica_statuses = copy.deepcopy(dict(status["replicaStatuses"]))
     status["replicaStatuses"] = replica_statuses
     if not finished and not suspended(job):
         deciding = next((t for t in kind.deciding if t in specs), None)
@@ -331,8 +361,9 @@ def sync(kind: Kind, job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], 
             message = f"{kind.kind} {name} is successfully completed."
             conditions = _update(conditions, "Succeeded", "True", f"{kind.kind}Succeeded", message, now)
             status["completionTime"] = now
-            out.delete = [dict(p) for p in active]
-            for counts in replica_statuses.values():
+            out.delete = cleaned_pods(job, pods)
+            for counts in replica_statuses.values():  # the active ones counted as succeeded (ReconcileJobs)
+                counts["succeeded"] += counts["active"]
                 counts["active"] = 0
         else:
             wanted_all = sum(_replicas(s) for s in specs.values())

@@ -122,11 +122,34 @@ def test_a_jaxjob_succeeds_once_all_its_pods_succeeded() -> None:
 
 
 def test_an_mpijob_succeeds_with_its_launcher_and_its_running_workers_go() -> None:
+    """Kueue's sample MPIJob asks ``cleanPodPolicy: Running``: its running workers are deleted once the launcher
+    succeeded, counted as succeeded (ReconcileJobs: Succeeded += Active)."""
     pods = [pod("j-launcher-0", "launcher", 0, "Succeeded"), pod("j-worker-0", "worker", 0, "Running")]
-    out = training.sync(MPI, job(MPI, {"Launcher": 1, "Worker": 1}), pods, now=NOW)
+    mpijob = job(MPI, {"Launcher": 1, "Worker": 1})
+    mpijob["spec"]["runPolicy"]["cleanPodPolicy"] = "Running"
+    out = training.sync(MPI, mpijob, pods, now=NOW)
     assert conditions(out.status)["Succeeded"] == ("True", "MPIJobSucceeded")
     assert [p["metadata"]["name"] for p in out.delete] == ["j-worker-0"]
-    assert out.status["replicaStatuses"]["Worker"] == {"active": 0, "succeeded": 0, "failed": 0}
+    assert out.status["replicaStatuses"]["Worker"] == {"active": 0, "succeeded": 1, "failed": 0}
+    after = training.sync(MPI, {**mpijob, "status": out.status}, pods[:1], now=NOW)
+    assert after.status["replicaStatuses"] == out.status["replicaStatuses"], "a finished job's pods not recounted"
+
+
+@pytest.mark.parametrize(("policy", "deleted"), [(None, []), ("None", []), ("All", ["j-master-0", "j-worker-0"])])
+def test_a_finished_jobs_pods_go_as_its_clean_pod_policy_says(policy: str | None, deleted: list[str]) -> None:
+    """DeletePodsAndServices: without a cleanPodPolicy (None, every operator's default) a PyTorchJob whose Master
+    succeeded keeps its running Worker, which runs to its end; ``All`` deletes every pod. Before, the running
+    ones were always deleted: an AppWrapper's PyTorchJob then never had all its pods succeed and the AppWrapper
+    (which waits for them) never finished."""
+    pods = [pod("j-master-0", "master", 0, "Succeeded"), pod("j-worker-0", "worker", 0, "Running")]
+    pytorchjob = job(PYTORCH, {"Master": 1, "Worker": 1})
+    if policy is not None:
+        pytorchjob["spec"]["runPolicy"]["cleanPodPolicy"] = policy
+    out = training.sync(PYTORCH, pytorchjob, pods, now=NOW)
+    assert conditions(out.status)["Succeeded"][0] == "True"
+    assert [p["metadata"]["name"] for p in out.delete] == deleted
+    again = training.sync(PYTORCH, {**pytorchjob, "status": out.status}, pods, now=NOW)
+    assert [p["metadata"]["name"] for p in again.delete] == deleted and again.create == []
 
 
 def test_a_failed_master_fails_the_pytorchjob() -> None:
