@@ -183,6 +183,35 @@ async def test_the_serving_samples_deploy_their_pods_and_are_ready(
     assert await events_of(bus, types.WorkloadFinished) == [] and admitted.workload.name.startswith("appwrapper-")
 
 
+async def test_a_wrapped_pod_runs_to_its_end(tmp_path: Path, bus: MemoryBus) -> None:
+    """A Pod an AppWrapper wraps (its controller the AppWrapper) runs its time in the simulated kubelet and
+    succeeds, so the AppWrapper does. Before, the kubelet left a pod with a controller to that controller, which
+    for an AppWrapper never finishes pods: the AppWrapper stayed Running."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "wrapped"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+        },
+    }
+    aw = {
+        "apiVersion": AW.api_version,
+        "kind": "AppWrapper",
+        "metadata": {"name": "pod-aw", "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}},
+        "spec": {"components": [{"template": pod}]},
+    }
+    async with _emulator() as (emu, api), _demo_services(api, bus):
+        await Kubectl(emu.url, tmp_path).ok("create", "-f", "-", stdin=json.dumps(aw))
+        [made] = await _labelled_pods(api, "pod-aw", 1)
+        done = await _until(api, AW, "pod-aw", lambda o: o["status"].get("phase") == "Succeeded")
+        [finished] = await wait_for(bus, types.WorkloadFinished, timeout=15)
+
+    assert _placed(made) and made["metadata"]["ownerReferences"][0]["kind"] == "AppWrapper"
+    assert _conditions(done)["QuotaReserved"] == ("False", "Succeeded") and finished.succeeded
+
+
 def _widget_appwrapper() -> dict[str, Any]:
     """Kueue's Deployment sample with its component turned into a kind nothing runs here (declared pod set)."""
     [aw] = examples.load("appwrapper/deployment-sample.yaml")
