@@ -72,7 +72,8 @@ def job_facts(
     FindAncestorJobManagedByKueue); a chain deeper than Kueue walks is refused (ObjectRejected on
     ``metadata.ownerReferences``, Kueue's JobNestingTooDeep). A Job created by a CronJob is
     managed like any other (its label comes from the CronJob's ``jobTemplate``). A
-    finished Job (condition Complete or Failed) gives WorkloadFinished; any other
+    finished Job (condition Complete or Failed) gives WorkloadFinished with that condition's message, empty
+    when it has none (job_controller.go Finished); any other
     WorkloadObserved; a Job that cannot be converted ObjectRejected. A Job naming a prebuilt
     Workload (:func:`~kueue_es.jobframework.workloads.prebuilt_workload`, Kueue's ``kueue.x-k8s.io/prebuilt-workload-name``) adopts it:
     no WorkloadObserved of its own, and its finish is that Workload's WorkloadFinished.
@@ -96,7 +97,7 @@ def job_facts(
             ref,
             name=prebuilt or workload_name_for_job(ref.name, ref.uid),
             succeeded=succeeded,
-            message=finished.get("message") or ("Job finished successfully" if succeeded else "Job failed"),
+            message=str(finished.get("message") or ""),
             at_ms=workloads.status_time_ms(finished.get("lastTransitionTime"), default=now_ms),
             uid="" if prebuilt else None,
         )

@@ -102,7 +102,11 @@ def template_of(source: PodSetSource, job: Mapping[str, Any]) -> Any:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Finished:
-    """A job that has finished: whether it ``succeeded``, its ``message`` and when (RFC 3339 or None)."""
+    """A job that has finished: whether it ``succeeded``, its ``message`` and when (RFC 3339 or None).
+
+    ``message`` is what the kind's Finished in Kueue returns, the Workload's Finished condition message: the
+    job's own (a condition's, ``status.message``), empty when the job gives none, or Kueue's fixed text where
+    it has one (an AppWrapper's); never one made up here."""
 
     succeeded: bool
     message: str
@@ -437,7 +441,8 @@ def facts(
 
     Managed as a batch/v1 Job is: the queue-name label (or ``manageJobsWithoutQueueName``),
     and no managed ancestor (:func:`workloads.managed_ancestor`; a chain too deep: ObjectRejected). A kind run through its pods (``suspend_path`` None:
-    Deployment, StatefulSet, LeaderWorkerSet) has no workload of its own: always None. Finished: WorkloadFinished; otherwise
+    Deployment, StatefulSet, LeaderWorkerSet) has no workload of its own: always None. Finished: WorkloadFinished
+    with the :class:`Finished` message as it is (empty when the job gives none, as Kueue's Finished); otherwise
     WorkloadObserved; a job that cannot be converted: ObjectRejected. A job naming a prebuilt Workload
     (:func:`workloads.prebuilt_workload`) adopts it: no WorkloadObserved, its finish is that Workload's.
     """
@@ -462,7 +467,7 @@ def facts(
             ref,
             name=prebuilt or integration.workload_name(ref.name, ref.uid),
             succeeded=finished.succeeded,
-            message=finished.message or (f"{integration.kind} finished" if finished.succeeded else "failed"),
+            message=finished.message,
             at_ms=workloads.status_time_ms(finished.at, default=now_ms),
             uid="" if prebuilt else None,
         )

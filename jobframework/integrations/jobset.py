@@ -73,13 +73,9 @@ def pod_sets(ref: workloads.JobRef, jobset: Mapping[str, Any]) -> list[PodSetSou
 
 
 def finished(jobset: Mapping[str, Any]) -> Finished | None:
-    """The ``Completed`` or ``Failed`` condition when True (jobset_controller.go Finished)."""
-    done = finished_by_conditions(jobset, succeeded=("Completed",), failed=("Failed",))
-    if done is not None and not done.message:
-        return Finished(
-            succeeded=done.succeeded, message="JobSet completed" if done.succeeded else "JobSet failed", at=done.at
-        )
-    return done
+    """The ``Completed`` or ``Failed`` condition when True, with its message, empty when it has none
+    (jobset_controller.go Finished)."""
+    return finished_by_conditions(jobset, succeeded=("Completed",), failed=("Failed",))
 
 
 def _replicated_statuses(jobset: Mapping[str, Any]) -> list[Mapping[str, Any]]:

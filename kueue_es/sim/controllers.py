@@ -41,7 +41,11 @@ controllers do, enough for Kueue's view of them:
   RayCluster and submitter Job, and their statuses (the rules: :mod:`kueue_es.sim.kuberay`).
 * AppWrapper (workload.codeflare.dev/v1beta2): the AppWrapper controller's wrapped objects, created with
   Kueue's ``podSetInfos`` once it is unsuspended, and its phase and conditions (the rules:
-  :mod:`kueue_es.sim.appwrappers`).
+  :mod:`kueue_es.sim.appwrappers`). Its components may be of any kind these controllers run (Job, CronJob,
+  Deployment, ReplicaSet, StatefulSet, Pod, JobSet, RayCluster, RayJob, LeaderWorkerSet, the Kubeflow training
+  kinds, TrainJob), each then run by its own stand-in; one of another kind (nothing would run it), whose CRD
+  is not installed, or refused as invalid fails the AppWrapper (``CreateFailed``) as the AppWrapper
+  controller fails one it cannot create, rather than claiming it deployed.
 * JobSet (jobset.x-k8s.io/v1alpha2): the JobSet controller's child Jobs
   ``<jobset>-<replicatedJob>-<index>``, suspended and resumed with the JobSet, its
   ``replicatedJobsStatus`` and its Completed condition once its Jobs complete (the rules:
@@ -51,7 +55,7 @@ controllers do, enough for Kueue's view of them:
   the Trainer makes of a TrainJob and its runtime (the rules: :mod:`kueue_es.sim.training`); the pods finish
   in :mod:`kueue_es.sim.kubelet`, the JobSet runs as above.
 * Garbage collection: an object whose controller (one of these kinds) is gone is deleted (a CronJob's
-  Jobs, a Job's pods, a RayJob's RayCluster, an AppWrapper's Deployment, ...), the background cascading deletion; an object being deleted (a foreground
+  Jobs, a Job's pods, a RayJob's RayCluster, an AppWrapper's Deployment or PyTorchJob, ...), the background cascading deletion; an object being deleted (a foreground
   deletion waiting for its dependents) gets no new dependents. A Workload object whose owners (of these
   kinds) are all gone is deleted, one with a live owner left loses its references to the gone ones, as
   kube-controller-manager's garbage collector does with any dependent (a pod group's Workload goes with
@@ -201,8 +205,27 @@ _OWNER_API["LeaderWorkerSet"] = LWS_REF.api_version
 _OWNER_API["RayCluster"] = RAYCLUSTER_REF.api_version
 _OWNER_API["RayJob"] = RAYJOB_REF.api_version
 _OWNER_API["AppWrapper"] = APPWRAPPER_REF.api_version
-#: The kinds an AppWrapper's components may be of here (others are not deployed: a warning is logged).
-_COMPONENT_KINDS = ("Job", "Deployment", "StatefulSet", "Pod", "JobSet", "RayCluster", "RayJob")
+#: The kinds an AppWrapper's components may be of here: those the simulated controllers run. A component of
+#: another kind fails its AppWrapper (CreateFailed: :func:`appwrappers.not_simulated`), as it would deploy nothing.
+_COMPONENT_KINDS = (
+    "Job",
+    "CronJob",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "Pod",
+    "JobSet",
+    "RayCluster",
+    "RayJob",
+    "LeaderWorkerSet",
+    *TRAINING_REFS,
+    "TrainJob",
+)
+#: The kinds whose objects the garbage collector deletes once their controller (of a kind here) is gone: what the
+#: simulated controllers make, an AppWrapper's components among them.
+_COLLECTED = tuple(
+    dict.fromkeys(("Deployment", "ReplicaSet", "StatefulSet", "Job", "JobSet", "RayCluster", "Pod", *_COMPONENT_KINDS))
+)
 #: The kinds of the Ray stand-in (off with ``ray=False``).
 _RAY_KINDS = ("RayCluster", "RayJob")
 _OWNER_API["JobSet"] = resources.JOBSETS.api_version
@@ -1078,7 +1101,7 @@ class SimulatedControllers:
             for o in objs.values()
             if o.get("metadata", {}).get("uid")
         }
-        for kind in ("Deployment", "ReplicaSet", "StatefulSet", "Job", "JobSet", "RayCluster", "Pod"):
+        for kind in _COLLECTED:
             for obj in list(self.objects.get(kind, {}).values()):
                 owner = next(
                     (
@@ -1420,7 +1443,8 @@ class SimulatedControllers:
 
     async def _appwrapper(self, aw: Object) -> None:
         """The AppWrapper controller's pass over one AppWrapper (:func:`appwrappers.sync`): its components
-        deployed or deleted, then its status."""
+        deployed (:meth:`_deploy`; the first that cannot be fails it, :func:`appwrappers.create_failed`) or
+        deleted, then its status."""
         owned = [o for kind in _COMPONENT_KINDS if kind in self._synced for o in self._owned(kind, aw)]
         name, namespace = aw["metadata"]["name"], aw["metadata"].get("namespace")
         pods = [
@@ -1430,23 +1454,58 @@ class SimulatedControllers:
             and (p["metadata"].get("labels") or {}).get(appwrappers.APPWRAPPER_LABEL) == name
             and not p["metadata"].get("deletionTimestamp")
         ]
+        now = store.format_timestamp(self._clock())
         try:
-            wanted = appwrappers.sync(aw, owned, pods, now=store.format_timestamp(self._clock()))
+            wanted = appwrappers.sync(aw, owned, pods, now=now)
         except ValueError as err:  # a component whose pod sets cannot be read: Kueue refuses it too
             logger.warning("sim_appwrapper_unreadable", name=f"{namespace}/{name}", error=str(err))
             return
         for obj in wanted.delete:
             await self._delete(str(obj.get("kind")), obj)
+        status = wanted.status
         for obj in wanted.create:
-            kind = str(obj.get("kind"))
-            if kind not in _COMPONENT_KINDS or kind not in self._kinds:
-                logger.warning("sim_appwrapper_component_not_simulated", name=f"{namespace}/{name}", kind=kind)
-                continue
+            error = await self._deploy(aw, obj)
+            if error is not None:
+                logger.warning("sim_appwrapper_create_failed", name=f"{namespace}/{name}", error=error)
+                status = appwrappers.create_failed(status, error, now=now)
+                break
+        await self._replace_status("AppWrapper", aw, status)
+
+    async def _deploy(self, aw: Object, obj: Object) -> str | None:
+        """Create ``obj``, a component of ``aw``: None once it exists (or when it is refused for a while, by a
+        webhook or a quota: tried again on the next pass), else the error that fails the AppWrapper, as
+        createComponent's fatal ones: a kind no simulated controller runs (:func:`appwrappers.not_simulated`),
+        one not served (no CRD: :func:`appwrappers.no_matches`), an invalid object (422), an object of its name
+        another controls."""
+        kind, api_version = str(obj.get("kind")), str(obj.get("apiVersion"))
+        ref = self._kinds.get(kind)
+        if kind not in _COMPONENT_KINDS or ref is None or ref.api_version != api_version:
+            return appwrappers.not_simulated(kind, api_version)
+        meta = obj["metadata"]
+        try:
+            created = await client.create_object(self._api, ref, namespace=meta.get("namespace"), body=obj)
+        except errors.ConflictError:  # made before (a kind not listed yet), or someone else's
             try:
-                await self._create(kind, obj)
-            except errors.KubeError as err:  # refused (a webhook, a quota): tried again on the next pass
-                logger.warning("sim_appwrapper_component_refused", kind=kind, error=str(err))
-        await self._replace_status("AppWrapper", aw, wanted.status)
+                found = await client.get_object(self._api, ref, namespace=meta.get("namespace"), name=meta["name"])
+            except errors.NotFoundError:
+                return None  # gone since: made again on the next pass
+            if controller_uid(found) != aw["metadata"].get("uid"):
+                return appwrappers.not_controlled(str(meta["name"]))
+            return None
+        except errors.NotFoundError as err:
+            if kind not in self._synced:
+                return appwrappers.no_matches(kind, api_version)
+            logger.warning("sim_appwrapper_component_refused", kind=kind, error=str(err))
+            return None
+        except errors.ApiError as err:
+            if err.status == 422:
+                return err.message
+            logger.warning("sim_appwrapper_component_refused", kind=kind, error=str(err))
+            return None
+        if kind in self.objects:
+            self._remember(kind, created)
+        logger.info("sim_created", kind=kind, name=f"{meta.get('namespace')}/{created['metadata']['name']}")
+        return None
 
     async def _statefulset(self, sts: Object) -> None:
         spec = sts.get("spec") or {}

@@ -93,7 +93,8 @@ reason ``Completed``), ``Ready`` and ``ContainersReady`` False with reason
 
 * a pod with a controller owner reference (a ReplicaSet's, a StatefulSet's, an
   elastic Job's, a RayCluster's) is left to that owner, as before -- but for a Kubeflow training job's
-  (a PyTorchJob's, an MPIJob's, ...: :mod:`kueue_es.sim.training`), which runs as a plain pod;
+  (a PyTorchJob's, an MPIJob's, ...: :mod:`kueue_es.sim.training`) and an AppWrapper's (a pod it wraps:
+  :mod:`kueue_es.sim.appwrappers`), which run as plain pods;
 * a pod with ``restartPolicy`` Always (the default) never succeeds, as a kubelet
   restarts its exited containers;
 * a serving pod (``kueue.x-k8s.io/pod-group-serving: "true"``) runs until deleted
@@ -813,6 +814,10 @@ def _managed_here(job: dict[str, Any]) -> bool:
     return (job.get("spec") or {}).get("managedBy") in (None, "", JOB_CONTROLLER)
 
 
+#: The controllers whose pods this kubelet runs to their end as plain pods (they only read the pods' phase).
+_RUN_AS_PLAIN = frozenset((*training.KINDS, "AppWrapper"))
+
+
 def finishes_pod(pod: dict[str, Any]) -> bool:
     """Whether this kubelet finishes ``pod``: running, not being deleted, owned by no controller (whose
     simulation runs its pods), and one a kubelet lets succeed (see the module docstring)."""
@@ -820,9 +825,10 @@ def finishes_pod(pod: dict[str, Any]) -> bool:
     if (pod.get("status") or {}).get("phase") != "Running" or metadata.get("deletionTimestamp"):
         return False
     for ref in metadata.get("ownerReferences") or []:
-        # a training operator's pod runs its containers to their end as a plain pod does (its operator only
-        # reads the pod's phase, kueue_es.sim.training); other controllers' pods are theirs to finish
-        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") not in training.KINDS:
+        # a training operator's pod, or a pod an AppWrapper wraps, runs its containers to their end as a plain
+        # pod does (those controllers only read the pod's phase: kueue_es.sim.training, kueue_es.sim.appwrappers);
+        # other controllers' pods are theirs to finish
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") not in _RUN_AS_PLAIN:
             return False
     if spec.get("restartPolicy") not in ("Never", "OnFailure"):
         return False  # Always, the default: a kubelet restarts containers that exit, so the pod never succeeds

@@ -20,21 +20,35 @@ Finished; trainjob_controller.go) and what Kueue's e2e tests check:
 * ``status.replicaStatuses[<Type>]``: its ``active``, ``succeeded`` and ``failed`` pods; conditions
   ``Created``, ``Running`` True once every wanted pod is running, ``Succeeded`` True once the job's deciding
   pods succeeded (the Master of a PyTorchJob, XGBoostJob or PaddleJob, the Chief or Master of a TFJob, the
-  Launcher of an MPIJob; without one, every pod of the job), then ``Running`` False; ``Failed`` True when one
-  of those failed; ``startTime`` and ``completionTime`` (the reasons are the operator's ``<Kind>Created``,
-  ``<Kind>Running``, ``<Kind>Succeeded``, ``<Kind>Failed``, ``<Kind>Suspended``, ``<Kind>Resumed``);
-* a suspended job's active pods are deleted; it gets ``Suspended`` True, ``Running`` False, no active replicas
-  and no ``startTime``; unsuspended, ``Suspended`` turns False (pkg/controller.v1/common/job.go);
-* a finished job's active pods are deleted (cleanPodPolicy ``Running``, the MPI operator's default);
+  Launcher of an MPIJob; without one, every pod of the job); ``Failed`` True when one of those failed;
+  ``startTime`` and ``completionTime`` (the reasons are the operator's ``<Kind>Created``, ``<Kind>Running``,
+  ``<Kind>Succeeded``, ``<Kind>Failed``, ``<Kind>Suspended``, ``<Kind>Resumed``). The conditions change as the
+  operators' setCondition changes them (training-operator pkg/util/status.go, the MPI operator's
+  mpi_job_controller_status.go): a condition whose status or reason changes moves to the end of the list (its
+  transition time kept while its status stays), one set again as it is stays where it is, ``Succeeded`` or
+  ``Failed`` turns ``Running`` False in place, and once ``Failed`` is True nothing changes. So the last
+  condition is the job's state, which ``kubectl get`` prints (the CRDs' STATE column reads
+  ``.status.conditions[-1:].type``): ``Running`` while its pods run after a resume, ``Succeeded`` at the end;
+* a suspended job's active pods are deleted; a running one gets ``Running`` False (``<Kind>Suspended``), then
+  ``Suspended`` True, no active replicas and no ``startTime``; unsuspended, ``Suspended`` turns False
+  (``<Kind>Resumed``; pkg/controller.v1/common/job.go);
+* a finished job's pods are deleted as its ``runPolicy.cleanPodPolicy`` says (DeletePodsAndServices):
+  ``Running`` its pending and running ones, ``All`` every one, ``None`` -- the operators' default when it is
+  not set -- none, so those still running run to their end (a PyTorchJob's workers after its Master
+  succeeded); its ``replicaStatuses`` then stay as written, those still active when it succeeded counted as
+  succeeded (common/job.go ReconcileJobs);
 * a TrainJob (Trainer v2) gets the JobSet Kueue's integration builds of it and its runtime
   (:func:`kueue_es.jobframework.integrations.trainjob.child_jobset`: the runtime's template with the
   ``runtimePatches`` merged in, Kueue's node selectors among them), named after it, owned by it, suspended as
   it is; when the TrainJob is unsuspended its suspended JobSet gets the replicated jobs built again, with
   Kueue's patch, and is resumed (the Trainer's JobSet builder writes the spec of a suspended JobSet); a
   suspended TrainJob suspends its JobSet; its status: ``jobsStatus`` from the
-  JobSet's ``replicatedJobsStatus``, ``Suspended`` True ``Suspended`` / False ``Resumed``, ``Complete`` True
-  ``JobSetCompleted`` or ``Failed`` True ``JobSetFailed`` after the JobSet's (Trainer
-  pkg/controller/trainjob_controller.go, pkg/runtime/framework/plugins/jobset).
+  JobSet's ``replicatedJobsStatus``, ``Suspended`` True ``Suspended`` / False ``Resumed``, and the JobSet's
+  ``Completed`` (or ``Failed``) condition once True, copied as ``Complete`` (``Failed``) with its reason and
+  message (Trainer pkg/controller/trainjob_controller.go, pkg/runtime/framework/plugins/jobset). The Trainer
+  sets them as apimachinery's SetStatusCondition does, in place: a TrainJob that was suspended keeps its
+  ``Suspended`` condition first, so ``kubectl get`` (STATE: ``.status.conditions[-1:].type``) prints
+  ``Suspended`` while it runs, as with the real Trainer, and ``Complete`` once it has.
 
 Not simulated: restarts and backoff limits, success policies other than those above, elastic PyTorchJobs,
 the MPI operator's launcher Job and SSH secret (the launcher is a pod here), the services, the Trainer's
@@ -119,7 +133,8 @@ def _true(conditions: Iterable[Mapping[str, Any]], kind: str) -> bool:
 
 
 def _set(conditions: list[Object], kind: str, status: str, reason: str, message: str, now: str) -> list[Object]:
-    """``conditions`` with ``kind`` set; its transition time kept unless its status changes."""
+    """``conditions`` with ``kind`` set in place, as apimachinery's SetStatusCondition (the Trainer's): a new
+    condition is appended; its transition time kept unless its status changes."""
     out, found = [], False
     for c in conditions:
         if c.get("type") != kind:
@@ -147,6 +162,33 @@ def _set(conditions: list[Object], kind: str, status: str, reason: str, message:
     return out
 
 
+#: The conditions only one of which a job has (filterOutCondition drops the other).
+_EXCLUSIVE = {"Running": "Restarting", "Restarting": "Running"}
+
+
+def _update(conditions: list[Object], kind: str, status: str, reason: str, message: str, now: str) -> list[Object]:
+    """``conditions`` with ``kind`` set as the training operators' UpdateJobConditions sets it (setCondition,
+    filterOutCondition: module docstring): unchanged once ``Failed`` is True, or when ``kind`` has ``status``
+    and ``reason`` already (a new message alone is not written); otherwise ``kind`` taken out and appended
+    last, its transition time kept when its status stays, and ``Running`` turned False where it is when
+    ``kind`` is ``Succeeded`` or ``Failed``."""
+    if _true(conditions, "Failed"):
+        return conditions
+    current = next((c for c in conditions if c.get("type") == kind), None)
+    if current is not None and (current.get("status"), current.get("reason")) == (status, reason):
+        return conditions
+    stamp = current.get("lastTransitionTime", now) if current is not None and current.get("status") == status else now
+    out = []
+    for c in conditions:
+        if c.get("type") in (kind, _EXCLUSIVE.get(kind)):
+            continue
+        if kind in ("Succeeded", "Failed") and c.get("type") == "Running":
+            c = {**c, "status": "False"}
+        out.append(c)
+    new = {"type": kind, "status": status, "reason": reason, "message": message}
+    return [*out, {**new, "lastUpdateTime": now, "lastTransitionTime": stamp}]
+
+
 def _replica_specs(kind: Kind, job: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     specs = _mapping(_mapping(job.get("spec")).get(kind.field))
     return {t: s for t, s in specs.items() if isinstance(s, Mapping)}
@@ -160,6 +202,26 @@ def _replicas(spec: Mapping[str, Any]) -> int:
 def suspended(job: Mapping[str, Any]) -> bool:
     """``spec.runPolicy.suspend`` is true."""
     return _mapping(_mapping(job.get("spec")).get("runPolicy")).get("suspend") is True
+
+
+def clean_pod_policy(job: Mapping[str, Any]) -> str:
+    """``spec.runPolicy.cleanPodPolicy``: ``None`` (every operator's default, the training-operator's and the MPI
+    operator's defaulting), ``Running`` or ``All``."""
+    policy = _mapping(_mapping(job.get("spec")).get("runPolicy")).get("cleanPodPolicy")
+    return policy if policy in ("Running", "All") else "None"
+
+
+def cleaned_pods(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[Object]:
+    """The pods of a finished ``job`` its operator deletes (DeletePodsAndServices), by its cleanPodPolicy:
+    ``Running`` the pending and running ones, ``All`` every one, ``None`` none (those still running run to
+    their end). A pod being deleted already is left out."""
+    policy = clean_pod_policy(job)
+    live = [p for p in pods if not _mapping(p.get("metadata")).get("deletionTimestamp")]
+    if policy == "All":
+        return [dict(p) for p in live]
+    if policy == "Running":
+        return [dict(p) for p in live if _phase(p) not in ("Succeeded", "Failed")]
+    return []
 
 
 def _phase(pod: Mapping[str, Any]) -> str:
@@ -245,23 +307,27 @@ def sync(kind: Kind, job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], 
     conditions = _conditions(job)
     name = f"{_mapping(job.get('metadata')).get('namespace')}/{_mapping(job.get('metadata')).get('name')}"
     if not conditions:
-        conditions = _set(conditions, "Created", "True", f"{kind.kind}Created", f"{kind.kind} {name} is created.", now)
+        conditions = _update(
+            conditions, "Created", "True", f"{kind.kind}Created", f"{kind.kind} {name} is created.", now
+        )
     finished = _true(conditions, "Succeeded") or _true(conditions, "Failed")
     active = [p for p in pods if _active(p)]
-    if finished or suspended(job):
+    if finished:
+        out.delete = cleaned_pods(job, pods)
+        active = []
+    elif suspended(job):
         out.delete = [dict(p) for p in active]
         active = []
     if suspended(job) and not finished:
-        conditions = _set(
-            conditions, "Running", "False", f"{kind.kind}Suspended", f"{kind.kind} {name} is suspended.", now
-        )
-        conditions = _set(
-            conditions, "Suspended", "True", f"{kind.kind}Suspended", f"{kind.kind} {name} is suspended.", now
-        )
+        said = f"{kind.kind} {name} is suspended."
+        if _true(conditions, "Running"):
+            conditions = _update(conditions, "Running", "False", f"{kind.kind}Suspended", said, now)
+        if not _true(conditions, "Suspended"):
+            conditions = _update(conditions, "Suspended", "True", f"{kind.kind}Suspended", said, now)
         status.pop("startTime", None)
     elif not finished:
         if _true(conditions, "Suspended"):
-            conditions = _set(
+            conditions = _update(
                 conditions, "Suspended", "False", f"{kind.kind}Resumed", f"{kind.kind} {name} is resumed.", now
             )
         have = {_replica_of(p) for p in pods if _active(p) or _phase(p) == "Succeeded"}
@@ -279,6 +345,9 @@ def sync(kind: Kind, job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], 
             "succeeded": sum(1 for p in mine if _phase(p) == "Succeeded"),
             "failed": sum(1 for p in mine if _phase(p) == "Failed"),
         }
+    if finished and isinstance(status.get("replicaStatuses"), Mapping):
+        # a finished job's pods are no longer counted: its replica statuses stay as they were written
+        replica_statuses = copy.deepcopy(dict(status["replicaStatuses"]))
     status["replicaStatuses"] = replica_statuses
     if not finished and not suspended(job):
         deciding = next((t for t in kind.deciding if t in specs), None)
@@ -286,22 +355,21 @@ def sync(kind: Kind, job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], 
         wanted = sum(_replicas(specs[t]) for t in ([deciding] if deciding else specs))
         if any(_phase(p) == "Failed" for p in judged):
             message = f"{kind.kind} {name} has failed."
-            conditions = _set(conditions, "Running", "False", f"{kind.kind}Failed", message, now)
-            conditions = _set(conditions, "Failed", "True", f"{kind.kind}Failed", message, now)
+            conditions = _update(conditions, "Failed", "True", f"{kind.kind}Failed", message, now)
             status["completionTime"] = now
         elif wanted and sum(1 for p in judged if _phase(p) == "Succeeded") >= wanted:
             message = f"{kind.kind} {name} is successfully completed."
-            conditions = _set(conditions, "Running", "False", f"{kind.kind}Succeeded", message, now)
-            conditions = _set(conditions, "Succeeded", "True", f"{kind.kind}Succeeded", message, now)
+            conditions = _update(conditions, "Succeeded", "True", f"{kind.kind}Succeeded", message, now)
             status["completionTime"] = now
-            out.delete = [dict(p) for p in active]
-            for counts in replica_statuses.values():
+            out.delete = cleaned_pods(job, pods)
+            for counts in replica_statuses.values():  # the active ones counted as succeeded (ReconcileJobs)
+                counts["succeeded"] += counts["active"]
                 counts["active"] = 0
         else:
             wanted_all = sum(_replicas(s) for s in specs.values())
             running = [p for p in active if _phase(p) == "Running"]
             if wanted_all and len(running) + sum(1 for p in pods if _phase(p) == "Succeeded") >= wanted_all:
-                conditions = _set(
+                conditions = _update(
                     conditions, "Running", "True", f"{kind.kind}Running", f"{kind.kind} {name} is running.", now
                 )
     status["conditions"] = conditions
@@ -373,11 +441,12 @@ def sync_trainjob(
         child_status = _mapping(child.get("status"))
         jobs = child_status.get("replicatedJobsStatus")
         status["jobsStatus"] = [dict(j) for j in jobs if isinstance(j, Mapping)] if isinstance(jobs, list) else []
-        child_conditions = _conditions(child)
-        if not finished and _true(child_conditions, "Completed"):
-            conditions = _set(conditions, "Complete", "True", "JobSetCompleted", "jobset completed successfully", now)
-        elif not finished and _true(child_conditions, "Failed"):
-            conditions = _set(conditions, "Failed", "True", "JobSetFailed", "jobset failed", now)
+        for child_type, own_type in (("Completed", "Complete"), ("Failed", "Failed")):
+            done = next((c for c in _conditions(child) if c.get("type") == child_type), None)
+            if not finished and done is not None and done.get("status") == "True":
+                # the JobSet's condition, renamed (the Trainer's jobset plugin Status)
+                reason, message = str(done.get("reason") or ""), str(done.get("message") or "")
+                conditions = _set(conditions, own_type, "True", reason, message, now)
     if is_suspended:
         conditions = _set(conditions, "Suspended", "True", "Suspended", "TrainJob is suspended", now)
     elif any(c.get("type") == "Suspended" for c in conditions):

@@ -125,11 +125,13 @@ async def run_lifecycle(
     pod_sets: list[tuple[str, int]],
     statuses: Statuses,
     inputs: Sequence[dict[str, Any]] = (),
+    finished_message: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Drive ``manifest`` (a queue-labelled job of a registered integration, in namespace default) through its
     life and check each step (module docstring). ``pod_sets``: the (name, count) Kueue gives it, in order.
-    ``inputs``: objects its conversion reads (a TrainJob's runtime), created first. Returns the job as
-    ``created``, first ``started`` and ``stopped``, for the kind's own checks."""
+    ``inputs``: objects its conversion reads (a TrainJob's runtime), created first. ``finished_message``: the
+    message its finished Workload must get (its WorkloadFinished and the Workload object's Finished condition).
+    Returns the job as ``created``, first ``started`` and ``stopped``, for the kind's own checks."""
     kind = manifest["kind"]
     integration = integrations.registry()[kind]
     assert integration.suspend_path is not None
@@ -206,4 +208,15 @@ async def run_lifecycle(
         await write_status(api, ref_kind, name, statuses.finished)
         [done] = await wait_for(bus, types.WorkloadFinished, timeout=10)
         assert (done.workload.name, done.succeeded, done.reason) == (ref.name, True, "Succeeded")
+        if finished_message is not None:
+            assert done.message == finished_message
+            finished = await until(
+                api,
+                resources.WORKLOADS,
+                ref.name,
+                lambda o: any(c["type"] == "Finished" for c in o.get("status", {}).get("conditions", [])),
+            )
+            [condition] = [c for c in finished["status"]["conditions"] if c["type"] == "Finished"]
+            assert (condition["status"], condition["reason"]) == ("True", "Succeeded")
+            assert condition.get("message", "") == finished_message
     return {"created": created, "started": started, "stopped": stopped}

@@ -49,9 +49,12 @@ def sample(name: str) -> dict[str, Any]:
     return doc
 
 
-async def test_sample_rayjob(api: k8s_client.ApiClient, bus: MemoryBus) -> None:
+@pytest.mark.parametrize("message", ["", "done"])
+async def test_sample_rayjob(api: k8s_client.ApiClient, bus: MemoryBus, message: str) -> None:
     """jobs/ray-job-sample.yaml: head (1), small-group (1), submitter (1); spec.suspend; finished by
-    jobDeploymentStatus Complete with jobStatus SUCCEEDED."""
+    jobDeploymentStatus Complete with jobStatus SUCCEEDED, its Workload's Finished message the RayJob's
+    ``status.message`` as it is (rayjob_controller.go Finished), empty when KubeRay wrote none. Before, an
+    empty one was made up: "RayJob finished"."""
     ready_cluster = {"state": "ready"}
     await run_lifecycle(
         api,
@@ -62,8 +65,9 @@ async def test_sample_rayjob(api: k8s_client.ApiClient, bus: MemoryBus) -> None:
             running={"jobDeploymentStatus": "Initializing", "rayClusterStatus": {"state": ""}},
             ready={"jobDeploymentStatus": "Running", "jobStatus": "RUNNING", "rayClusterStatus": ready_cluster},
             inactive={"jobDeploymentStatus": "Suspended", "rayClusterStatus": {}},
-            finished={"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED", "message": "done"},
+            finished={"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED", "message": message},
         ),
+        finished_message=message,
     )
 
 

@@ -162,7 +162,13 @@ async def test_an_admitted_training_job_runs_its_pods_and_finishes_its_workload(
                 c["type"] == "Succeeded" and c["status"] == "True" for c in o["status"].get("conditions", [])
             ),
         )
+        # the CRDs' STATE printer column (.status.conditions[-1:].type), as kubectl reads it
+        state = await kubectl.ok("get", kind.lower(), "trainer", "-o", "jsonpath={.status.conditions[-1:].type}")
 
+    # created suspended (the webhook), then started: the operators move each changed condition last, so a
+    # running job reads Running, not the Suspended (False) its resume left (before: STATE Suspended while running)
+    assert ready["status"]["conditions"][-1]["type"] == "Running"
+    assert state == "Succeeded"
     assert sorted(p["metadata"]["name"] for p in made) == pods
     for pod in made:
         assert pod["spec"]["nodeSelector"] == SPOT and pod["spec"]["tolerations"] == [SPOT_TOLERATION]

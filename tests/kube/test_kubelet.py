@@ -358,6 +358,7 @@ def plain_pod(
         pytest.param(plain_pod("p", owner_kind="ReplicaSet"), False, id="a ReplicaSet's pod: serves for ever"),
         pytest.param(plain_pod("p", owner_kind="PyTorchJob"), True, id="a training operator's pod: finishes"),
         pytest.param(plain_pod("p", owner_kind="MPIJob"), True, id="an MPIJob's pod: finishes"),
+        pytest.param(plain_pod("p", owner_kind="AppWrapper"), True, id="a pod an AppWrapper wraps: finishes"),
         pytest.param(plain_pod("p", restart_policy=None), False, id="restartPolicy Always (default): restarted"),
         pytest.param(plain_pod("p", restart_policy="Always"), False, id="restartPolicy Always: never succeeds"),
         pytest.param(plain_pod("p", annotations={SERVING_ANNOTATION: "true"}), False, id="a serving pod serves"),

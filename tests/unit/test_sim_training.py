@@ -117,16 +117,39 @@ def test_a_jaxjob_succeeds_once_all_its_pods_succeeded() -> None:
     pods[1]["status"]["phase"] = "Succeeded"
     out = training.sync(JAX, job(JAX, {"Worker": 2}), pods, now=NOW)
     assert conditions(out.status)["Succeeded"] == ("True", "JAXJobSucceeded")
-    assert conditions(out.status)["Running"] == ("False", "JAXJobSucceeded")
+    assert "Running" not in conditions(out.status)  # never set on this status: not made up False
     assert out.status["completionTime"] == NOW and out.create == []
 
 
 def test_an_mpijob_succeeds_with_its_launcher_and_its_running_workers_go() -> None:
+    """Kueue's sample MPIJob asks ``cleanPodPolicy: Running``: its running workers are deleted once the launcher
+    succeeded, counted as succeeded (ReconcileJobs: Succeeded += Active)."""
     pods = [pod("j-launcher-0", "launcher", 0, "Succeeded"), pod("j-worker-0", "worker", 0, "Running")]
-    out = training.sync(MPI, job(MPI, {"Launcher": 1, "Worker": 1}), pods, now=NOW)
+    mpijob = job(MPI, {"Launcher": 1, "Worker": 1})
+    mpijob["spec"]["runPolicy"]["cleanPodPolicy"] = "Running"
+    out = training.sync(MPI, mpijob, pods, now=NOW)
     assert conditions(out.status)["Succeeded"] == ("True", "MPIJobSucceeded")
     assert [p["metadata"]["name"] for p in out.delete] == ["j-worker-0"]
-    assert out.status["replicaStatuses"]["Worker"] == {"active": 0, "succeeded": 0, "failed": 0}
+    assert out.status["replicaStatuses"]["Worker"] == {"active": 0, "succeeded": 1, "failed": 0}
+    after = training.sync(MPI, {**mpijob, "status": out.status}, pods[:1], now=NOW)
+    assert after.status["replicaStatuses"] == out.status["replicaStatuses"], "a finished job's pods not recounted"
+
+
+@pytest.mark.parametrize(("policy", "deleted"), [(None, []), ("None", []), ("All", ["j-master-0", "j-worker-0"])])
+def test_a_finished_jobs_pods_go_as_its_clean_pod_policy_says(policy: str | None, deleted: list[str]) -> None:
+    """DeletePodsAndServices: without a cleanPodPolicy (None, every operator's default) a PyTorchJob whose Master
+    succeeded keeps its running Worker, which runs to its end; ``All`` deletes every pod. Before, the running
+    ones were always deleted: an AppWrapper's PyTorchJob then never had all its pods succeed and the AppWrapper
+    (which waits for them) never finished."""
+    pods = [pod("j-master-0", "master", 0, "Succeeded"), pod("j-worker-0", "worker", 0, "Running")]
+    pytorchjob = job(PYTORCH, {"Master": 1, "Worker": 1})
+    if policy is not None:
+        pytorchjob["spec"]["runPolicy"]["cleanPodPolicy"] = policy
+    out = training.sync(PYTORCH, pytorchjob, pods, now=NOW)
+    assert conditions(out.status)["Succeeded"][0] == "True"
+    assert [p["metadata"]["name"] for p in out.delete] == deleted
+    again = training.sync(PYTORCH, {**pytorchjob, "status": out.status}, pods, now=NOW)
+    assert [p["metadata"]["name"] for p in again.delete] == deleted and again.create == []
 
 
 def test_a_failed_master_fails_the_pytorchjob() -> None:
@@ -148,6 +171,51 @@ def test_a_suspended_job_loses_its_pods_and_says_so_then_resumes() -> None:
     out = training.sync(PYTORCH, resumed, [], now=NOW)
     assert conditions(out.status)["Suspended"] == ("False", "PyTorchJobResumed")
     assert [p["metadata"]["name"] for p in out.create] == ["j-master-0"]
+
+
+def state(status: dict[str, Any]) -> str:
+    """What ``kubectl get`` prints as STATE: the CRDs' printer column ``.status.conditions[-1:].type``."""
+    return str(status["conditions"][-1]["type"])
+
+
+def test_the_last_condition_is_the_jobs_state_as_the_operators_order_them() -> None:
+    """setCondition moves each changed condition to the end (training-operator pkg/util/status.go): a job Kueue
+    created suspended and then started reads Running while its pods run and Succeeded at the end. Before, the
+    simulated operator changed conditions in place, so the ``Suspended`` (False, Resumed) condition stayed last
+    and ``kubectl get pytorchjob`` printed STATE Suspended for a running job."""
+    created = training.sync(PYTORCH, job(PYTORCH, {"Master": 1, "Worker": 1}, suspend=True), [], now=NOW)
+    assert [c["type"] for c in created.status["conditions"]] == ["Created", "Suspended"]
+    assert "Running" not in conditions(created.status)  # it never ran: no Running False (IsRunning first)
+    started = job(PYTORCH, {"Master": 1, "Worker": 1}, status=created.status)
+    resumed = training.sync(PYTORCH, started, [], now="2026-12-05T07:00:01Z")
+    assert state(resumed.status) == "Suspended" and conditions(resumed.status)["Suspended"][0] == "False"
+    pods = [pod("j-master-0", "master", 0, "Running"), pod("j-worker-0", "worker", 0, "Running")]
+    running = training.sync(PYTORCH, job(PYTORCH, {"Master": 1, "Worker": 1}, status=resumed.status), pods, now=NOW)
+    assert [c["type"] for c in running.status["conditions"]] == ["Created", "Suspended", "Running"]
+    again = training.sync(PYTORCH, job(PYTORCH, {"Master": 1, "Worker": 1}, status=running.status), pods, now="x")
+    assert again.status["conditions"] == running.status["conditions"], "set again as it is: left where it is"
+    pods[0]["status"]["phase"] = "Succeeded"
+    done = training.sync(PYTORCH, job(PYTORCH, {"Master": 1, "Worker": 1}, status=running.status), pods, now=NOW)
+    assert [c["type"] for c in done.status["conditions"]] == ["Created", "Suspended", "Running", "Succeeded"]
+    assert conditions(done.status)["Running"] == ("False", "PyTorchJobRunning")
+
+
+def test_a_preempted_running_job_reads_suspended() -> None:
+    """Suspended while running: Running False (<Kind>Suspended), then Suspended True, both moved last; resumed,
+    Suspended False moves last until Running is set again (common/job.go ReconcileJobs)."""
+    status = {"conditions": [{"type": "Created", "status": "True", "reason": "PyTorchJobCreated"}]}
+    status["conditions"].append({"type": "Running", "status": "True", "reason": "PyTorchJobRunning"})
+    out = training.sync(PYTORCH, job(PYTORCH, {"Master": 1}, suspend=True, status=status), [], now=NOW)
+    assert [(c["type"], c["status"]) for c in out.status["conditions"]] == [
+        ("Created", "True"),
+        ("Running", "False"),
+        ("Suspended", "True"),
+    ]
+    again = training.sync(PYTORCH, job(PYTORCH, {"Master": 1}, status=out.status), [], now=NOW)
+    assert [c["type"] for c in again.status["conditions"]] == ["Created", "Running", "Suspended"]
+    pods = [pod("j-master-0", "master", 0, "Running")]
+    running = training.sync(PYTORCH, job(PYTORCH, {"Master": 1}, status=again.status), pods, now=NOW)
+    assert state(running.status) == "Running"
 
 
 def test_a_finished_job_makes_no_pods() -> None:
@@ -222,8 +290,24 @@ def test_a_trainjob_completes_with_its_jobset_and_reports_its_jobs() -> None:
         "conditions": [{"type": "Completed", "status": "True", "reason": "AllJobsCompleted"}],
     }
     out = training.sync_trainjob(trainjob(suspend=False), child, RUNTIMES, now=NOW)
-    assert conditions(out.status)["Complete"] == ("True", "JobSetCompleted")
+    assert conditions(out.status)["Complete"] == ("True", "AllJobsCompleted")  # the JobSet's, renamed
     assert out.status["jobsStatus"] == jobs and out.jobset_patch is None
+
+
+def test_a_trainjobs_conditions_stay_in_place_as_the_trainers() -> None:
+    """The Trainer sets a TrainJob's conditions with apimachinery's SetStatusCondition (trainjob_controller.go
+    setSuspendedCondition, the jobset plugin's Status): in place, so a TrainJob Kueue started keeps its
+    Suspended (False, Resumed) condition first and last until Complete is appended; ``kubectl get trainjob``
+    prints STATE Suspended while it runs, with the real Trainer too, then Complete."""
+    child = copy.deepcopy(training.trainjob_jobset(trainjob(suspend=False), RUNTIMES))
+    started = trainjob(suspend=False, status={"conditions": [{"type": "Suspended", "status": "True"}]})
+    running = training.sync_trainjob(started, child, RUNTIMES, now=NOW)
+    assert [(c["type"], c["status"]) for c in running.status["conditions"]] == [("Suspended", "False")]
+    completed = {"type": "Completed", "status": "True", "reason": "AllJobsCompleted", "message": "jobset completed"}
+    child["status"] = {"conditions": [completed]}
+    done = training.sync_trainjob(trainjob(suspend=False, status=running.status), child, RUNTIMES, now=NOW)
+    assert [c["type"] for c in done.status["conditions"]] == ["Suspended", "Complete"]
+    assert done.status["conditions"][-1]["message"] == "jobset completed"
 
 
 def test_a_trainjob_without_its_runtime_is_not_built() -> None:
