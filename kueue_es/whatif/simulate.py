@@ -4,20 +4,23 @@ The deciders are the services' pure cores (:data:`kueue_es.deciders.BY_ROLE`: ad
 preemptor, TAS placer, in that order each cycle, as :mod:`kueue_es.scenarios.core_engine` runs
 them), folding with :func:`kueue_es.services.runtime.fold_message` a log built as production
 builds it (facts by :func:`kueue_es.events.subjects.fact_message`, batches by
-:func:`kueue_es.services.runtime.build_batch`), so ``kueue-es replay --file`` re-checks a
-simulated log like a recorded one.
+:func:`kueue_es.services.runtime.build_batch`, one chain of DecisionRecords per partition), so
+``kueue-es replay --file`` re-checks a simulated log like a recorded one.
 
 The clock is simulated, in ms. Instants come from the history's facts (their recorded times),
-the jobs' finishes and the lifecycle's wakeups (:func:`kueue_es.scheduling.lifecycle.next_wakeup_ms`:
-backoffs, timeouts). At each instant, in order: the finishes due, the facts due, then cycles
-until one decides nothing. A cycle that decided something
-takes the recorded log's cycle length (:func:`kueue_es.whatif.history.cycle_length`), and what
-falls due meanwhile (a fact, a finish) is delivered before the next cycle, as a service folds
-what arrived while it decided. The job side, standing in for the dispatcher, the jobs and the watcher (as
-Kueue's performance runner does): an admitted workload starts at once (WorkloadPodsReady) and
-finishes (WorkloadFinished, as recorded) its recorded run time later; an evicted one stops at
-once (WorkloadStopped) and a readmitted one runs its whole run time again; a workload with no
-recorded finish runs to the end.
+the jobs' finishes, the lifecycle's wakeups (:func:`kueue_es.scheduling.lifecycle.next_wakeup_ms`:
+backoffs, timeouts) and the partitions' cycles. At the start (the cut of ``--from``) and at each
+instant, in order: the finishes due, the facts due, then a cycle of every partition
+(:mod:`kueue_es.projections.partitions`: a cohort tree, or a ClusterQueue without a cohort) that is
+not busy, a partition owing a hand-over's fence first. A partition's cycle that decided something
+takes the recorded log's cycle length (:func:`kueue_es.whatif.history.cycle_length`): it is busy
+until then and decides again then, seeing what arrived meanwhile, as a service's partition waits for
+its own commit before it decides it again; the other partitions decide whenever something arrives,
+so a cohort tree's timing never depends on another's. The job side, standing in for the dispatcher,
+the jobs and the watcher (as Kueue's performance runner does): an admitted workload starts at once
+(WorkloadPodsReady) and finishes (WorkloadFinished, as recorded) its recorded run time later; an
+evicted one stops at once (WorkloadStopped) and a readmitted one runs its whole run time again; a
+workload with no recorded finish runs to the end.
 
 Pure and deterministic: the same history and changes give the same log, byte for byte.
 """
@@ -41,16 +44,16 @@ from kueue_es.whatif.history import History, TimedFact
 
 MAX_SETTLE_CYCLES = 1000
 SETTLE_CYCLES_PER_WORKLOAD = 10
-"""A settle runs at most MAX_SETTLE_CYCLES + this many per workload known in a row with nothing new
-delivered: Kueue admits one workload per ClusterQueue a cycle, so a backlog takes about a cycle per
-workload; far more is a livelock."""
-_FINISH, _WAKE = 0, 1
+"""The simulation runs at most MAX_SETTLE_CYCLES + this many per workload known deciding partition cycles in a row
+with nothing new delivered (no fact, finish or wakeup): Kueue admits one workload per ClusterQueue a cycle, so a
+backlog takes about a cycle per workload; far more is a livelock."""
+_FINISH, _WAKE, _CYCLE = 0, 1, 2
 
 Progress = Callable[[int], None]
 
 
 class SimulationError(RuntimeError):
-    """The simulation does not settle at an instant (decisions keep changing)."""
+    """The simulation does not settle (decisions keep changing with nothing new delivered)."""
 
 
 @dataclass(kw_only=True)
@@ -70,8 +73,8 @@ class Run:
 
 def simulate(history: History, *, changes: Changes | None = None, progress: Progress | None = None) -> Run:
     """Run ``history`` with ``changes`` (None: unchanged, the baseline); see the module.
-    ``progress`` is called with 1 per fact handled. Raises SimulationError when an instant does
-    not settle."""
+    ``progress`` is called with 1 per fact handled. Raises SimulationError when the simulation
+    does not settle."""
     sim = _Simulation(history, changes or Changes())
     sim.run(progress)
     return sim.out
@@ -85,6 +88,8 @@ class _Simulation:
         self.order = 0
         self.generation: dict[str, int] = {}
         self.wakeups: set[int] = set()
+        self.busy: dict[str, int] = {}  # partition -> when its next cycle may run
+        self.idle_cycles = 0  # partition cycles that decided, in a row, with nothing delivered in between
         self.now = history.start_ms
         self.seen_overrides: set[str] = set()
         self.facts: list[TimedFact] = []
@@ -107,14 +112,15 @@ class _Simulation:
     def publish(self, fact: types.Fact) -> None:
         self.append(subjects.fact_message(fact))
 
-    def commit(self, decider: Decider, outputs: list[types.Output]) -> None:
+    def commit(self, decider: Decider, outputs: list[types.Output], partition: str) -> None:
         state = self.out.state
         head, rest = build_batch(
             decider,
             outputs=outputs,
             basis_seq=state.last_seq,
-            head_seq=state.heads.get(subjects.DEFAULT_PARTITION, 0),
+            head_seq=state.heads.get(partition, 0),
             now_ms=self.now,
+            partition=partition,
         )
         for message in (head, *rest):
             self.append(message)
@@ -131,23 +137,27 @@ class _Simulation:
         for key, start in history.running.items():
             self.start(key, start_ms=start)
         self.facts, self.index, self.progress = history.facts, 0, progress
+        self.settle()  # what waits at the start (the cut) is decided then, as the deciders do when they start
         while self.index < len(self.facts) or self.timers:
             next_fact = self.facts[self.index].at_ms if self.index < len(self.facts) else None
             next_timer = self.timers[0][0] if self.timers else None
             self.now = max(self.now, min(t for t in (next_fact, next_timer) if t is not None))
-            self.deliver()
+            if self.deliver():
+                self.idle_cycles = 0
             self.settle()
 
     def deliver(self) -> int:
-        """The finishes, wakeups and facts due by now, in that order; how many were delivered."""
+        """The finishes, wakeups, partition cycles and facts due by now, in that order; how many
+        finishes, wakeups and facts were delivered (a partition's cycle delivers nothing)."""
         delivered = 0
         while self.timers and self.timers[0][0] <= self.now:
             _, kind, _, key, generation = heapq.heappop(self.timers)
-            delivered += 1
             if kind == _FINISH and self.generation.get(key) == generation:
                 self.finish(key)
             elif kind == _WAKE:
                 self.wakeups.discard(int(key))
+            if kind != _CYCLE:
+                delivered += 1
         while self.index < len(self.facts) and self.facts[self.index].at_ms <= self.now:
             self.fact(self.facts[self.index].fact)
             self.index += 1
@@ -208,34 +218,49 @@ class _Simulation:
                 return msgspec.structs.replace(workload, spec=spec)
         return workload
 
+    # --- the cycles -----------------------------------------------------------------------------
+
     def settle(self) -> None:
-        """Cycles until one decides nothing; a cycle that decided takes ``history.cycle_ms``, and
-        what falls due meanwhile is delivered before the next one. Raises SimulationError after
-        too many cycles in a row that decided with nothing delivered in between (a livelock)."""
-        idle_cycles = 0
-        while True:
-            decided: list[types.Output] = []
-            for decider in cycle_deciders():
-                outputs = list(decider.decide(self.out.state, now_ms=self.now))
-                if outputs:
-                    self.commit(decider, outputs)
-                    decided.extend(outputs)
-            self.out.cycles += 1
-            if not decided:
-                break
-            self.react(decided)
-            self.now += self.history.cycle_ms
-            idle_cycles = 0 if self.deliver() else idle_cycles + 1
-            limit = MAX_SETTLE_CYCLES + SETTLE_CYCLES_PER_WORKLOAD * len(self.out.state.workloads)
-            if idle_cycles > limit:
-                raise SimulationError(
-                    f"the simulation does not settle at {self.now} ms: decisions still change after {limit} "
-                    "cycles with nothing new delivered"
-                )
-        wake = lifecycle.next_wakeup_ms(self.out.state)
+        """At this instant: a cycle of every partition that is not busy, a partition owing a fence first; one
+        that decided is busy for ``history.cycle_ms`` and decides again then. Raises SimulationError after
+        too many deciding partition cycles in a row with nothing delivered in between (a livelock)."""
+        state = self.out.state
+        fencing = state.partitions.fencing()
+        for partition in [*fencing, *(p for p in state.partitions.all() if p not in fencing)]:
+            if self.busy.get(partition, self.now) > self.now:
+                continue
+            self.cycle(partition)
+        wake = lifecycle.next_wakeup_ms(state)
         if wake is not None and wake > self.now and wake not in self.wakeups:
             self.wakeups.add(wake)
             self.push(wake, _WAKE, str(wake), 0)
+
+    def cycle(self, partition: str) -> None:
+        """One cycle of ``partition`` at this instant: each decider in turn, committing what it decides (or
+        the fence the partition owes); when it decided, the job side answers and the partition is busy for
+        a cycle's length."""
+        state = self.out.state
+        decided: list[types.Output] = []
+        committed = False
+        for decider in cycle_deciders():
+            outputs = list(decider.decide(state, now_ms=self.now, partition=partition))
+            if outputs or state.partitions.fence_needed(partition) is not None:
+                self.commit(decider, outputs, partition)
+                decided.extend(outputs)
+                committed = True
+        self.out.cycles += 1
+        if not committed:
+            return
+        self.react(decided)
+        self.busy[partition] = self.now + self.history.cycle_ms
+        self.push(self.now + self.history.cycle_ms, _CYCLE, partition, 0)
+        self.idle_cycles += 1
+        limit = MAX_SETTLE_CYCLES + SETTLE_CYCLES_PER_WORKLOAD * len(state.workloads)
+        if self.idle_cycles > limit:
+            raise SimulationError(
+                f"the simulation does not settle at {self.now} ms: decisions still change after {limit} "
+                "cycles with nothing new delivered"
+            )
 
     def react(self, outputs: list[types.Output]) -> None:
         """The job side's answer to a cycle's decisions (see the module)."""
