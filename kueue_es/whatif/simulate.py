@@ -22,6 +22,15 @@ the jobs and the watcher (as Kueue's performance runner does): an admitted workl
 evicted one stops at once (WorkloadStopped) and a readmitted one runs its whole run time again; a
 workload with no recorded finish runs to the end.
 
+Deletions the history records of what Kueue's ``kueue.x-k8s.io/resource-in-use`` finalizer holds
+while in use (:data:`kueue_es.events.models.FINALIZED_KINDS`) follow that finalizer in the simulated
+history, as the dispatcher does in a live one: a ClusterQueue some workload reserves quota in, or a
+ResourceFlavor or AdmissionCheck a ClusterQueue names, or a Topology a ResourceFlavor names, is
+marked terminating instead (a terminating ClusterQueue admits nothing more and its usage stays in its
+cohort) and goes once nothing uses it; one the log records terminating goes then too, and the
+recorded deletion of an object already gone is passed over. A recorded re-creation of the name waits
+for the old object to go.
+
 Pure and deterministic: the same history and changes give the same log, byte for byte.
 """
 
@@ -33,11 +42,12 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from kueue_es.events import codec, models, subjects, types
+from kueue_es.events import codec, manifests, models, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scenarios.core_engine import cycle_deciders, job_reports
 from kueue_es.scheduling import lifecycle
+from kueue_es.services.dispatcher import status
 from kueue_es.services.runtime import Decider, build_batch, fold_message
 from kueue_es.whatif.changes import Changes, identity_of
 from kueue_es.whatif.history import History, TimedFact
@@ -80,6 +90,10 @@ def simulate(history: History, *, changes: Changes | None = None, progress: Prog
     return sim.out
 
 
+Identity = tuple[str, str]
+"""(kind, name) of a cluster-scoped object of :data:`kueue_es.events.models.FINALIZED_KINDS`."""
+
+
 class _Simulation:
     def __init__(self, history: History, changes: Changes) -> None:
         self.history, self.changes = history, changes
@@ -95,6 +109,9 @@ class _Simulation:
         self.facts: list[TimedFact] = []
         self.index = 0
         self.progress: Progress | None = None
+        self.terminating: dict[Identity, None] = {}  # marked for deletion on the log, not gone yet
+        self.held: dict[Identity, list[types.Fact]] = {}  # its recorded deletion, then its later facts
+        self.gone: dict[Identity, str] = {}  # deleted here before the recording deleted it: its uid
 
     # --- the log ------------------------------------------------------------------------------
 
@@ -105,9 +122,12 @@ class _Simulation:
         else:
             headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
             stored = LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers)
+        event = codec.decode(stored.data)
         self.out.messages.append(stored)
-        self.out.events.append(codec.decode(stored.data))
+        self.out.events.append(event)
         fold_message(self.out.state, stored)
+        for one in types.unbatched(event):
+            self.note_terminating(one)
 
     def publish(self, fact: types.Fact) -> None:
         self.append(subjects.fact_message(fact))
@@ -194,6 +214,7 @@ class _Simulation:
                     self.publish(types.WorkloadObserved(workload=changed))
 
     def fact(self, fact: types.Fact) -> None:
+        """A recorded fact, as the changes have it, on the log (see :meth:`route` for deletions)."""
         replaced = self.changes.replacement(fact)
         if replaced is not None:
             fact = replaced
@@ -201,7 +222,7 @@ class _Simulation:
             fact = types.WorkloadObserved(workload=self.override(fact.workload))
         elif isinstance(fact, types.ObjectDeleted) and fact.kind == "Workload":
             self.bump(f"{fact.namespace}/{fact.name}")  # a deleted workload's job no longer finishes
-        self.publish(fact)
+        self.route(fact)
 
     def override(self, workload: models.Workload) -> models.Workload:
         """``workload`` with the priority the changes give it (itself when none)."""
@@ -218,18 +239,108 @@ class _Simulation:
                 return msgspec.structs.replace(workload, spec=spec)
         return workload
 
+    # --- Kueue's resource-in-use finalizer ------------------------------------------------------
+
+    def route(self, fact: types.Fact) -> None:
+        """``fact`` on the log, but for an object of FINALIZED_KINDS: a deletion of one still in use marks
+        it terminating and waits (:attr:`held`) until it goes (:meth:`release`), and so does every later
+        fact of its kind and name (a re-creation); the recorded facts of one that went here already
+        (:attr:`gone`), its deletion included, are passed over."""
+        identity = _finalized(fact)
+        if identity is None:
+            self.publish(fact)
+            return
+        if identity in self.held:
+            self.held[identity].append(fact)
+            return
+        gone = self.gone.get(identity)
+        if gone is not None and _uid(fact) in (gone, ""):
+            if isinstance(fact, types.ObjectDeleted):
+                del self.gone[identity]
+            return
+        self.gone.pop(identity, None)
+        kind, name = identity
+        current = self.held_object(kind, name)
+        if isinstance(fact, types.ObjectDeleted) and current is not None and self.in_use(kind, name):
+            if not models.is_terminating(current.metadata):
+                self.publish(_marked(kind, current, at_ms=self.now))
+            self.held[identity] = [fact]
+            return
+        self.publish(fact)
+
+    def note_terminating(self, event: types.Event) -> None:
+        """Keep :attr:`terminating` as a message on the log marks an object, or deletes it."""
+        if isinstance(event, types.ObjectDeleted):
+            if event.kind in models.FINALIZED_KINDS and not event.namespace:
+                self.terminating.pop((event.kind, event.name), None)
+            return
+        identity = _finalized(event)
+        if identity is None:
+            return
+        obj = getattr(event, _OBSERVED[identity[0]])
+        if models.is_terminating(obj.metadata):
+            self.terminating[identity] = None
+        else:
+            self.terminating.pop(identity, None)
+
+    def release(self) -> int:
+        """Every terminating object nothing uses any more goes, as the dispatcher takes Kueue's finalizer off
+        and the API server deletes it: its recorded deletion (then what was held back behind it), or, when the
+        recording deleted it later, a deletion now. How many went."""
+        went = 0
+        while True:
+            free = [identity for identity in sorted(self.terminating) if not self.in_use(*identity)]
+            if not free:
+                return went
+            for identity in free:
+                kind, name = identity
+                current = self.held_object(kind, name)
+                if current is None:
+                    self.terminating.pop(identity, None)
+                    continue
+                waiting = self.held.pop(identity, None)
+                went += 1
+                if waiting:
+                    self.publish(waiting[0])
+                    for later in waiting[1:]:
+                        self.route(later)
+                else:
+                    uid = current.metadata.uid
+                    self.publish(types.ObjectDeleted(kind=kind, name=name, uid=uid))
+                    self.gone[identity] = uid
+
+    def held_object(self, kind: str, name: str) -> _Finalized | None:
+        """The object of ``kind`` (one of FINALIZED_KINDS) and ``name`` on the log now, or None."""
+        if kind == "ClusterQueue":
+            return self.out.state.cluster_queues.get(name)
+        return status.held_object(self.out.state, kind, name)
+
+    def in_use(self, kind: str, name: str) -> bool:
+        """Whether Kueue's finalizer holds the object: a workload reserves quota in the ClusterQueue, or a
+        ClusterQueue names the ResourceFlavor or AdmissionCheck, or a ResourceFlavor the Topology
+        (:func:`kueue_es.services.dispatcher.status.in_use_by`, as the dispatcher decides)."""
+        state = self.out.state
+        if kind == "ClusterQueue":
+            return bool(state.reserved.get(name))
+        return bool(status.in_use_by(state, kind, name))
+
     # --- the cycles -----------------------------------------------------------------------------
 
     def settle(self) -> None:
         """At this instant: a cycle of every partition that is not busy, a partition owing a fence first; one
-        that decided is busy for ``history.cycle_ms`` and decides again then. Raises SimulationError after
+        that decided is busy for ``history.cycle_ms`` and decides again then; objects their finalizer no longer
+        holds go (:meth:`release`), and the partitions decide again when one did. Raises SimulationError after
         too many deciding partition cycles in a row with nothing delivered in between (a livelock)."""
         state = self.out.state
-        fencing = state.partitions.fencing()
-        for partition in [*fencing, *(p for p in state.partitions.all() if p not in fencing)]:
-            if self.busy.get(partition, self.now) > self.now:
-                continue
-            self.cycle(partition)
+        self.release()
+        while True:
+            fencing = state.partitions.fencing()
+            for partition in [*fencing, *(p for p in state.partitions.all() if p not in fencing)]:
+                if self.busy.get(partition, self.now) > self.now:
+                    continue
+                self.cycle(partition)
+            if not self.release():
+                break
         wake = lifecycle.next_wakeup_ms(state)
         if wake is not None and wake > self.now and wake not in self.wakeups:
             self.wakeups.add(wake)
@@ -325,3 +436,49 @@ def _observed(kind: str, obj: object) -> types.Fact:
             return types.LocalQueueObserved(local_queue=obj)
     assert isinstance(obj, models.WorkloadPriorityClass)
     return types.WorkloadPriorityClassObserved(priority_class=obj)
+
+
+_Finalized = models.ClusterQueue | models.ResourceFlavor | models.AdmissionCheck | models.Topology
+
+_OBSERVED: dict[str, str] = {
+    "ClusterQueue": "cluster_queue",
+    "ResourceFlavor": "flavor",
+    "AdmissionCheck": "admission_check",
+    "Topology": "topology",
+}
+"""Per kind of FINALIZED_KINDS, the field of its Observed fact holding the object."""
+
+_KIND_OF: dict[type, str] = {
+    types.ClusterQueueObserved: "ClusterQueue",
+    types.ResourceFlavorObserved: "ResourceFlavor",
+    types.AdmissionCheckObserved: "AdmissionCheck",
+    types.TopologyObserved: "Topology",
+}
+
+
+def _finalized(event: types.Event) -> Identity | None:
+    """(kind, name) of an object of FINALIZED_KINDS that ``event`` observes or deletes, else None."""
+    if isinstance(event, types.ObjectDeleted):
+        return (event.kind, event.name) if event.kind in models.FINALIZED_KINDS and not event.namespace else None
+    kind = _KIND_OF.get(type(event))
+    if kind is None:
+        return None
+    return kind, getattr(event, _OBSERVED[kind]).metadata.name
+
+
+def _uid(fact: types.Fact) -> str:
+    """The uid of the object an ObjectDeleted or an Observed fact of FINALIZED_KINDS names ("" unknown)."""
+    if isinstance(fact, types.ObjectDeleted):
+        return fact.uid
+    kind = _KIND_OF[type(fact)]
+    return str(getattr(fact, _OBSERVED[kind]).metadata.uid or "")
+
+
+def _marked(kind: str, obj: _Finalized, *, at_ms: int) -> types.Fact:
+    """The fact the watcher publishes of ``obj`` marked for deletion at ``at_ms`` while Kueue's finalizer holds
+    it: its Observed fact with :data:`kueue_es.events.models.TERMINATING_ANNOTATION`."""
+    annotations = {**obj.metadata.annotations, models.TERMINATING_ANNOTATION: manifests.format_time_ms(at_ms)}
+    marked = msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, annotations=annotations))
+    fact_type = next(t for t, k in _KIND_OF.items() if k == kind)
+    fact: types.Fact = fact_type(**{_OBSERVED[kind]: marked})
+    return fact
