@@ -62,8 +62,8 @@ class Finish:
 @dataclass(kw_only=True)
 class History:
     """What a simulation replays: the recorded ``prefix`` (kept as it is; empty without --from),
-    the exogenous ``facts`` after it, run times by workload key, and at the cut the runs going on
-    (key -> start ms) and the evictions not yet completed (keys)."""
+    the exogenous ``facts`` after it, run times by workload key, at the cut the runs going on
+    (key -> start ms) and the evictions not yet completed (keys), and the end of the recording."""
 
     prefix: list[LogMessage] = field(default_factory=list)
     facts: list[TimedFact] = field(default_factory=list)
@@ -71,6 +71,7 @@ class History:
     running: dict[str, int] = field(default_factory=dict)
     stopping: list[str] = field(default_factory=list)
     cut_ms: int = 0
+    end_ms: int = 0  # the latest time the recorded log shows (its events' times, its messages' stored times)
     last_seq: int = 0  # the recorded log's last sequence
     cycle_ms: int = DEFAULT_CYCLE_MS  # how long a deciding cycle takes (:func:`cycle_length`)
 
@@ -120,6 +121,7 @@ def extract(messages: Sequence[LogMessage], *, cut_seq: int = 0) -> History:
         except codec.DecodeError:
             continue
         clock = max(clock, times(event))
+        history.end_ms = max(history.end_ms, clock, message.time_ms)
         if in_prefix and isinstance(event, types.DecisionRecord) and message.seq <= limit:
             limit = max(limit, message.seq + event.output_count)
         if in_prefix and message.seq > limit:

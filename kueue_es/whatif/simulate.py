@@ -68,17 +68,26 @@ class SimulationError(RuntimeError):
 
 @dataclass(kw_only=True)
 class Run:
-    """A finished simulation: its whole log (the recorded prefix, then the simulated part)."""
+    """A finished simulation: its whole log (the recorded prefix, then the simulated part) and its
+    end (ms): the later of the last message it wrote and the end of the recorded history (a wakeup
+    that decided nothing ends nothing)."""
 
     messages: list[LogMessage] = field(default_factory=list)
     events: list[types.Event] = field(default_factory=list)
     state: ClusterState = field(default_factory=ClusterState)
     cycles: int = 0
+    end_ms: int = 0
 
     @property
     def log(self) -> list[tuple[int, types.Event]]:
         """``(seq, event)`` of the whole log."""
         return [(m.seq, e) for m, e in zip(self.messages, self.events, strict=True)]
+
+    @property
+    def times(self) -> list[int]:
+        """Each message's time (ms): when the simulation wrote it, or when the recording stored it (0:
+        not known), in log order."""
+        return [m.time_ms for m in self.messages]
 
 
 def simulate(history: History, *, changes: Changes | None = None, progress: Progress | None = None) -> Run:
@@ -121,7 +130,7 @@ class _Simulation:
             stored = msgspec.structs.replace(message, seq=seq, pending=0)
         else:
             headers = {**message.headers, "Nats-Msg-Id": message.msg_id}
-            stored = LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers)
+            stored = LogMessage(seq=seq, subject=message.subject, data=message.data, headers=headers, time_ms=self.now)
         event = codec.decode(stored.data)
         self.out.messages.append(stored)
         self.out.events.append(event)
@@ -165,6 +174,7 @@ class _Simulation:
             if self.deliver():
                 self.idle_cycles = 0
             self.settle()
+        self.out.end_ms = max(history.end_ms, max((m.time_ms for m in self.out.messages), default=0))
 
     def deliver(self) -> int:
         """The finishes, wakeups, partition cycles and facts due by now, in that order; how many

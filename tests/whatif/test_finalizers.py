@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kueue_es import deciders, replay
+from kueue_es import cli, deciders, logfile, replay
 from kueue_es.events import models, types
 from kueue_es.events.bus.base import LogMessage
 from kueue_es.projections.cluster import ClusterState
@@ -115,3 +115,41 @@ def test_a_recorded_deletion_of_a_flavor_a_changed_queue_names_leaves_it_in_use(
     spot = what_if.state.flavors["spot"]
     assert models.is_terminating(spot.metadata)
     assert report.outcomes(what_if.log)["default/w"].flavors == "spot"
+
+
+def test_the_report_lists_a_queue_the_log_deleted(
+    deleted_queue: list[LogMessage], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """prod-a, deleted in the baseline, is still a row of the ClusterQueues table; in the what-if big holds
+    its 4 CPU (twice its nominal 2) from its admission to the end of the history, so its usage is close to
+    200 %, not 0 % (the usage of a queue that holds its quota to the end runs to the end)."""
+    log_file, changes_file = tmp_path / "recorded.log", tmp_path / "changes.yaml"
+    logfile.write_lines(log_file, deleted_queue)
+    changes_file.write_text(PROD_A)
+    assert cli.main(["what-if", "-f", str(changes_file), "--file", str(log_file)]) == 0
+    out = capsys.readouterr().out
+    [row] = [line for line in out.splitlines() if line.startswith("│ prod-a ")]  # the ClusterQueues table's
+    assert "cpu 0.0 -> " in row
+    past = history.extract(deleted_queue)
+    baseline = simulate.simulate(past)
+    what_if = simulate.simulate(past, changes=changes.parse(PROD_A))
+    end = max(baseline.end_ms, what_if.end_ms)
+    before = report.summaries(baseline.log, end_ms=end, times=baseline.times)
+    after = report.summaries(what_if.log, end_ms=end, times=what_if.times)
+    assert before["prod-a"].usage_percent == {"cpu": 0.0}
+    assert after["prod-a"].usage_percent["cpu"] > 150
+
+
+def test_a_queue_both_runs_delete_is_still_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """prod-a goes in both runs once w gives its quota back; it existed, so it is a row of the ClusterQueues
+    table, its usage over its life: w held 4 CPU, twice its nominal 2, from its admission to its deletion."""
+    log_file, changes_file = tmp_path / "recorded.log", tmp_path / "changes.yaml"
+    logfile.write_lines(log_file, _recorded("terminating-queue.yaml"))
+    changes_file.write_text(
+        PROD_A.replace("prod-a", "prod-b").replace("nominalQuota: 2, borrowingLimit: 2", "nominalQuota: 6")
+    )
+    assert cli.main(["what-if", "-f", str(changes_file), "--file", str(log_file)]) == 0
+    out = capsys.readouterr().out
+    assert "default/b1" in out  # admitted at once with 6 CPU
+    [row] = [line for line in out.splitlines() if line.startswith("│ prod-a ")]
+    assert "cpu 199." in row or "cpu 200.0" in row

@@ -88,7 +88,9 @@ def test_more_quota_admits_c_earlier_and_preempts_less(recorded: list[LogMessage
     assert sum(o.preempted for o in before.values()) == 2
     assert sum(o.preempted for o in after.values()) == 0
     assert before["default/hi"].preempting == 2 and after["default/hi"].preempting == 0
-    b, a = report.summaries(baseline.log, baseline.state)["cq"], report.summaries(more.log, more.state)["cq"]
+    end = max(baseline.end_ms, more.end_ms)
+    b = report.summaries(baseline.log, end_ms=end, times=baseline.times)["cq"]
+    a = report.summaries(more.log, end_ms=end, times=more.times)["cq"]
     assert a.average_time_to_admission_ms < b.average_time_to_admission_ms
     assert (b.preemptions, a.preemptions) == (2, 0)
 
