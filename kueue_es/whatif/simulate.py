@@ -11,8 +11,11 @@ The clock is simulated, in ms. Instants come from the history's facts (their rec
 the jobs' finishes, the lifecycle's wakeups (:func:`kueue_es.scheduling.lifecycle.next_wakeup_ms`:
 backoffs, timeouts) and the partitions' cycles. At the start (the cut of ``--from``) and at each
 instant, in order: the finishes due, the facts due, then a cycle of every partition
-(:mod:`kueue_es.projections.partitions`: a cohort tree, or a ClusterQueue without a cohort) that is
-not busy, a partition owing a hand-over's fence first. A partition's cycle that decided something
+(:mod:`kueue_es.projections.partitions`: a cohort tree, or a ClusterQueue without a cohort) that
+something touched since its last cycle (a fact of one of its workloads, a decision of it; an
+object's fact, a wakeup or a change of waitForPodsReady's admission block touches every one, as a
+service's fold marks them) and is not busy, a partition owing a hand-over's fence first; one that
+nothing touched would decide what it decided before. A partition's cycle that decided something
 takes the recorded log's cycle length (:func:`kueue_es.whatif.history.cycle_length`): it is busy
 until then and decides again then, seeing what arrived meanwhile, as a service's partition waits for
 its own commit before it decides it again; the other partitions decide whenever something arrives,
@@ -44,11 +47,11 @@ import msgspec
 
 from kueue_es.events import codec, manifests, models, subjects, types
 from kueue_es.events.bus.base import LogMessage, OutgoingMessage
-from kueue_es.projections.cluster import ClusterState
+from kueue_es.projections.cluster import ClusterState, pods_ready_enabled
 from kueue_es.scenarios.core_engine import cycle_deciders, job_reports
 from kueue_es.scheduling import lifecycle
 from kueue_es.services.dispatcher import status
-from kueue_es.services.runtime import Decider, build_batch, fold_message
+from kueue_es.services.runtime import Decider, build_batch, fold_message, workload_key_of
 from kueue_es.whatif.changes import Changes, identity_of
 from kueue_es.whatif.history import History, TimedFact
 
@@ -112,6 +115,8 @@ class _Simulation:
         self.generation: dict[str, int] = {}
         self.wakeups: set[int] = set()
         self.busy: dict[str, int] = {}  # partition -> when its next cycle may run
+        self.dirty: set[str] = set()  # partitions something touched since their last cycle
+        self.everything = True  # something any partition may care about (an object, a wakeup) since the last cycles
         self.idle_cycles = 0  # partition cycles that decided, in a row, with nothing delivered in between
         self.now = history.start_ms
         self.seen_overrides: set[str] = set()
@@ -134,9 +139,29 @@ class _Simulation:
         event = codec.decode(stored.data)
         self.out.messages.append(stored)
         self.out.events.append(event)
-        fold_message(self.out.state, stored)
+        state = self.out.state
+        key = workload_key_of(stored.subject)
+        before = state.partitions.of_workload(key) if key is not None else None
+        blocked = _admission_blocked(state)
+        fold_message(state, stored)
+        self.touch(event, key, before)
+        if blocked != _admission_blocked(state):
+            self.everything = True  # waitForPodsReady.blockAdmission: every partition's admissions
         for one in types.unbatched(event):
             self.note_terminating(one)
+
+    def touch(self, event: types.Event, key: str | None, before: str | None) -> None:
+        """Note the partitions ``event`` (just folded) may change the decisions of, as a service's fold does
+        (:class:`kueue_es.services.runtime.LogFold`): a record's own and those of the workloads it decided; a
+        workload's fact, its partition before and after; anything else (an object, a batch), every one."""
+        partitions = self.out.state.partitions
+        if isinstance(event, types.DecisionRecord):
+            self.dirty.add(event.partition)
+            self.dirty.update(p for d in event.carried if (p := partitions.of_workload(d.workload.key)))
+        elif key is not None:
+            self.dirty.update(p for p in (before, partitions.of_workload(key)) if p)
+        else:
+            self.everything = True
 
     def publish(self, fact: types.Fact) -> None:
         self.append(subjects.fact_message(fact))
@@ -186,6 +211,9 @@ class _Simulation:
                 self.finish(key)
             elif kind == _WAKE:
                 self.wakeups.discard(int(key))
+                self.everything = True  # a backoff or timeout ended somewhere
+            elif kind == _CYCLE:
+                self.dirty.add(key)
             if kind != _CYCLE:
                 delivered += 1
         while self.index < len(self.facts) and self.facts[self.index].at_ms <= self.now:
@@ -337,20 +365,24 @@ class _Simulation:
     # --- the cycles -----------------------------------------------------------------------------
 
     def settle(self) -> None:
-        """At this instant: a cycle of every partition that is not busy, a partition owing a fence first; one
-        that decided is busy for ``history.cycle_ms`` and decides again then; objects their finalizer no longer
-        holds go (:meth:`release`), and the partitions decide again when one did. Raises SimulationError after
-        too many deciding partition cycles in a row with nothing delivered in between (a livelock)."""
+        """At this instant: a cycle of every partition something touched since its last cycle (:meth:`touch`)
+        or that owes a fence, that one first, but for one that is busy; one that decided is busy for
+        ``history.cycle_ms`` and decides again then; objects their finalizer no longer holds go
+        (:meth:`release`); until no partition is left to decide. Raises SimulationError after too many
+        deciding partition cycles in a row with nothing delivered in between (a livelock)."""
         state = self.out.state
-        self.release()
         while True:
+            self.release()
+            if self.everything:
+                self.dirty.update(state.partitions.all())
+                self.everything = False
             fencing = state.partitions.fencing()
-            for partition in [*fencing, *(p for p in state.partitions.all() if p not in fencing)]:
-                if self.busy.get(partition, self.now) > self.now:
-                    continue
-                self.cycle(partition)
-            if not self.release():
+            due = [p for p in [*fencing, *sorted(self.dirty - set(fencing))] if self.busy.get(p, self.now) <= self.now]
+            if not due:
                 break
+            for partition in due:
+                self.dirty.discard(partition)
+                self.cycle(partition)
         wake = lifecycle.next_wakeup_ms(state)
         if wake is not None and wake > self.now and wake not in self.wakeups:
             self.wakeups.add(wake)
@@ -464,6 +496,14 @@ _KIND_OF: dict[type, str] = {
     types.AdmissionCheckObserved: "AdmissionCheck",
     types.TopologyObserved: "Topology",
 }
+
+
+def _admission_blocked(state: ClusterState) -> bool:
+    """Whether waitForPodsReady.blockAdmission holds every admission back now (a workload holding quota is
+    not ready): a change of it concerns every partition, as one cluster-wide gate."""
+    config = state.configuration
+    wait = config.wait_for_pods_ready
+    return bool(wait is not None and wait.block_admission and state.not_ready and pods_ready_enabled(config))
 
 
 def _finalized(event: types.Event) -> Identity | None:
