@@ -155,9 +155,11 @@ def print_report(
         + ("" if show_all or not differ else " (--all lists every workload)")
     )
     console.print()
+    end_ms = max(baseline.end_ms, what_if.end_ms)  # one window end for both: the end of the history
     console.print(
         report.summary_table(
-            report.summaries(baseline.log, baseline.state), report.summaries(what_if.log, what_if.state)
+            report.summaries(baseline.log, end_ms=end_ms, times=baseline.times),
+            report.summaries(what_if.log, end_ms=end_ms, times=what_if.times),
         )
     )
 

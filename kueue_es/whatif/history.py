@@ -62,8 +62,8 @@ class Finish:
 @dataclass(kw_only=True)
 class History:
     """What a simulation replays: the recorded ``prefix`` (kept as it is; empty without --from),
-    the exogenous ``facts`` after it, run times by workload key, and at the cut the runs going on
-    (key -> start ms) and the evictions not yet completed (keys)."""
+    the exogenous ``facts`` after it, run times by workload key, at the cut the runs going on
+    (key -> start ms) and the evictions not yet completed (keys), and the end of the recording."""
 
     prefix: list[LogMessage] = field(default_factory=list)
     facts: list[TimedFact] = field(default_factory=list)
@@ -71,6 +71,7 @@ class History:
     running: dict[str, int] = field(default_factory=dict)
     stopping: list[str] = field(default_factory=list)
     cut_ms: int = 0
+    end_ms: int = 0  # the latest time the recorded log shows (its events' times, its messages' stored times)
     last_seq: int = 0  # the recorded log's last sequence
     cycle_ms: int = DEFAULT_CYCLE_MS  # how long a deciding cycle takes (:func:`cycle_length`)
 
@@ -120,6 +121,7 @@ def extract(messages: Sequence[LogMessage], *, cut_seq: int = 0) -> History:
         except codec.DecodeError:
             continue
         clock = max(clock, times(event))
+        history.end_ms = max(history.end_ms, clock, message.time_ms)
         if in_prefix and isinstance(event, types.DecisionRecord) and message.seq <= limit:
             limit = max(limit, message.seq + event.output_count)
         if in_prefix and message.seq > limit:
@@ -171,8 +173,9 @@ def extract(messages: Sequence[LogMessage], *, cut_seq: int = 0) -> History:
 
 def cycle_length(gaps: list[int]) -> int:
     """How long a deciding cycle takes (ms): the median time between two DecisionRecords of one
-    decider in a row, the second decided on the first's batch and nothing else (back-to-back
-    cycles), at least 1 and at most :data:`MAX_CYCLE_MS`; :data:`DEFAULT_CYCLE_MS` when the log has none."""
+    decider and partition in a row, the second decided on the first's batch and nothing else
+    (back-to-back cycles of one partition's chain), at least 1 and at most :data:`MAX_CYCLE_MS`;
+    :data:`DEFAULT_CYCLE_MS` when the log has none."""
     if not gaps:
         return DEFAULT_CYCLE_MS
     ordered = sorted(gaps)
@@ -182,16 +185,17 @@ def cycle_length(gaps: list[int]) -> int:
 def _seen_by(messages: Sequence[LogMessage]) -> tuple[tuple[list[int], list[int]], list[int]]:
     """(basis sequences ascending, for each the earliest ``now_ms`` of a DecisionRecord with that
     basis or a later one): a fact at seq s was seen by ``now_ms[bisect_left(basis, s)]``; and the
-    gaps (ms) between back-to-back cycles (:func:`cycle_length`)."""
+    gaps (ms) between back-to-back cycles of one decider and partition (:func:`cycle_length`)."""
     records: list[tuple[int, int]] = []
     gaps: list[int] = []
-    last: dict[str, tuple[int, int]] = {}  # role -> (last seq of its batch, now_ms)
+    last: dict[tuple[str, str], tuple[int, int]] = {}  # (role, partition) -> (last seq of its batch, now_ms)
     for message, event in source.decision_records(messages):
         records.append((event.basis_seq, event.now_ms))
-        before = last.get(event.role)
+        chain = (event.role, event.partition)
+        before = last.get(chain)
         if before is not None and before[0] == event.basis_seq and event.now_ms > before[1]:
             gaps.append(event.now_ms - before[1])
-        last[event.role] = (message.seq + event.output_count, event.now_ms)
+        last[chain] = (message.seq + event.output_count, event.now_ms)
     records.sort()
     basis = [b for b, _ in records]
     earliest = [now for _, now in records]

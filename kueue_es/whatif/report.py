@@ -3,23 +3,26 @@
 Per workload (:func:`outcomes`): its ClusterQueue, creation, last admission (Kueue's time to
 admission is the last admission's time - creationTimestamp), the flavors of that admission,
 how often it was preempted (EvictionRequested reason Preempted) and how many victims were
-evicted for it, and its finish. Per ClusterQueue (:func:`summaries`), as
+evicted for it, and its finish. Per ClusterQueue the log observes (:func:`summaries`), as
 :mod:`kueue_es.perfbench.metrics` defines Kueue's figures: workloads admitted, the average time
 to admission (ms, integer mean), usage % per resource = the time integral of the quota its
-workloads hold (QuotaReserved to QuotaReleased) x 100 / (nominal quota x (last usage change -
-the ClusterQueue's creation)), and preemptions.
+workloads hold (QuotaReserved to QuotaReleased) x 100 / (nominal quota x the length of its
+window), and preemptions. The window runs from the ClusterQueue's creation to the end of the
+history, the same end for the two runs a report compares, or to its deletion: not to its last
+usage change, as Kueue's performance runner ends it (its runs end when the last workload does),
+so a queue that holds its quota to the end reads 100 %, not less.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.table import Table
 
-from kueue_es.events import types
-from kueue_es.projections.cluster import ClusterState
+from kueue_es.events import models, types
+from kueue_es.whatif import history
 
 
 @dataclass(kw_only=True)
@@ -100,60 +103,77 @@ def flavors_of(reserved: types.QuotaReserved) -> str:
     return "; ".join(f"{name}: {','.join(fs)}" for name, fs in per_set)
 
 
-def summaries(log: list[tuple[int, types.Event]], state: ClusterState) -> dict[str, QueueSummary]:
-    """Per ClusterQueue of ``state`` (the log's fold), Kueue's figures over ``log`` (see the module)."""
-    result: dict[str, QueueSummary] = {name: QueueSummary(name=name) for name in sorted(state.cluster_queues)}
+def summaries(
+    log: Sequence[tuple[int, types.Event]], *, end_ms: int, times: Sequence[int] = ()
+) -> dict[str, QueueSummary]:
+    """Per ClusterQueue the log observes (one it deletes too), Kueue's figures over ``log`` (see the module),
+    each one's usage over its window: from its creation to its deletion, else to ``end_ms`` (the end of the
+    history, the same for the runs compared). ``times``: each message's time (ms, 0 unknown), in log order,
+    which times a deletion (it carries no time of its own) with the times the log's events show."""
+    queues: dict[str, models.ClusterQueue] = {}
+    created: dict[str, int] = {}
+    gone: dict[str, int] = {}  # ClusterQueue -> when the log deleted it
     held: dict[str, dict[str, int]] = {}  # workload -> resource -> amount held
     holder: dict[str, str] = {}  # workload -> ClusterQueue
-    now_held: dict[str, dict[str, int]] = {name: {} for name in result}
-    integral: dict[str, dict[str, int]] = {name: {} for name in result}
+    now_held: dict[str, dict[str, int]] = {}
+    integral: dict[str, dict[str, int]] = {}
     since: dict[str, int] = {}
-    last_change: dict[str, int] = {}
 
     def shift(cq: str, delta: dict[str, int], at: int, sign: int) -> None:
-        if cq not in now_held:
-            return
         start = since.get(cq, at)
-        for resource, amount in now_held[cq].items():
-            integral[cq][resource] = integral[cq].get(resource, 0) + amount * max(0, at - start)
+        current, area = now_held.setdefault(cq, {}), integral.setdefault(cq, {})
+        for resource, amount in current.items():
+            area[resource] = area.get(resource, 0) + amount * max(0, at - start)
         for resource, amount in delta.items():
-            now_held[cq][resource] = now_held[cq].get(resource, 0) + sign * amount
+            current[resource] = current.get(resource, 0) + sign * amount
         since[cq] = at
-        last_change[cq] = at
 
-    waits: dict[str, list[int]] = {}
+    clock = 0
+    for index, (_, recorded) in enumerate(log):
+        clock = max(clock, times[index] if index < len(times) else 0, history.times(recorded))
+        for event in types.with_carried(recorded):
+            if isinstance(event, types.WorkloadAdmitted) and types.reserves(event, event.workload.key in held):
+                event = types.reservation_of(event)  # reserved and admitted by one message: its reservation here
+            match event:
+                case types.ClusterQueueObserved(cluster_queue=cq):
+                    name = cq.metadata.name
+                    queues[name] = cq
+                    born = cq.metadata.creation_timestamp_ms or clock  # unknown: when the log first shows it
+                    created[name] = min(created.get(name, born), born)
+                    gone.pop(name, None)
+                case types.ObjectDeleted(kind="ClusterQueue", name=name) if name in queues:
+                    gone[name] = clock
+                case types.QuotaReserved(workload=ref, cluster_queue=cq, at_ms=at):
+                    amounts: dict[str, int] = {}
+                    for assignment in event.pod_set_assignments:
+                        for resource, amount in assignment.resource_usage.items():
+                            amounts[resource] = amounts.get(resource, 0) + amount
+                    held[ref.key], holder[ref.key] = amounts, cq
+                    shift(cq, amounts, at, +1)
+                case types.QuotaReleased(workload=ref, at_ms=at) if ref.key in held:
+                    shift(holder.pop(ref.key), held.pop(ref.key), at, -1)
+    result: dict[str, QueueSummary] = {name: QueueSummary(name=name) for name in sorted(queues)}
     for out in outcomes(log).values():
         if out.admitted_ms and out.cluster_queue in result:
-            waits.setdefault(out.cluster_queue, []).append(out.admitted_ms - out.created_ms)
-            result[out.cluster_queue].preemptions += out.preempted
-    for _, event in with_carried(log):
-        if isinstance(event, types.WorkloadAdmitted) and types.reserves(event, event.workload.key in held):
-            event = types.reservation_of(event)  # reserved and admitted by one message: its reservation here
-        match event:
-            case types.QuotaReserved(workload=ref, cluster_queue=cq, at_ms=at):
-                amounts: dict[str, int] = {}
-                for assignment in event.pod_set_assignments:
-                    for resource, amount in assignment.resource_usage.items():
-                        amounts[resource] = amounts.get(resource, 0) + amount
-                held[ref.key], holder[ref.key] = amounts, cq
-                shift(cq, amounts, at, +1)
-            case types.QuotaReleased(workload=ref, at_ms=at) if ref.key in held:
-                shift(holder.pop(ref.key), held.pop(ref.key), at, -1)
+            summary = result[out.cluster_queue]
+            summary.admitted += 1
+            summary.average_time_to_admission_ms += out.admitted_ms - out.created_ms
+            summary.preemptions += out.preempted
     for name, summary in result.items():
-        queue = state.cluster_queues[name]
+        window_end = max(gone.get(name, end_ms), since.get(name, 0))
+        shift(name, {}, window_end, +1)  # what it holds to the end of its window
         nominal: dict[str, int] = {}
-        for group in queue.spec.resource_groups:
+        for group in queues[name].spec.resource_groups:
             for flavor in group.flavors:
                 for quota in flavor.resources:
                     nominal[quota.name] = nominal.get(quota.name, 0) + quota.nominal_quota
-        span = last_change.get(name, 0) - queue.metadata.creation_timestamp_ms
+        span = window_end - created[name]
         summary.usage_percent = {
-            resource: (integral[name].get(resource, 0) * 100 / (amount * span) if amount and span > 0 else 0.0)
+            resource: (integral.get(name, {}).get(resource, 0) * 100 / (amount * span) if amount and span > 0 else 0.0)
             for resource, amount in sorted(nominal.items())
         }
-        admitted = waits.get(name, [])
-        summary.admitted = len(admitted)
-        summary.average_time_to_admission_ms = sum(admitted) // len(admitted) if admitted else 0
+        if summary.admitted:
+            summary.average_time_to_admission_ms //= summary.admitted
     return result
 
 

@@ -10,6 +10,7 @@ their recorded run time replays the same preemptions).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from kueue_es.scenarios.loading import load_scenario
 from kueue_es.whatif import changes, diff, history, report, simulate
 
 FIXTURE = Path(__file__).parent / "history.yaml"
+TWO_COHORTS = Path(__file__).parent / "two-cohorts.yaml"
 
 CQ = """\
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -86,7 +88,9 @@ def test_more_quota_admits_c_earlier_and_preempts_less(recorded: list[LogMessage
     assert sum(o.preempted for o in before.values()) == 2
     assert sum(o.preempted for o in after.values()) == 0
     assert before["default/hi"].preempting == 2 and after["default/hi"].preempting == 0
-    b, a = report.summaries(baseline.log, baseline.state)["cq"], report.summaries(more.log, more.state)["cq"]
+    end = max(baseline.end_ms, more.end_ms)
+    b = report.summaries(baseline.log, end_ms=end, times=baseline.times)["cq"]
+    a = report.summaries(more.log, end_ms=end, times=more.times)["cq"]
     assert a.average_time_to_admission_ms < b.average_time_to_admission_ms
     assert (b.preemptions, a.preemptions) == (2, 0)
 
@@ -111,6 +115,40 @@ def test_from_keeps_the_recorded_prefix(recorded: list[LogMessage]) -> None:
     assert [m.data for m in run.messages[: len(past.prefix)]] == [m.data for m in recorded[: len(past.prefix)]]
     assert len(past.prefix) >= 20
     assert report.outcomes(run.log)["default/c"].time_to_admission_ms is not None
+
+
+def _submission(fact: types.Fact, name: str) -> bool:
+    return isinstance(fact, types.WorkloadObserved) and fact.workload.metadata.name == name
+
+
+def test_from_decides_what_waits_at_the_cut(recorded: list[LogMessage]) -> None:
+    """--from right after hi is submitted (the log kept up to its submission, not its decision): the simulation
+    runs a cycle at the cut, so hi preempts a and b and is admitted within a few cycles of the cut, not once
+    something next happens (a's finish, half a minute later)."""
+    seq = next(m.seq for m in recorded if _submission(codec.decode(m.data), "hi"))  # type: ignore[arg-type]
+    past = history.extract(recorded, cut_seq=seq)
+    assert past.prefix[-1].seq == seq and past.facts == []
+    for run in simulate.simulate(past), simulate.simulate(past, changes=changes.parse(CQ.format(cpu=4))):
+        hi = report.outcomes(run.log)["default/hi"]
+        assert 0 < hi.admitted_ms - past.cut_ms <= 3 * past.cycle_ms
+        assert hi.preempting == 2
+
+
+def test_a_change_in_one_cohort_leaves_the_times_of_another_alone() -> None:
+    """r2 (cohort research) given a higher priority preempts r1: research decides three cycles in a row where
+    the baseline decides one. p1 (cohort prod) comes during them (the history's cycles made 1 s long, and p1
+    half-way through): it is admitted when it comes in both runs, as each cohort tree decides on its own chain
+    of cycles (its partition), as the services do; a cycle of one tree does not hold up another's."""
+    past = history.extract(run_scenario(load_scenario(TWO_COHORTS)).messages)
+    past.cycle_ms = 1000
+    r2 = next(f for f in past.facts if _submission(f.fact, "r2"))
+    past.facts = [dataclasses.replace(f, at_ms=r2.at_ms + 1500) if _submission(f.fact, "p1") else f for f in past.facts]
+    override = "apiVersion: whatif.kueue-es.io/v1\nkind: WorkloadPriorities\npriorities: {default/r2: 100}\n"
+    baseline, changed = simulate.simulate(past), simulate.simulate(past, changes=changes.parse(override))
+    before, after = report.outcomes(baseline.log), report.outcomes(changed.log)
+    assert (before["default/r1"].preempted, after["default/r1"].preempted) == (0, 1)
+    assert before["default/p1"].admitted_ms == after["default/p1"].admitted_ms == r2.at_ms + 1500
+    assert not report.changed(before["default/p1"], after["default/p1"])
 
 
 def test_what_if_prints_the_same_bytes_twice(
