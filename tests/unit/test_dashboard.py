@@ -279,6 +279,16 @@ async def test_the_api_answers_now_as_of_then_and_for_a_workload() -> None:
         assert (await client.get("/static/../server.py")).status == 404
         assert (await client.get("/readyz")).status == 200
 
+        # an unknown API path, or another method, is JSON as the API's other errors are
+        unknown = await client.get("/api/nothing-here")
+        assert unknown.status == 404 and unknown.content_type == "application/json"
+        assert (await unknown.json())["error"] == "no such API path /api/nothing-here (docs/dashboard.md lists them)"
+        posted = await client.post("/api/overview")
+        assert posted.status == 405 and posted.content_type == "application/json"
+        assert (await posted.json())["error"] == "Method Not Allowed: POST /api/overview"
+        assert posted.headers["Allow"] == "GET,HEAD"
+        assert (await client.get("/nothing-here")).content_type == "text/plain"  # not the API: aiohttp's page
+
 
 async def test_events_push_the_overview_when_the_log_grows() -> None:
     recorded = borrowing_in([], [queue("a", "team"), queue("b", "team"), queue("c", "team")])
