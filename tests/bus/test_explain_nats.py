@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kueue_es import cli, current, snapshots
+from kueue_es import cli, current, logsource, snapshots
 from kueue_es.events.bus import nats as nats_bus
 from kueue_es.events.bus import server
 from tests.bus.test_snapshots import SETTLED, _fresh, _publish_on, golden, split_point
@@ -202,3 +202,19 @@ async def test_kubectl_kueue_reads_the_log_of_the_system_of_the_kubeconfig_in_us
     finally:
         other.kill()
         other.wait()
+
+
+async def test_at_a_time_before_the_logs_first_message_says_so(
+    bus: nats_bus.NatsBus, plain_server: server.NatsServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every message of a running system's log has a time (its own or when it was stored): a time before the
+    first one folds nothing, and each reader says why it finds nothing."""
+    await _publish_on(bus, golden())
+    first = (await bus.get(1)).time_ms
+    assert first
+    for argv in (("explain", URGENT), ("list", "workload", "-A"), ("status",)):
+        code, _, err = await _run(capsys, *argv, "--nats", plain_server.url, "--at", "2001-01-01T00:00:00Z")
+        assert (
+            "note: --at 2001-01-01T00:00:00Z is before the log's first message (#1 at "
+            f"{logsource.rfc3339(first)}): nothing of the log is folded"
+        ) in err, (argv, err)

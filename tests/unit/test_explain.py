@@ -1007,3 +1007,19 @@ def test_list_localqueue_counts_pending_workloads_of_a_missing_cluster_queue(
     assert rows["orphan"]["PENDING WORKLOADS"] == 1
     status = dispatcher_status.local_queue_status(log.state, "default", "orphan")
     assert status["pendingWorkloads"] == rows["orphan"]["PENDING WORKLOADS"]
+
+
+def test_at_a_time_before_the_log_is_a_note(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A time before the log's first message folds nothing: each reader says so, rather than only "no
+    Workload" or an empty table, as a sequence past the end gets a note."""
+    _, path, _ = waiting_log
+    for argv in (["explain", "default/train"], ["list", "workload"], ["status"]):
+        code, _, err = _run(capsys, *argv, "--file", str(path), "--at", "2001-01-01T00:00:00Z")
+        assert (
+            "note: --at 2001-01-01T00:00:00Z is before the log's first time (#6 at 2026-01-01T00:00:01.000Z): only"
+            " the 5 messages before it, which carry no time, are folded"  # this file's objects carry none
+        ) in err, (argv, err)
+    code, _, err = _run(capsys, "status", "--file", str(path), "--at", "2031-01-01T00:00:00Z")
+    assert code == 0 and "before the log" not in err
