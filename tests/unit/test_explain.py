@@ -1023,3 +1023,32 @@ def test_at_a_time_before_the_log_is_a_note(
         ) in err, (argv, err)
     code, _, err = _run(capsys, "status", "--file", str(path), "--at", "2031-01-01T00:00:00Z")
     assert code == 0 and "before the log" not in err
+
+
+def test_a_priority_update_that_keeps_the_value_adds_no_story_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A what-if override of a workload's priority to the value its WorkloadPriorityClass gives (its
+    priorityClassRef dropped, ``spec.priority`` the same) changes nothing: no "updated: priority 100 -> 100"."""
+    log = _recorded()
+    log.manifest(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": "high"},
+            "value": 100,
+        }
+    )
+    classed = workload("classed", queue="a", cpu="1", priority=100, created=40)
+    classed["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    log.manifest(classed)
+    overridden = workload("classed", queue="a", cpu="1", priority=100, created=40)  # what-if's override: no class
+    log.manifest(overridden)
+    path = log.write(tmp_path / "log.jsonl")
+    code, out, err = _run(capsys, "explain", "default/classed", "--file", str(path), "-o", "json")
+    assert code == 0, err
+    assert [line["what"] for line in json.loads(out)["story"]] == ["submitted"]
+    log.manifest(workload("classed", queue="a", cpu="1", priority=150, created=40))  # a real change is told
+    path = log.write(tmp_path / "log.jsonl")
+    code, out, err = _run(capsys, "explain", "default/classed", "--file", str(path), "-o", "json")
+    assert [line["text"] for line in json.loads(out)["story"] if line["what"] == "updated"] == ["priority 100 -> 150"]
