@@ -15,7 +15,9 @@ system. As kubectl finds its cluster in a kubeconfig, they find the system here,
    ``$KUEUE_ES_CURRENT=FILE`` pins one record file instead (read and written as that one file).
 
 With several running, the newest is read, and the command says so on stderr (:func:`choice_note`: which one
-it read, and the others' NATS URLs to name one with ``--nats``), keeping stdout for its answer.
+it read, and the others' NATS URLs to name one with ``--nats``), keeping stdout for its answer. ``kubectl
+kueue`` reads, as kubectl talks to, the cluster of the kubeconfig in use: it names the system that recorded
+that kubeconfig with ``--nats`` (:func:`kueue_es.kueuectl.connect.system_for`).
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import tempfile
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from kueue_es.events.manifests import load_documents
 from kueue_es.projections import batches
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.replay import DEFAULT_MAX_DIFFS, ReplayReport, progress_bars, replay_bus, replay_url, summary
+from kueue_es.services import ports
 from kueue_es.services.kube import client as kube
 from kueue_es.services.runtime import cancel_and_wait, cancel_on_stop_signals, configure_logging, fold_decoded
 from kueue_es.services.watcher.kinds import LIMIT_RANGES, RUNTIME_CLASSES
@@ -284,6 +285,7 @@ async def run_demo(
         ) as emulator,
     ):
         kube.write_kubeconfig(run_dir / "kubeconfig", server=emulator.url)
+        late_ports = LatePorts(console=console, emulator=emulator)
         if crds:
             emulator.install_crds(crds)
         emulator.put_objects(user_roles.cluster_roles())  # Kueue's installation creates them (docs/rbac.md)
@@ -299,8 +301,9 @@ async def run_demo(
             visibility_port=0,
             dashboard_port=0 if keep else None,  # the dashboard runs with --keep (docs/dashboard.md)
             health_port=0 if keep else None,
-            on_port=functools.partial(port_changed, console, emulator),
+            on_port=late_ports,
         )
+        late_ports.supervisor = supervisor
         await supervisor.start(demo_processes(keep=keep))
         restarts: list[SupervisorEvent] = []
 
@@ -347,7 +350,10 @@ async def run_demo(
                 )
             if keep:
                 if unknown := await supervisor.wait_ports(timeout=DEMO_TIMEOUT):
-                    console.print(f"warning: no port reported yet by {', '.join(unknown)}", style="yellow")
+                    console.print(
+                        f"warning: no port reported yet by {', '.join(unknown)}: each is printed once it is",
+                        style="yellow",
+                    )
                 if supervisor.dashboard_url is not None:
                     await wait_ready(supervisor.dashboard_url + "readyz", timeout=DEMO_TIMEOUT)
                 _print_keep(
@@ -358,6 +364,7 @@ async def run_demo(
                     auth=auth,
                     supervisor=supervisor,
                 )
+                late_ports.listed = True  # from now on a port reported is printed when it is
                 current.record(
                     nats_url=server.url,
                     reader=auth.credentials("reader"),
@@ -451,19 +458,54 @@ def demo_processes(*, keep: bool) -> tuple[str, ...]:
 NO_METRICS = (PROVISIONING, DASHBOARD)
 """Processes that serve /healthz and /readyz but no /metrics."""
 
+NOT_REPORTED = "(port not reported yet: printed when it is)"
+"""What the demo shows for a port a process chose but has not said (a loaded machine starts it slowly)."""
+
 
 def health_lines(supervisor: Supervisor, names: tuple[str, ...]) -> list[str]:
-    """One line per process of ``names``: where it serves its health endpoints (and /metrics), or that it
-    serves none (no health port given)."""
+    """One line per process of ``names``: where it serves its health endpoints (and /metrics), that it has not
+    said yet (it binds a port of its own choosing: :class:`LatePorts` prints it later), or that it serves
+    none (no health port given)."""
     lines = []
     for name in names:
         url = supervisor.health_url(name)
         if url is None:
-            lines.append(f"  {name:<22} (no health port)")
+            kind = ports.HTTP if name == DASHBOARD else ports.HEALTH
+            shown = "(no health port)" if supervisor.port(name, kind) is None else NOT_REPORTED
+            lines.append(f"  {name:<22} {shown}")
             continue
         endpoints = "/healthz  /readyz" if name in NO_METRICS else "/metrics  /healthz  /readyz"
         lines.append(f"  {name:<22} {url}{endpoints}")
     return lines
+
+
+def dashboard_line(supervisor: Supervisor) -> str:
+    """The dashboard's line of the demo's list: its URL (or that it has not said it yet)."""
+    return f"  dashboard              {supervisor.dashboard_url or NOT_REPORTED}   (read-only web UI, live; docs/dashboard.md)"
+
+
+@dataclass(kw_only=True)
+class LatePorts:
+    """``demo --keep``'s :attr:`Supervisor.on_port`: :func:`port_changed` (the emulated API server learns where
+    the visibility server serves), and, once the demo listed its URLs and ports (``listed``), a line for each
+    port a process reports only then: on a loaded machine a process may start (or restart) after the demo
+    stopped waiting, and the list showed it as not reported yet."""
+
+    console: Console
+    emulator: Any
+    supervisor: Supervisor | None = None
+    listed: bool = False
+
+    def __call__(self, name: str, kind: str, port: int, previous: int | None) -> None:
+        """Told that process ``name`` serves ``kind`` on ``port`` (``previous``: where it did, None the first time)."""
+        port_changed(self.console, self.emulator, name, kind, port, previous)
+        if not self.listed or previous is not None or self.supervisor is None:
+            return
+        if kind == ports.HTTP and name == DASHBOARD:
+            self.console.print(f"{dashboard_line(self.supervisor).strip()} (reported late)", highlight=False)
+        elif kind == ports.HEALTH:
+            for line in health_lines(self.supervisor, (name,)):
+                self.console.print(f"health {line.strip()} (reported late)", highlight=False)
 
 
 def _print_keep(
@@ -476,14 +518,14 @@ def _print_keep(
   API server (emulated)  {api_url}   kubeconfig: {run_dir / "kubeconfig"}
   NATS                   {nats_url}   (every connection needs a user: credentials in {auth.directory})
   service logs           {run_dir / "logs"}
-  dashboard              {supervisor.dashboard_url}   (read-only web UI, live; docs/dashboard.md)
+{dashboard_line(supervisor)}
 Health and metrics (Kueue's metrics on the admitter's, docs/metrics.md):
 {health}
 Try:
   kueue-es apply -f MANIFEST.yaml --kubeconfig {run_dir / "kubeconfig"}
   KUBECONFIG={run_dir / "kubeconfig"} kubectl get --raw \\
     /apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue/pendingworkloads
-  curl -s {supervisor.health_url("admitter")}/metrics | grep kueue_pending_workloads
+  curl -s {supervisor.health_url("admitter") or "ADMITTER_URL"}/metrics | grep kueue_pending_workloads
 Subscribe to the public stream KQ_PUB (verified admissions, docs/subscribing.md):
   kueue-es events asyncapi --output asyncapi.json --server {nats_url.removeprefix("nats://")}
   pip install nats-py jsonschema   # the example's own needs, in the venv that runs it

@@ -170,7 +170,29 @@ def _fold(
         folded.notes.append(
             f"--at {at.seq} is past the end of the log (its last message is #{folded.last_seq}): read to its end"
         )
+    if note := _before_the_log(folded, at):
+        folded.notes.append(note)
     return folded
+
+
+def _before_the_log(folded: logsource.Folded, at: logsource.At | None) -> str:
+    """The note for an ``--at`` time before every time of a log folded from #1 (else ""): nothing of the log,
+    or only messages that carry no time, is folded, so "no Workload" or an empty list would mislead."""
+    from kueue_es import logsource
+
+    folder = folded.folder
+    if at is None or at.ms is None or folder.stopped_at is None or folded.start_seq or folder.last_ms:
+        return ""
+    seq, ms = folder.stopped_at
+    first = f"#{seq} at {logsource.rfc3339(ms)}"
+    if not folder.read:
+        return f"--at {at.text} is before the log's first message ({first}): nothing of the log is folded"
+    untimed = (
+        "message before it, which carries no time, is"
+        if folder.read == 1
+        else (f"{folder.read} messages before it, which carry no time, are")
+    )
+    return f"--at {at.text} is before the log's first time ({first}): only the {untimed} folded"
 
 
 def _guarded(run: Any) -> Any:

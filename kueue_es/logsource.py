@@ -122,7 +122,7 @@ class Folder:
 
     ``last_ms`` is the latest time met (:func:`message_time`: the fold's "now": ages, the visibility
     order's fair-sharing clock); ``stopped`` turns True at the first message past ``at`` (that message
-    is not folded); ``read`` counts the messages fed. ``on_message`` sees each message folded, before
+    is not folded; past a time, ``stopped_at`` is its sequence and time); ``read`` counts the messages fed. ``on_message`` sees each message folded, before
     ``observer`` sees its events."""
 
     state: ClusterState = field(default_factory=ClusterState)
@@ -133,6 +133,7 @@ class Folder:
     stopped: bool = False
     read: int = 0
     last_read: int = 0  # the sequence of the last message folded
+    stopped_at: tuple[int, int] | None = None  # the message past a time ``at``: (its sequence, its time)
 
     def feed(self, message: LogMessage) -> bool:
         """Fold ``message``; False (and nothing folded) once it is past ``at``."""
@@ -147,6 +148,7 @@ class Folder:
         moment = message_time(message, event)
         if at is not None and at.ms is not None and moment > at.ms:
             self.stopped = True
+            self.stopped_at = (message.seq, moment)
             return False
         if moment > self.last_ms:
             self.last_ms = moment

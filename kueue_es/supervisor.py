@@ -509,11 +509,28 @@ class Supervisor:
                 await asyncio.sleep(0.05)
 
     async def wait_ports(self, *, timeout: float = 60.0) -> list[str]:
-        """Wait until every started process reported the ports it chose (or exited, or ``timeout`` seconds
-        passed); returns what is still unknown, as ``"<process> <kind>"`` ([] when all are known)."""
-        pending = [task for task in self._learning.values() if not task.done()]
-        if pending:
-            await asyncio.wait(pending, timeout=timeout)
+        """Wait until every started process reported the ports it chose, or ``timeout`` seconds passed;
+        returns what is still unknown, as ``"<process> <kind>"`` ([] when all are known). A process that
+        exits before it reports them is waited for again while :meth:`supervise` runs (its restart reports
+        them: on a loaded machine a service may exit while starting), and given up otherwise (nothing will
+        restart it)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            unknown = self.unknown_ports()
+            remaining = deadline - loop.time()
+            if not unknown or remaining <= 0:
+                return unknown
+            pending = [task for task in self._learning.values() if not task.done()]
+            if pending:  # a short wait at a time: a restart starts another task to wait for
+                await asyncio.wait(pending, timeout=min(remaining, 0.5))
+            elif self._supervising and not self.stopping:
+                await asyncio.sleep(min(remaining, 0.2))  # exited: supervise restarts it after its backoff
+            else:
+                return unknown
+
+    def unknown_ports(self) -> list[str]:
+        """The ports started processes chose that they have not reported (yet), as ``"<process> <kind>"``."""
         return [
             f"{service.name} {kind}"
             for service in self.running

@@ -321,8 +321,9 @@ class StoryCollector:
             changes.append("spec.active " + ("true (reactivated)" if new.active else "false (deactivated)"))
         if old.queue_name != new.queue_name:
             changes.append(f"LocalQueue {old.queue_name} -> {new.queue_name}")
-        if old.priority != new.priority or old.priority_class_ref != new.priority_class_ref:
-            changes.append(f"priority {priority_of(known.workload, before)} -> {priority_of(wl, before)}")
+        was, now = priority_of(known.workload, before), priority_of(wl, before)
+        if was != now:  # not a class dropped for the same value (a what-if's override to it): nothing changed
+            changes.append(f"priority {was} -> {now}")
         changes.extend(_boost_change(known.workload, wl, before))
         if old.pod_sets != new.pod_sets:
             changes.append(f"pod sets now {shape(wl)}")

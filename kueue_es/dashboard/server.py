@@ -14,6 +14,9 @@ messages read so it can fold them again up to any earlier point. It serves, with
   JSON when the page connects and after every change of the fold (at most about every 0.25 s);
 - ``/healthz`` (the process answers) and ``/readyz`` (caught up with the log, else 503).
 
+Errors under ``/api/`` are JSON, ``{"error": ...}``: a bad ``at`` (400), no such workload (404), and
+aiohttp's own (an unknown path, 404; another method, 405).
+
 An ``at`` in the past is answered from a fold of the messages up to there: folds move forward from the
 last one asked for, start over from the nearest kept copy of the state (one every
 :data:`CHECKPOINT_EVERY` messages) when asked for an earlier point, and their answers are cached, so
@@ -277,6 +280,11 @@ def _dumps(body: Any) -> str:
     return json.dumps(body, separators=(",", ":"))
 
 
+def _kept_headers(err: aiohttp.web.HTTPException) -> dict[str, str]:
+    """The headers of an aiohttp error worth keeping on its JSON form (``Allow`` of a 405)."""
+    return {k: v for k, v in err.headers.items() if k.lower() == "allow"}
+
+
 def app(live: LiveLog, *, clock: Callable[[], int] | None = None) -> aiohttp.web.Application:
     """The dashboard's aiohttp application over ``live`` (see the module); ``clock``: ms since the epoch
     (default the wall clock), the live fold's "now"."""
@@ -376,7 +384,23 @@ def app(live: LiveLog, *, clock: Callable[[], int] | None = None) -> aiohttp.web
         ready = live.caught_up
         return aiohttp.web.Response(text="ok" if ready else "not caught up", status=200 if ready else 503)
 
-    application = aiohttp.web.Application()
+    @aiohttp.web.middleware
+    async def api_errors(request: aiohttp.web.Request, handler: Any) -> aiohttp.web.StreamResponse:
+        """Under ``/api/``, aiohttp's own errors (an unknown path, a method other than GET) as the API's other
+        errors are: a JSON ``{"error": ...}`` with the same status."""
+        try:
+            return await handler(request)
+        except aiohttp.web.HTTPException as err:
+            if not request.path.startswith("/api/") or err.content_type == "application/json" or err.status < 400:
+                raise
+            message = f"{err.reason}: {request.method} {request.path}"
+            if err.status == 404:
+                message = f"no such API path {request.path} (docs/dashboard.md lists them)"
+            return aiohttp.web.json_response(
+                {"error": message}, status=err.status, headers=_kept_headers(err), dumps=_dumps
+            )
+
+    application = aiohttp.web.Application(middlewares=[api_errors])
     application.router.add_get("/", page)
     application.router.add_get("/workloads/{namespace}/{name}", page)
     application.router.add_get("/static/{name}", asset)

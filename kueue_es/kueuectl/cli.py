@@ -9,8 +9,9 @@ command are not answered here:
   are passed through to kubectl with the same arguments, as kueuectl's passthrough package does;
 - ``explain``, ``what-if``, ``diff``, ``status`` and ``list ... --at SEQ|TIME`` need kueue-es's log: they
   run ``kueue-es`` (:func:`kueue_es.cli.main`) with the same arguments but kubectl's global flags, read
-  wherever they stand (:func:`forwarded_argv`), so its own errors and exit codes apply (a command this
-  kueue-es does not have says so, exit 2), its usage errors naming ``kubectl kueue``.
+  wherever they stand (:func:`forwarded_argv`), on the log of the running system of the kubeconfig in use
+  (:func:`log_of_kubeconfig`), so its own errors and exit codes apply (a command this kueue-es does not
+  have says so, exit 2), its usage errors naming ``kubectl kueue``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any, NoReturn
 
 from kueue_es.kueuectl import commands
-from kueue_es.kueuectl.connect import Cluster, Failure, Settings, kubeconfig_files, open_cluster
+from kueue_es.kueuectl.connect import Cluster, Failure, Settings, kubeconfig_files, open_cluster, system_for
 
 #: Subcommands answered by kueue-es's own command line (they read the log).
 FORWARDED = ("explain", "what-if", "diff", "status")
@@ -262,16 +263,10 @@ _GLOBAL_VALUE_FLAGS = {
 _ALL_NAMESPACES = ("-A", "--all-namespaces")
 
 
-def forwarded_argv(argv: Sequence[str]) -> list[str]:
-    """The arguments ``kueue-es`` gets for ``kubectl kueue ARGV`` (a forwarded command, see :func:`_forwarded`).
-
-    kubectl's global flags may stand anywhere, before or after the command word, as ``--flag VALUE`` or
-    ``--flag=VALUE`` (``-nVALUE`` too): ``--kubeconfig`` and ``--context`` are consumed (the forwarded
-    commands read the log of the running system, not the API server); ``-n/--namespace`` and
-    ``-A/--all-namespaces`` go after the command word for ``explain`` (``-n NS NAME`` is ``NS/NAME``) and
-    ``list``, and are consumed by ``status``, ``what-if`` and ``diff`` (cluster-wide, as kubectl ignores
-    ``-n`` for cluster-scoped kinds). Words after ``--`` are left alone. Raises ForwardError for a flag
-    without its value and for ``explain -A`` (one workload is in one namespace)."""
+def _split_global_flags(argv: Sequence[str]) -> tuple[list[str], dict[str, str], bool]:
+    """``(rest, found, all_namespaces)``: ``argv`` without kubectl's global flags (wherever they stand, before
+    ``--``), the values of those that take one by name (``kubeconfig``, ``context``, ``namespace``), and
+    whether ``-A/--all-namespaces`` was given. Raises ForwardError for a flag without its value."""
     rest: list[str] = []
     found: dict[str, str] = {}
     all_namespaces = False
@@ -294,6 +289,20 @@ def forwarded_argv(argv: Sequence[str]) -> list[str]:
             all_namespaces = True
         else:
             rest.append(arg)
+    return rest, found, all_namespaces
+
+
+def forwarded_argv(argv: Sequence[str]) -> list[str]:
+    """The arguments ``kueue-es`` gets for ``kubectl kueue ARGV`` (a forwarded command, see :func:`_forwarded`).
+
+    kubectl's global flags may stand anywhere, before or after the command word, as ``--flag VALUE`` or
+    ``--flag=VALUE`` (``-nVALUE`` too): ``--kubeconfig`` and ``--context`` are consumed (the kubeconfig
+    names the running system whose log is read: :func:`log_of_kubeconfig`); ``-n/--namespace`` and
+    ``-A/--all-namespaces`` go after the command word for ``explain`` (``-n NS NAME`` is ``NS/NAME``) and
+    ``list``, and are consumed by ``status``, ``what-if`` and ``diff`` (cluster-wide, as kubectl ignores
+    ``-n`` for cluster-scoped kinds). Words after ``--`` are left alone. Raises ForwardError for a flag
+    without its value and for ``explain -A`` (one workload is in one namespace)."""
+    rest, found, all_namespaces = _split_global_flags(argv)
     command = next((i for i, a in enumerate(rest) if not a.startswith("-")), 0)
     word = rest[command] if rest else ""
     extra: list[str] = []
@@ -306,16 +315,76 @@ def forwarded_argv(argv: Sequence[str]) -> list[str]:
     return [*rest[: command + 1], *extra, *rest[command + 1 :]]
 
 
+class NoSystemForKubeconfig(Exception):
+    """Systems run, but none is the cluster of the kubeconfig in use (the message names them)."""
+
+
+#: Options of the forwarded commands that name the log themselves: then no running system is picked.
+_SOURCE_FLAGS = ("--nats", "--store", "--file")
+
+
+def log_of_kubeconfig(words: list[str], *, kubeconfig: str | None) -> list[str]:
+    """``words`` (:func:`forwarded_argv`'s) reading the log of the running system of the kubeconfig in use,
+    as ``list workload``'s POSITION IN QUEUE reads it: ``--nats URL`` of :func:`connect.system_for` the files
+    kubectl's rules give (``--kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``) added after the
+    command word. ``words`` unchanged when the command names its log (``--nats``, ``--store``, ``--file``;
+    ``diff`` takes two logs), when ``$KUEUE_ES_NATS_URL`` or ``$KUEUE_ES_CURRENT`` names one, for help,
+    when nothing runs (kueue-es then says so) or when the kubeconfig is the running demo's that kubectl
+    kueue falls back to (the one ``kueue-es`` finds by itself). With several running, a ``note:`` on stderr
+    says which it read. Raises Failure for a ``--kubeconfig`` that does not exist, NoSystemForKubeconfig
+    when systems run but none is this cluster's (reading another one's log answered for the wrong
+    cluster)."""
+    from kueue_es import current
+
+    command = next((i for i, a in enumerate(words) if not a.startswith("-")), None)
+    if command is None or words[command] == "diff":
+        return words
+    if any(w in ("-h", "--help") or w.partition("=")[0] in _SOURCE_FLAGS for w in words):
+        return words
+    if os.environ.get(current.URL_ENV, "").strip() or os.environ.get(current.FILE_ENV, "").strip():
+        return words
+    running = current.running()
+    if not running:
+        return words
+    try:
+        files, origin = kubeconfig_files(Settings(kubeconfig=kubeconfig))
+    except Failure:
+        if kubeconfig:
+            raise
+        return words
+    if origin.startswith("the running kueue-es"):
+        return words
+    system = system_for(files)
+    if system is None:
+        others = "; ".join(f"{s.origin}, kubeconfig {s.kubeconfig or '(none recorded)'}" for s in running)
+        raise NoSystemForKubeconfig(
+            f"no running kueue-es is the cluster of the kubeconfig in use ({', '.join(files)}, from {origin}):"
+            f" running: {others}; give its kubeconfig with --kubeconfig, or name its log with --nats URL"
+        )
+    if len(running) > 1:
+        sys.stderr.write(
+            f"note: reading the log at {system.nats_url} ({system.origin}), the kueue-es of the kubeconfig"
+            f" {system.kubeconfig or ', '.join(files)} ({origin})\n"
+        )
+    return [*words[: command + 1], "--nats", system.nats_url, *words[command + 1 :]]
+
+
 def forward(argv: Sequence[str]) -> int:
     """Run ``kueue-es ARGV`` (:func:`kueue_es.cli.main`, its usage errors naming ``kubectl kueue``) after
-    :func:`forwarded_argv`; returns its exit code (1 for kubectl's flags given where they cannot apply)."""
+    :func:`forwarded_argv`, on the log of the kubeconfig's system (:func:`log_of_kubeconfig`); returns its
+    exit code (1 for kubectl's flags given where they cannot apply or a missing ``--kubeconfig``, 2 when
+    no running system is this cluster's)."""
     from kueue_es import cli as kueue_es_cli
 
     try:
         words = forwarded_argv(argv)
-    except ForwardError as err:
+        words = log_of_kubeconfig(words, kubeconfig=_split_global_flags(argv)[1].get("kubeconfig"))
+    except (ForwardError, Failure) as err:
         sys.stderr.write(f"Error: {err}\n")
         return 1
+    except NoSystemForKubeconfig as err:
+        sys.stderr.write(f"error: {err}\n")  # as kueue-es says it finds no running system (exit 2)
+        return 2
     try:
         return kueue_es_cli.main(words, prog="kubectl kueue")
     except SystemExit as done:  # argparse: an unknown command or a usage error, already printed

@@ -100,6 +100,30 @@ def kubeconfig_files(settings: Settings) -> tuple[list[str], str]:
     return [str(system.kubeconfig)], f"the running kueue-es ({system.origin})"
 
 
+def _same_file(left: str, right: str) -> bool:
+    try:
+        return os.path.samefile(left, right)
+    except OSError:
+        return False
+
+
+def system_for(files: list[str]) -> current.System | None:
+    """The running kueue-es whose log is the cluster's of the kubeconfig ``files`` (:func:`kubeconfig_files`):
+    of those recorded (:func:`kueue_es.current.running`, several may run) the one whose recorded kubeconfig
+    is one of ``files``, else the one :func:`kueue_es.current.find` names when it recorded no kubeconfig
+    (``up`` against a real cluster); None when none is. What every reader of the log in ``kubectl kueue``
+    uses: POSITION IN QUEUE and the commands it runs ``kueue-es`` for."""
+    try:
+        named: current.System | None = current.find()
+    except current.NoSystemError:
+        named = None
+    candidates = ([named] if named is not None else []) + current.running()
+    for system in candidates:
+        if system.kubeconfig is not None and any(_same_file(str(system.kubeconfig), f) for f in files):
+            return system
+    return named if named is not None and named.kubeconfig is None else None
+
+
 @dataclass(kw_only=True)
 class Cluster:
     """An open connection: the client, the namespace in effect, and the kubeconfig it came from."""

@@ -6,23 +6,22 @@ kueue-es does the same; when the API server does not serve that API (404: no agg
 server in this cluster), the positions come from the running system's log instead: its fold
 (:func:`kueue_es.services.runtime.fold_message` over the whole log) and
 :func:`kueue_es.scheduling.visibility.pending_in_cluster_queue`, the same order the visibility server
-answers from. The log is read only when a running system belongs to this cluster: the one whose recorded
-kubeconfig is the one in use (of several running, not only the newest), or the one
-:func:`kueue_es.current.find` names when it recorded no kubeconfig (``up`` against a real cluster). Otherwise the
+answers from. The log is read only when a running system belongs to this cluster
+(:func:`kueue_es.kueuectl.connect.system_for`: the one whose recorded kubeconfig is the one in use, of
+several running, not only the newest; or the one :func:`kueue_es.current.find` names when it recorded no
+kubeconfig, ``up`` against a real cluster). Otherwise the
 column stays empty, as kueuectl leaves it when the API answers NotFound (with a ``Warning:`` line on
 stderr when that log exists but cannot be read).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import urllib.parse
 from typing import Any
 
-from kueue_es import current
-from kueue_es.kueuectl.connect import Cluster, Failure
+from kueue_es.kueuectl.connect import Cluster, Failure, system_for
 
 VISIBILITY_PATH = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/{}/pendingworkloads"
 LOG_IDLE_SECONDS = 5.0
@@ -50,32 +49,10 @@ def _note(why: str) -> None:
     sys.stderr.write(f"Warning: POSITION IN QUEUE left empty: no visibility API, and {why}\n")
 
 
-def _same_file(left: str, right: str) -> bool:
-    try:
-        return os.path.samefile(left, right)
-    except OSError:
-        return False
-
-
-def _system_of(cluster: Cluster) -> current.System | None:
-    """The running system whose log is this cluster's: of those recorded (:func:`kueue_es.current.running`,
-    several may run) the one whose kubeconfig is the one in use, else the one :func:`kueue_es.current.find`
-    names when it recorded no kubeconfig (``up`` against a real cluster); None when none is."""
-    try:
-        named: current.System | None = current.find()
-    except current.NoSystemError:
-        named = None
-    candidates = ([named] if named is not None else []) + current.running()
-    for system in candidates:
-        if system.kubeconfig is not None and any(_same_file(str(system.kubeconfig), f) for f in cluster.kubeconfig):
-            return system
-    return named if named is not None and named.kubeconfig is None else None
-
-
 async def from_log(cluster: Cluster, cluster_queues: set[str]) -> dict[str, dict[tuple[str, str], int]]:
     """``cluster queue -> (namespace, name) -> positionInLocalQueue`` folded from the running system's log
     (see the module for when it is read); {} when there is none for this cluster or it cannot be read."""
-    system = _system_of(cluster)
+    system = system_for(cluster.kubeconfig)
     if system is None:
         return {}
     from kueue_es.events.bus import nats as nats_bus

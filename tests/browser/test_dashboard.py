@@ -3,14 +3,17 @@
 The demo runs as a process (nats-server, the services, the emulated API server, the dashboard); the test
 creates Jobs with the real ``kubectl``, as Kueue's quick start types it (``kubectl create -f
 sample-job.yaml``), and watches the page change without reloading it. Assertions are on elements
-(``data-testid``) and their text; screenshots are kept under the test's tmp_path (CI keeps them).
+(``data-testid``) and their text; screenshots are kept under the test's tmp_path (CI keeps them). One
+test serves a recorded log instead (no demo) and checks a cohort's quota table against ``/api/overview``.
 
 Chromium is Debian's (/usr/bin/chromium, installed by .ci/run), not one from ``playwright install``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import re
 import shutil
 import signal
@@ -20,6 +23,7 @@ import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -192,3 +196,71 @@ def test_the_dashboard_follows_the_demo_live(demo: Demo, tmp_path: Path) -> None
         "3-history.png",
         "4-too-big.png",
     ]
+
+
+@contextlib.contextmanager
+def serving(live: Any) -> Iterator[str]:
+    """The dashboard over ``live`` (a :class:`kueue_es.dashboard.server.LiveLog`) on a free port, in a thread of
+    its own (playwright's sync API runs outside an event loop); yields its URL."""
+    import asyncio
+    import threading
+
+    from kueue_es.dashboard import server
+
+    started: queue.Queue[str] = queue.Queue()
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    async def run() -> None:
+        async with server.serve(server.app(live), host="127.0.0.1", port=0) as url:
+            started.put(url)
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(run(),), daemon=True)
+    thread.start()
+    try:
+        yield started.get(timeout=60)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=30)
+
+
+def test_the_page_shows_a_cohorts_figures_as_the_api_gives_them() -> None:
+    """Cohort shared-pool (6 CPU of its own) lends 4 to its ClusterQueue team-c (0 CPU): the page's cohort table
+    shows the API's figures, the cohort's own quota counted (tests/unit/test_dashboard.py checks the figures)."""
+    import json
+    import urllib.request
+
+    from playwright.sync_api import expect, sync_playwright
+
+    from kueue_es.dashboard import server
+    from tests import builders as b
+    from tests.unit.test_dashboard import Recorded, cohort
+    from tests.unit.test_dashboard import queue as cluster_queue
+
+    recorded = Recorded()
+    recorded.facts(b.flavor("f"), cohort("shared-pool", cpu=6), cluster_queue("team-c", "shared-pool", cpu=0))
+    recorded.facts(b.local_queue("lq", "team-c"), b.workload("w", cpu="4", created=1))
+    recorded.settle()
+    live = server.LiveLog()
+    for message in recorded.log.messages:
+        live.add(message)
+    with serving(live) as url, sync_playwright() as playwright:
+        with urllib.request.urlopen(f"{url}api/overview") as answer:
+            [pool] = json.load(answer)["cohorts"]
+        [cpu] = pool["quota"]
+        assert (cpu["nominal"], cpu["ownLent"], cpu["borrowed"]) == (6000, 4000, 0)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            shown = page.locator('[data-testid="cohort"][data-name="shared-pool"] > table [data-testid="quota-row"]')
+            expect(shown).to_have_count(1, timeout=WAIT_MS)
+            for key in ("nominal", "ownNominal", "used", "borrowed", "lent", "ownLent"):
+                expect(shown).to_have_attribute(f"data-{key.lower()}", str(cpu[key]))
+            cells = [cpu["display"][k] for k in ("nominal", "ownNominal", "used", "borrowed", "lent", "ownLent")]
+            expect(shown.locator("td")).to_have_text(["f", "cpu", *cells])
+            member = page.locator('[data-testid="cohort-member"][data-name="team-c"] [data-testid="quota-row"]')
+            expect(member).to_have_attribute("data-borrowed", "4000")
+        finally:
+            browser.close()

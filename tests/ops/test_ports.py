@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import signal
 import socket
 import sys
@@ -51,6 +52,19 @@ for flag, kind in (("--health-port", ports.HEALTH), ("--api-port", ports.API), (
         ports.report(kind, sock.getsockname()[1])
 time.sleep(3600)
 """
+
+
+# the same, but its first run exits before it binds anything, as a service may on a loaded machine
+FLAKY_SERVICE = (
+    """
+import os, pathlib, sys
+started = pathlib.Path(os.environ["KUEUE_ES_PORTS_DIR"]) / "started"
+if not started.exists():
+    started.write_text("once")
+    sys.exit(1)
+"""
+    + FAKE_SERVICE
+)
 
 
 @contextlib.contextmanager
@@ -137,6 +151,72 @@ async def test_a_restart_whose_port_was_taken_gets_another_and_says_so(tmp_path:
             assert supervisor.port(VISIBILITY, ports.HEALTH) == health
             assert await until(lambda: asyncio.sleep(0, listening(health)), timeout=60, what="health port again")
             assert supervisor.dead() == []
+
+
+async def test_wait_ports_waits_for_a_process_restarted_before_it_reported(tmp_path: Path) -> None:
+    """``demo --keep`` on a loaded machine printed "dashboard None" and "(no health port)": a process that exited
+    while starting ended the wait, though supervise restarted it and it reported its ports later. Supervised,
+    the wait goes on for the restarted process; unsupervised, nothing restarts it and the wait ends."""
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:1",
+        log_dir=tmp_path / "supervised",
+        program=(sys.executable, "-c", FLAKY_SERVICE),
+        dashboard_port=0,
+        health_port=0,
+        policy=RestartPolicy(backoff_initial=0.5, backoff_max=0.5),
+    )
+    await supervisor.start((DASHBOARD, PROVISIONING))
+    async with supervising(supervisor):
+        assert await supervisor.wait_ports(timeout=60) == []
+        assert supervisor.dashboard_url == f"http://127.0.0.1:{supervisor.port(DASHBOARD, ports.HTTP)}/"
+        assert supervisor.health_url(PROVISIONING) is not None
+
+    alone = Supervisor(
+        nats_url="nats://127.0.0.1:1",
+        log_dir=tmp_path / "alone",
+        program=(sys.executable, "-c", FLAKY_SERVICE),
+        dashboard_port=0,
+    )
+    await alone.start((DASHBOARD,))
+    try:
+        async with asyncio.timeout(30):  # not the whole minute: it exited, and nothing restarts it
+            assert await alone.wait_ports(timeout=60) == [f"{DASHBOARD} {ports.HTTP}"]
+    finally:
+        await alone.stop(grace=5)
+
+
+async def test_the_demo_prints_a_port_reported_after_its_list(tmp_path: Path) -> None:
+    """``demo --keep``'s list of URLs and ports, printed before a process reported its port, says so (it
+    printed "dashboard None" and "(no health port)"), and the port is printed when the process reports it
+    (the URL was only in logs/dashboard.log)."""
+    from kueue_es.demo import NOT_REPORTED, LatePorts, dashboard_line, health_lines
+
+    out = tmp_path / "console.txt"
+    console = Console(file=out.open("w"), soft_wrap=True)
+    late = LatePorts(console=console, emulator=None)
+    supervisor = Supervisor(
+        nats_url="nats://127.0.0.1:1",
+        log_dir=tmp_path / "logs",
+        program=(sys.executable, "-c", FLAKY_SERVICE),
+        dashboard_port=0,
+        health_port=0,
+        policy=RestartPolicy(backoff_initial=1.0, backoff_max=1.0),
+        on_port=late,
+    )
+    late.supervisor = supervisor
+    await supervisor.start((DASHBOARD, PROVISIONING))
+    async with supervising(supervisor):
+        # listed before either reported: the first runs exit without binding (a loaded machine's slow start)
+        listed = [dashboard_line(supervisor), *health_lines(supervisor, (DASHBOARD, PROVISIONING))]
+        assert all(NOT_REPORTED in line and "None" not in line for line in listed), listed
+        late.listed = True
+        assert await supervisor.wait_ports(timeout=60) == []
+        console.file.flush()
+        printed = out.read_text()
+    url = supervisor.dashboard_url
+    assert url is not None and f"dashboard              {url}   (read-only web UI" in printed
+    assert re.search(r"dashboard\s+(http://127\.0\.0\.1:\d+/)", printed)  # what tests/browser read the URL by
+    assert f"health {PROVISIONING}" in printed and "(reported late)" in printed
 
 
 def test_ports_are_read_only_when_whole_and_refused_with_the_file_named(tmp_path: Path) -> None:

@@ -21,13 +21,17 @@ from tests import builders as b
 NOW = 1_800_000_000_000  # ms since the epoch
 
 
-def cohort(name: str, parent: str = "") -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Cohort",
-        "metadata": {"name": name},
-        "spec": {"parentName": parent} if parent else {},
-    }
+def cohort(name: str, parent: str = "", cpu: int | None = None) -> dict[str, Any]:
+    """A Cohort; ``cpu``: its own nominal quota of flavor f (its ``resourceGroups``)."""
+    spec: dict[str, Any] = {"parentName": parent} if parent else {}
+    if cpu is not None:
+        spec["resourceGroups"] = [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": "f", "resources": [{"name": "cpu", "nominalQuota": cpu}]}],
+            }
+        ]
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
 
 
 def queue(name: str, cohort_name: str, cpu: int = 4) -> dict[str, Any]:
@@ -99,8 +103,10 @@ def test_a_borrower_s_quota_is_lent_by_the_members_with_unused_quota_in_proporti
     }
     [team] = body["cohorts"]
     assert (team["name"], team["implicit"], team["clusterQueues"]) == ("team", True, ["a", "b", "c"])
-    assert [(q["nominal"], q["used"], q["borrowed"], q["lent"]) for q in team["quota"]] == [(12000, 6000, 2000, 2000)]
+    # a root cohort borrows from no parent and lends to none: its members lend among themselves
+    assert [figures(q) for q in team["quota"]] == [(12000, 0, 6000, 0, 0, 0)]
     assert body["standaloneClusterQueues"] == []
+    assert_lent_adds_up_to_borrowed(body)
 
 
 def test_lending_goes_through_a_cohort_tree() -> None:
@@ -118,6 +124,73 @@ def test_lending_goes_through_a_cohort_tree() -> None:
     left, right = root["cohorts"]
     assert [(q["borrowed"], q["lent"]) for q in left["quota"]] == [(2000, 0)]
     assert [(q["borrowed"], q["lent"]) for q in right["quota"]] == [(0, 2000)]
+    assert [(q["borrowed"], q["lent"]) for q in root["quota"]] == [(0, 0)]
+    assert_lent_adds_up_to_borrowed(body)
+
+
+def figures(row: dict[str, Any]) -> tuple[int, ...]:
+    """A cohort's quota row: nominal (its subtree's, its own included), own nominal, used, borrowed, lent, own lent."""
+    return tuple(row[k] for k in ("nominal", "ownNominal", "used", "borrowed", "lent", "ownLent"))
+
+
+def assert_lent_adds_up_to_borrowed(body: dict[str, Any]) -> None:
+    """docs/dashboard.md's promise: what the ClusterQueues borrow is what ClusterQueues lend plus what is used of
+    the cohorts' own quota, per flavor and resource."""
+
+    def cohorts(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [c for node in nodes for c in [node, *cohorts(node["cohorts"])]]
+
+    totals: dict[tuple[str, str], int] = {}
+    for cq in body["clusterQueues"]:
+        for q in cq["quota"]:
+            fr = (q["flavor"], q["resource"])
+            totals[fr] = totals.get(fr, 0) + q["borrowed"] - q["lent"]
+    for c in cohorts(body["cohorts"]):
+        for q in c["quota"]:
+            fr = (q["flavor"], q["resource"])
+            totals[fr] = totals.get(fr, 0) - q["ownLent"]
+    assert set(totals.values()) <= {0}, totals
+
+
+def test_a_cohorts_own_quota_counts_in_its_subtree_and_lends_to_its_members() -> None:
+    """Cohort shared-pool with 6 CPU of its own and ClusterQueue team-c (0 CPU) in it: a 4-CPU workload of
+    team-c borrows 4 from the pool. The cohort shows its own quota, and, a root, no borrowing nor lending
+    (before, it showed 0 nominal and "borrowed 4, lent 0")."""
+    recorded = Recorded()
+    recorded.facts(b.flavor("f"), cohort("shared-pool", cpu=6), queue("team-c", "shared-pool", cpu=0))
+    recorded.facts(b.local_queue("lq", "team-c"), b.workload("w", cpu="4", created=1))
+    recorded.settle()
+    body = views.overview(recorded.log.state, now_ms=NOW)
+    assert {k: row(body, "team-c")[k] for k in ("nominal", "used", "borrowed", "lent")} == {
+        "nominal": 0,
+        "used": 4000,
+        "borrowed": 4000,
+        "lent": 0,
+    }
+    [pool] = body["cohorts"]
+    assert (pool["name"], pool["implicit"], pool["clusterQueues"]) == ("shared-pool", False, ["team-c"])
+    [cpu] = pool["quota"]
+    assert figures(cpu) == (6000, 6000, 4000, 0, 0, 4000)
+    assert (cpu["display"]["nominal"], cpu["display"]["ownLent"], cpu["display"]["lendingLimit"]) == ("6", "4", None)
+    assert_lent_adds_up_to_borrowed(body)
+
+
+def test_own_quota_in_a_cohort_tree_lends_first_and_borrowing_is_towards_the_parent() -> None:
+    """Cohort org (2 CPU of its own) holds ClusterQueue y (4) and cohort pool (4 CPU of its own), which holds
+    x (2). A 7-CPU workload of x: x borrows 5; pool's subtree has 6, so pool borrows 1 from org, whose own
+    quota lends it; pool's own 4 lend the rest. y lends nothing: org's own quota came first."""
+    recorded = Recorded()
+    recorded.facts(b.flavor("f"), cohort("org", cpu=2), cohort("pool", "org", cpu=4))
+    recorded.facts(queue("x", "pool", cpu=2), queue("y", "org", cpu=4), b.local_queue("lq", "x"))
+    recorded.facts(b.workload("w", cpu="7", created=1))
+    recorded.settle()
+    body = views.overview(recorded.log.state, now_ms=NOW)
+    assert (row(body, "x")["borrowed"], row(body, "x")["lent"], row(body, "y")["lent"]) == (5000, 0, 0)
+    [org] = body["cohorts"]
+    [pool] = org["cohorts"]
+    assert [figures(q) for q in org["quota"]] == [(12000, 2000, 7000, 0, 0, 1000)]
+    assert [figures(q) for q in pool["quota"]] == [(6000, 4000, 7000, 1000, 0, 4000)]
+    assert_lent_adds_up_to_borrowed(body)
 
 
 def test_local_queues_list_pending_workloads_with_their_positions_and_reasons() -> None:
@@ -205,6 +278,16 @@ async def test_the_api_answers_now_as_of_then_and_for_a_workload() -> None:
         assert script.status == 200 and script.content_type == "text/javascript"
         assert (await client.get("/static/../server.py")).status == 404
         assert (await client.get("/readyz")).status == 200
+
+        # an unknown API path, or another method, is JSON as the API's other errors are
+        unknown = await client.get("/api/nothing-here")
+        assert unknown.status == 404 and unknown.content_type == "application/json"
+        assert (await unknown.json())["error"] == "no such API path /api/nothing-here (docs/dashboard.md lists them)"
+        posted = await client.post("/api/overview")
+        assert posted.status == 405 and posted.content_type == "application/json"
+        assert (await posted.json())["error"] == "Method Not Allowed: POST /api/overview"
+        assert posted.headers["Allow"] == "GET,HEAD"
+        assert (await client.get("/nothing-here")).content_type == "text/plain"  # not the API: aiohttp's page
 
 
 async def test_events_push_the_overview_when_the_log_grows() -> None:

@@ -1007,3 +1007,48 @@ def test_list_localqueue_counts_pending_workloads_of_a_missing_cluster_queue(
     assert rows["orphan"]["PENDING WORKLOADS"] == 1
     status = dispatcher_status.local_queue_status(log.state, "default", "orphan")
     assert status["pendingWorkloads"] == rows["orphan"]["PENDING WORKLOADS"]
+
+
+def test_at_a_time_before_the_log_is_a_note(
+    waiting_log: tuple[Recorder, Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A time before the log's first message folds nothing: each reader says so, rather than only "no
+    Workload" or an empty table, as a sequence past the end gets a note."""
+    _, path, _ = waiting_log
+    for argv in (["explain", "default/train"], ["list", "workload"], ["status"]):
+        code, _, err = _run(capsys, *argv, "--file", str(path), "--at", "2001-01-01T00:00:00Z")
+        assert (
+            "note: --at 2001-01-01T00:00:00Z is before the log's first time (#6 at 2026-01-01T00:00:01.000Z): only"
+            " the 5 messages before it, which carry no time, are folded"  # this file's objects carry none
+        ) in err, (argv, err)
+    code, _, err = _run(capsys, "status", "--file", str(path), "--at", "2031-01-01T00:00:00Z")
+    assert code == 0 and "before the log" not in err
+
+
+def test_a_priority_update_that_keeps_the_value_adds_no_story_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A what-if override of a workload's priority to the value its WorkloadPriorityClass gives (its
+    priorityClassRef dropped, ``spec.priority`` the same) changes nothing: no "updated: priority 100 -> 100"."""
+    log = _recorded()
+    log.manifest(
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": "high"},
+            "value": 100,
+        }
+    )
+    classed = workload("classed", queue="a", cpu="1", priority=100, created=40)
+    classed["spec"]["priorityClassRef"] = {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "high"}
+    log.manifest(classed)
+    overridden = workload("classed", queue="a", cpu="1", priority=100, created=40)  # what-if's override: no class
+    log.manifest(overridden)
+    path = log.write(tmp_path / "log.jsonl")
+    code, out, err = _run(capsys, "explain", "default/classed", "--file", str(path), "-o", "json")
+    assert code == 0, err
+    assert [line["what"] for line in json.loads(out)["story"]] == ["submitted"]
+    log.manifest(workload("classed", queue="a", cpu="1", priority=150, created=40))  # a real change is told
+    path = log.write(tmp_path / "log.jsonl")
+    code, out, err = _run(capsys, "explain", "default/classed", "--file", str(path), "-o", "json")
+    assert [line["text"] for line in json.loads(out)["story"] if line["what"] == "updated"] == ["priority 100 -> 150"]

@@ -69,17 +69,24 @@ function renderClusterQueues(queues) {
   if (!queues.length) box.replaceChildren(el("p", { class: "muted", text: "no ClusterQueue in the log" }));
 }
 
-function quotaTable(rows) {
+// A quota table: a ClusterQueue's columns, and for a cohort its own quota and what is used of it beside
+// them (the API's figures as they are: docs/dashboard.md). Each row carries its amounts as data-* attributes.
+const QUOTA_COLUMNS = [["nominal", "nominal"], ["used", "used"], ["borrowed", "borrowed"], ["lent", "lent"]];
+const COHORT_COLUMNS = [["nominal", "nominal"], ["ownNominal", "own quota"], ["used", "used"],
+  ["borrowed", "borrowed"], ["lent", "lent"], ["ownLent", "own quota used"]];
+
+function quotaTable(rows, columns = QUOTA_COLUMNS) {
   return el("table", { class: "quota" },
-    el("thead", {}, el("tr", {}, ...["flavor", "resource", "nominal", "used", "borrowed", "lent"].map((h) => el("th", { text: h })))),
-    el("tbody", {}, ...rows.map((r) => el("tr", {}, ...[r.flavor, r.resource, r.display.nominal, r.display.used,
-      r.display.borrowed, r.display.lent].map((v) => el("td", { text: v }))))));
+    el("thead", {}, el("tr", {}, ...["flavor", "resource", ...columns.map(([, h]) => h)].map((h) => el("th", { text: h })))),
+    el("tbody", {}, ...rows.map((r) => el("tr", Object.fromEntries([["data-testid", "quota-row"], ["data-flavor", r.flavor],
+      ["data-resource", r.resource], ...columns.map(([k]) => [`data-${k.toLowerCase()}`, String(r[k])])]),
+      ...[r.flavor, r.resource, ...columns.map(([k]) => r.display[k])].map((v) => el("td", { text: v }))))));
 }
 
 function cohortNode(node, queues) {
   return el("li", { "data-testid": "cohort", "data-name": node.name },
     el("strong", { text: `cohort ${node.name}` + (node.implicit ? " (implicit)" : "") }),
-    quotaTable(node.quota),
+    quotaTable(node.quota, COHORT_COLUMNS),
     el("ul", { class: "tree" },
       ...node.clusterQueues.map((name) => el("li", { "data-testid": "cohort-member", "data-name": name },
         el("span", { text: `ClusterQueue ${name}` }), quotaTable(queues[name].quota))),
