@@ -214,3 +214,23 @@ async def test_workloads_refused_for_dra_reasons_are_not_pending_until_their_cau
         state = await folded(bus)
         assert visibility.position_of(state, "default", names["missing"]) is not None
         assert _pending_gauges(state) == (2, 2)
+
+
+async def test_a_dra_refusal_writes_conditions_and_no_event(api: Any, bus: MemoryBus) -> None:
+    """The refused workloads of :func:`_submit` get Kueue's conditions and no Event (the workload controller's
+    handleDRA and markDRAInadmissible only patch the status; no scheduling cycle looks at them), while
+    too-many, which the scheduler could not admit, gets its Warning. Before, each refusal was a Warning
+    ``Misconfigured`` Event of the admission's recorder."""
+    async with _dra_kueue(api, bus):
+        names = await _submit(api, bus)
+        await _refused_conditions(api, names)
+
+        async def warned() -> list[tuple[str, str]]:
+            listed, _ = await kube.list_objects(api, resources.EVENTS, namespace="default")
+            wanted = set(names.values())
+            return sorted(
+                (e["involvedObject"]["name"], e["reason"]) for e in listed if e["involvedObject"]["name"] in wanted
+            )
+
+        events = await until_steady(warned, quiet=1.0, what="the Workloads' Events")
+        assert [name for name, _ in events] == [names["too-many"]], events
