@@ -5,7 +5,8 @@ are charged (workload_controller.go: Create and Update skip it, "handled in Reco
 markDRAInadmissible return before queues.AddOrUpdateWorkload): a refused one is pending in no queue's count, no
 metric and no visibility API list, and it gets its QuotaReserved=False and Requeued=False conditions but no Event
 (no scheduling cycle looks at it). Once its cause goes (the missing ResourceClaimTemplate created) it is queued as
-any other.
+any other. A workload whose devices are charged and that waits for quota shows them in ``status.resourceRequests``
+(Kueue's PropagateResourceRequests of Info.TotalRequests, which adds the DRA resources).
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from typing import Any
 
 import pytest
 
+from kueue_es import timeline
 from kueue_es.events import manager_config, types
 from kueue_es.events.bus.memory import MemoryBus
+from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import visibility
 from kueue_es.services import kueue_metrics
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
+from kueue_es.services.runtime import fold_message
 from kueue_es.services.visibility import api as visibility_api
 from kueue_es.services.watcher.kinds import DRA_KINDS
 from kueue_es.services.watcher.service import Watcher
@@ -31,6 +35,7 @@ from tests.integration.harness import (
     folded,
     job,
     local_queue,
+    log_entries,
     running,
     until_steady,
     wait_for,
@@ -234,3 +239,34 @@ async def test_a_dra_refusal_writes_conditions_and_no_event(api: Any, bus: Memor
 
         events = await until_steady(warned, quiet=1.0, what="the Workloads' Events")
         assert [name for name, _ in events] == [names["too-many"]], events
+
+
+async def test_a_workload_waiting_for_quota_shows_its_devices_in_its_resource_requests(
+    api: Any, bus: MemoryBus
+) -> None:
+    """too-many (1 pod, 10 devices of gpu.example.com, mapped to example.com/gpu of quota 8) pends, and its
+    ``status.resourceRequests`` counts the devices as Kueue's scheduler writes them (PropagateResourceRequests of
+    Info.TotalRequests, DRA resources added); the demo's timeline says what it asks at its submission.
+    Before, both left the devices out."""
+    async with _dra_kueue(api, bus):
+        names = await _submit(api, bus)
+        waiting = await eventually(
+            api,
+            resources.WORKLOADS,
+            namespace="default",
+            name=names["too-many"],
+            check=lambda o: bool((o.get("status") or {}).get("resourceRequests")),
+        )
+        assert waiting["status"]["resourceRequests"] == [
+            {"name": "main", "resources": {"cpu": "1", "example.com/gpu": "10", "memory": "200Mi"}}
+        ]
+        before = ClusterState()
+        said = []
+        for message, event in await log_entries(bus):
+            if isinstance(event, types.WorkloadObserved) and event.workload.metadata.name == names["too-many"]:
+                said.append(timeline.describe(event, before))
+            fold_message(before, message)
+        assert said[0] == (
+            "submitted",
+            f"default/{names['too-many']} to queue user-queue: 1 pods x (cpu 1, memory 200Mi, example.com/gpu 10)",
+        )
