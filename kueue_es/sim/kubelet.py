@@ -66,7 +66,8 @@ The pods are not Kueue's: they carry no ``kueue.x-k8s.io/managed`` label, and
 Kueue's pod webhook and the watcher skip a pod whose controller is a Job
 (:func:`kueue_es.jobframework.pods.is_managed`), so no Workload is made for
 them.  An elastic Job's (``kueue.x-k8s.io/elastic-job: "true"``) pods are made by
-:mod:`kueue_es.sim.controllers`, which scales them with its parallelism.
+:mod:`kueue_es.sim.controllers`, which scales them with its parallelism and counts its Ready ones in its
+``status.ready`` (this module writes its start without a ready count).
 The Job controller's Events on a Job are recorded as Kubernetes records them (source ``job-controller``;
 :func:`job_event`), so ``kubectl describe job`` lists what Kueue's "Run a Kubernetes Job" page shows:
 ``Suspended`` ("Job suspended") when the Job's ``Suspended`` condition becomes True, ``Resumed`` ("Job
@@ -543,7 +544,13 @@ class SimulatedKubelet:
             ready = len(self._ready_pods.get(_uid(job), ())) if counting else None
             if counting:
                 self._counting[_uid(job)] = (job, (ready or 0, len(self._succeeded_pods.get(_uid(job), ()))))
-            await self._write_status(job, _started_status(job, now=started_at, ready=ready))
+            status = _started_status(job, now=started_at, ready=ready)
+            if not makes_pods(job):
+                # an elastic Job's pods are the simulated controllers': they count its Ready ones as the pods run,
+                # from none, as the Job controller does (a count of all of them here, then none, then all again,
+                # was Kueue's PodsReady Started, WaitForRecovery, Recovered within a moment)
+                del status["ready"]
+            await self._write_status(job, status)
             log.info("sim_job_started", duration_seconds=duration)
         elif counting:
             await self._ready_changed(_uid(job))

@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
+from kueue_es.events import slices
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 from kueue_es.jobframework.pods import SERVING_ANNOTATION
 from kueue_es.services.kube import client, resources
 from kueue_es.services.runtime import cancel_and_wait
+from kueue_es.services.watcher import progress
 from kueue_es.sim import emulator, kubelet
 from kueue_es.sim.controllers import SimulatedControllers
 
@@ -654,3 +656,44 @@ async def test_a_refused_pod_is_the_jobs_failed_create_event(
     assert message.startswith('Error creating: pods "badpc-')
     assert message.endswith('" is forbidden: no PriorityClass with name nope was found')
     assert pods == []
+
+
+@pytest.mark.usefixtures("sim_kubelet")
+async def test_an_elastic_jobs_ready_count_only_grows(
+    api: k8s_client.ApiClient,
+) -> None:
+    """An elastic Job (its pods the simulated controllers') started: its ``status.ready`` grows from none as its
+    pods become Ready, as the Job controller counts them, so Kueue's PodsReady (the watcher's reading of each
+    status) goes WaitForStart -> Started, as for any Job. Before, the kubelet wrote all of them ready at the
+    start and the controllers none a moment later (Started, WaitForRecovery, Recovered within ~50 ms)."""
+    body = job("elastic", suspend=False, duration=1, parallelism=2, completions=4)
+    body["metadata"]["annotations"][slices.ELASTIC_JOB_ANNOTATION] = "true"
+    seen: list[dict[str, Any]] = []
+
+    async def record() -> None:
+        async for item in client.watch_objects(api, resources.JOBS, namespace="default", timeout_seconds=30):
+            objs = item.objects if isinstance(item, client.Resynced) else (item.object,)
+            seen.extend(o for o in objs if o["metadata"]["name"] == "elastic")
+
+    recorder = asyncio.create_task(record())
+    controllers = asyncio.create_task(SimulatedControllers(api).run())
+    try:
+        await asyncio.sleep(0.3)  # the watch and the controllers listed
+        await client.create_object(api, resources.JOBS, namespace="default", body=body)
+        await wait_for_status(api, "elastic", is_complete)
+    finally:
+        await cancel_and_wait([controllers, recorder])
+
+    running = [o for o in seen if o["spec"].get("suspend") is False and not is_complete(o.get("status") or {})]
+    readies = [int((o.get("status") or {}).get("ready") or 0) for o in running]
+    assert readies == sorted(readies) and readies[-1] == 2, readies
+    pods_ready: list[tuple[bool, str]] = []
+    for obj in running:
+        state = progress.next_pods_ready(
+            pods_ready[-1] if pods_ready else None,
+            started=progress.started("Job", [obj]),
+            ready=progress.job_ready(obj),
+        )
+        if not pods_ready or state != pods_ready[-1]:
+            pods_ready.append(state)
+    assert pods_ready == [(False, "WaitForStart"), (True, "Started")], pods_ready
