@@ -659,13 +659,16 @@ async def test_a_refused_pod_is_the_jobs_failed_create_event(
 
 
 @pytest.mark.usefixtures("sim_kubelet")
-async def test_an_elastic_jobs_ready_count_only_grows(
+async def test_an_elastic_jobs_ready_count_only_grows_and_its_pods_complete_as_a_kubelet_writes_them(
     api: k8s_client.ApiClient,
 ) -> None:
     """An elastic Job (its pods the simulated controllers') started: its ``status.ready`` grows from none as its
     pods become Ready, as the Job controller counts them, so Kueue's PodsReady (the watcher's reading of each
-    status) goes WaitForStart -> Started, as for any Job. Before, the kubelet wrote all of them ready at the
-    start and the controllers none a moment later (Started, WaitForRecovery, Recovered within ~50 ms)."""
+    status) goes WaitForStart -> Started, as for any Job; once Complete, its pods are Succeeded with their
+    containers terminated ``Completed`` and Ready False ``PodCompleted`` (``kubectl get pods``: 0/1 Completed).
+    Before, the kubelet wrote all of them ready at the start and the controllers none a moment later
+    (Started, WaitForRecovery, Recovered within ~50 ms), and the pods of a completed Job kept running
+    containers, Ready True (1/1 Succeeded)."""
     body = job("elastic", suspend=False, duration=1, parallelism=2, completions=4)
     body["metadata"]["annotations"][slices.ELASTIC_JOB_ANNOTATION] = "true"
     seen: list[dict[str, Any]] = []
@@ -681,6 +684,9 @@ async def test_an_elastic_jobs_ready_count_only_grows(
         await asyncio.sleep(0.3)  # the watch and the controllers listed
         await client.create_object(api, resources.JOBS, namespace="default", body=body)
         await wait_for_status(api, "elastic", is_complete)
+        done = await pods_of(
+            api, "elastic", lambda pods: pods and all(p["status"]["phase"] == "Succeeded" for p in pods)
+        )
     finally:
         await cancel_and_wait([controllers, recorder])
 
@@ -697,3 +703,27 @@ async def test_an_elastic_jobs_ready_count_only_grows(
         if not pods_ready or state != pods_ready[-1]:
             pods_ready.append(state)
     assert pods_ready == [(False, "WaitForStart"), (True, "Started")], pods_ready
+    assert len(done) == 2
+    for pod in done:
+        status = pod["status"]
+        assert [c["state"]["terminated"]["reason"] for c in status["containerStatuses"]] == ["Completed"]
+        assert not any(c["ready"] for c in status["containerStatuses"])
+        ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+        assert (ready["status"], ready["reason"]) == ("False", "PodCompleted")
+
+
+async def pods_of(api: k8s_client.ApiClient, owner: str, check: Any, *, timeout: float = 10) -> list[dict[str, Any]]:
+    """Poll until ``check`` holds for the pods whose controller is Job ``default/owner``; return them."""
+    async with asyncio.timeout(timeout):
+        while True:
+            listed, _ = await client.list_objects(api, resources.PODS, namespace="default")
+            pods = [
+                p
+                for p in listed
+                if any(
+                    r.get("name") == owner and r.get("controller") for r in p["metadata"].get("ownerReferences") or []
+                )
+            ]
+            if check(pods):
+                return pods
+            await asyncio.sleep(0.05)
