@@ -126,9 +126,24 @@ def counted(state: ClusterState, key: str) -> bool:
 
 
 def queued_count(state: ClusterState, queue: tuple[str, str]) -> int:
-    """The workloads queued in LocalQueue ``queue`` (namespace, name) that count as pending (:func:`counted`),
-    whether or not its ClusterQueue exists."""
-    return sum(1 for order in state.queued.get(queue, ()) if counted(state, order[-1]))
+    """The workloads queued in LocalQueue ``queue`` (namespace, name) that count as pending (:func:`counted`,
+    inlined: the queues' status counts every queued workload at each write), whether or not its ClusterQueue
+    exists."""
+    queued = state.queued.get(queue, ())
+    parents = ca.enabled(state.configuration.feature_gates)
+    devices = bool(state.device_classes)
+    workloads = state.workloads
+    count = 0
+    for order in queued:
+        wl = workloads.get(order[-1])
+        if wl is not None:
+            workload = wl.workload
+            if parents and ca.is_parent(workload):
+                continue
+            if (devices or any(ps.resource_claims for ps in workload.spec.pod_sets)) and dra.refused(state, workload):
+                continue
+        count += 1
+    return count
 
 
 def pending_count_in_local_queue(state: ClusterState, namespace: str, name: str) -> int:
