@@ -9,6 +9,7 @@ them and the dispatcher follows them, so their names and readers live here, belo
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 
 from kueue_es.events import models
@@ -92,6 +93,16 @@ def slice_name(workload: models.Workload) -> str:
     """The name of the first slice of ``workload``'s chain: its annotation, else its own name
     (workloadslicing.SliceName)."""
     return workload.metadata.annotations.get(SLICE_NAME_ANNOTATION) or workload.metadata.name
+
+
+def replacement_uid(*, job_uid: str, name: str) -> str:
+    """The UID replacement slice ``name`` of the job of UID ``job_uid`` has on the log: one of its own, as
+    Kueue's job reconciler creates a new Workload object for it. A job's first workload has the job's UID on
+    the log (the watcher sees the job before any Workload object exists; the dispatcher maps it to that
+    object's UID by its ``kueue.x-k8s.io/job-uid`` label); a replacement a UUID made from the job's UID and
+    its name, the same wherever it is computed (a restarted watcher, the dispatcher mapping it to its object's
+    UID), so the messages that name it (a preemption's) name it and not the slice it replaces."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"kueue-es:workload-slice:{job_uid}/{name}"))
 
 
 def replaced_message(*, uid: str, job_uid: str) -> str:

@@ -36,7 +36,7 @@ from typing import Any
 
 import msgspec
 
-from kueue_es.events import job_owners, manifests, models, quantities
+from kueue_es.events import job_owners, manifests, models, quantities, slices
 from kueue_es.jobframework import workloads
 from kueue_es.jobframework.annotations import IS_GROUP_WORKLOAD_ANNOTATION
 
@@ -89,13 +89,18 @@ def is_adopted(workload: models.Workload) -> bool:
     carries the ``kueue.x-k8s.io/prebuilt-workload-name`` annotation naming itself (:func:`adopted`), as the UID
     cannot tell (a pod group's own workload keeps the UID of a pod that may be gone, its owner the oldest left);
     an annotation, not the label: a workload made for pods carries their ``kueue.x-k8s.io/`` labels, and a
-    StatefulSet's pods name their group's in that label (:func:`kueue_es.jobframework.pods.prebuilt_workload`)."""
+    StatefulSet's pods name their group's in that label (:func:`kueue_es.jobframework.pods.prebuilt_workload`).
+    An elastic job's replacement slice has a UID of its own made from its job's and its name
+    (:func:`kueue_es.events.slices.replacement_uid`): made for its job, not adopted."""
     owner = workload.owner
     if owner is None:
         return False
     if owner.kind == "Pod":
         return workload.metadata.annotations.get(workloads.PREBUILT_WORKLOAD_LABEL) == workload.metadata.name
-    return owner.uid != workload.metadata.uid
+    meta = workload.metadata
+    if owner.uid == meta.uid:
+        return False
+    return meta.uid != slices.replacement_uid(job_uid=owner.uid, name=meta.name)
 
 
 def group_on_prebuilt(workload: models.Workload) -> bool:

@@ -100,7 +100,8 @@ def plan(
     - running, the newest slice a replacement not yet holding quota: it takes the new counts;
     - running, some count smaller and none larger: the slice is updated in place (a scale-down);
     - running, some larger: a replacement slice with the new counts, created now,
-      ``workload-slice-replacement-for`` the newest slice.
+      ``workload-slice-replacement-for`` the newest slice, with a UID of its own
+      (:func:`kueue_es.events.slices.replacement_uid`), as Kueue's new Workload object has.
     """
     annotations = {**observed.metadata.annotations, slices.ELASTIC_JOB_ANNOTATION: "true"}
     if not slices_now:
@@ -147,17 +148,22 @@ def plan(
         slices.REPLACEMENT_FOR_ANNOTATION: f"{newest.metadata.namespace}/{newest.metadata.name}",
     }
     replacement = _with_counts(newest, wanted)
+    job_uid = observed.owner.uid if observed.owner else observed.metadata.uid
     replacement = msgspec.structs.replace(
         replacement,
         metadata=msgspec.structs.replace(
-            newest.metadata, name=name, annotations=replacement_annotations, creation_timestamp_ms=now_ms
+            newest.metadata,
+            name=name,
+            uid=slices.replacement_uid(job_uid=job_uid, name=name),
+            annotations=replacement_annotations,
+            creation_timestamp_ms=now_ms,
         ),
     )
     return [replacement]
 
 
 def _in_place(newest: models.Workload, observed: models.Workload) -> models.Workload:
-    """``newest`` following a suspended job: its name, creation time and chain annotations kept, the
+    """``newest`` following a suspended job: its name, UID, creation time and chain annotations kept, the
     rest from ``observed``."""
     annotations = {
         **observed.metadata.annotations,
@@ -172,6 +178,7 @@ def _in_place(newest: models.Workload, observed: models.Workload) -> models.Work
         metadata=msgspec.structs.replace(
             observed.metadata,
             name=newest.metadata.name,
+            uid=newest.metadata.uid,
             annotations=annotations,
             creation_timestamp_ms=newest.metadata.creation_timestamp_ms,
         ),

@@ -10,7 +10,7 @@ from kueue_es.events import models, tas, types
 from kueue_es.events.quantities import format_amount
 from kueue_es.projections import quota
 from kueue_es.projections.cluster import ClusterState
-from kueue_es.scheduling import lifecycle
+from kueue_es.scheduling import dra, lifecycle
 
 STARTED_REASONS = frozenset({"Started", "Recovered", "WaitForRecovery"})
 """PodsReady reasons only a job whose pods started reports (Kueue's generatePodsReadyCondition)."""
@@ -50,7 +50,7 @@ def describe(event: types.Event, before: ClusterState, starts: JobStarts | None 
         case types.WorkloadObserved(workload=wl):
             if wl.key in before.workloads:
                 return None
-            return "submitted", f"{wl.key} to queue {wl.spec.queue_name}: {_shape(wl)}"
+            return "submitted", f"{wl.key} to queue {wl.spec.queue_name}: {_shape(wl, before)}"
         case types.QuotaReserved():
             flavors = sorted({f for a in event.pod_set_assignments for f in a.flavors.values()})
             usage = ", ".join(
@@ -142,10 +142,14 @@ def describe(event: types.Event, before: ClusterState, starts: JobStarts | None 
     return None
 
 
-def _shape(wl: models.Workload) -> str:
+def _shape(wl: models.Workload, before: ClusterState) -> str:
+    """Each pod set's pods and per-pod requests, with the DRA devices it is charged (the extended resources
+    they replace left out, :func:`kueue_es.scheduling.dra.charge_in`) as the objects ``before`` has them."""
+    devices = dra.charge_in(before, wl)
     parts = []
     for ps in wl.spec.pod_sets:
-        req = ", ".join(f"{r} {format_amount(r, v)}" for r, v in ps.requests.items())
+        requests = dra.apply(dict(ps.requests), ps, devices) if not devices.problem else ps.requests
+        req = ", ".join(f"{r} {format_amount(r, v)}" for r, v in requests.items())
         parts.append(f"{ps.count} pods x ({req})")
     return "; ".join(parts)
 

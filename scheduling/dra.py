@@ -592,6 +592,18 @@ def charge_in(state: ClusterState, workload: models.Workload) -> Charge:
     return result
 
 
+def refused(state: ClusterState, workload: models.Workload) -> bool:
+    """Whether pending ``workload`` is refused for DRA reasons now (:func:`charge_in` has a problem).
+
+    Kueue's workload controller keeps such a workload out of the queue manager: its Create and Update
+    handlers skip a workload that needs DRA processing ("handled in Reconcile", dra.NeedsDRAReconcile),
+    and handleDRA / markDRAInadmissible return before queues.AddOrUpdateWorkload. So it is neither
+    pending in its queues' counts and metrics nor listed by the visibility API; it is queued once the
+    charge succeeds (a template created, a mapping added). The admitter still parks it with the
+    refusal, which a DRA object's change requeues (:func:`kueue_es.projections.cluster.apply`)."""
+    return bool(charge_in(state, workload).problem)
+
+
 def describe(workload: models.Workload, result: Charge) -> list[str]:
     """One line a pod set of what ``result`` charges ``workload`` (per pod, times its pods), and the
     templates and extended resources it comes from; or the refusal. For ``kueue-es explain``."""

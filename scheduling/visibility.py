@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from kueue_es.projections import afs
 from kueue_es.projections.cluster import ClusterState, effective_order, order_gates_move, priority_of
 from kueue_es.scheduling import concurrent_admission as ca
+from kueue_es.scheduling import dra
 from kueue_es.scheduling.queues import lq_usage, sticky_preemptors
 
 LIMIT_DEFAULT = 1000
@@ -42,7 +43,9 @@ class PendingWorkload:
 def pending_in_cluster_queue(state: ClusterState, cluster_queue: str, *, now_ms: int = 0) -> list[PendingWorkload]:
     """Every pending workload of ``cluster_queue`` in queue order, with positions, but those of a stopped
     LocalQueue (``spec.stopPolicy`` not None: Kueue's manager.go DeleteLocalQueue takes them out of the
-    queue); ``now_ms`` (ms since the epoch) ages the LocalQueue usage that admission fair sharing orders by. Raises KeyError naming the
+    queue) and those :func:`counted` leaves out (ConcurrentAdmission's parents, workloads refused for DRA
+    reasons); ``now_ms`` (ms since the epoch) ages the LocalQueue usage that admission fair sharing orders by.
+    Raises KeyError naming the
     ClusterQueue when the fold has none of that name (the API answers 404)."""
     cq = state.cluster_queues.get(cluster_queue)
     if cq is None:
@@ -62,10 +65,8 @@ def pending_in_cluster_queue(state: ClusterState, cluster_queue: str, *, now_ms:
         usage = lq_usage(state, (namespace, lq_name), now_ms=now_ms) if fair else 0.0
         for order in queued:
             key = order[-1]
-            if key in state.workloads and ca.queued_parent(
-                state.workloads[key].workload, state.configuration.feature_gates
-            ):
-                continue  # ConcurrentAdmission: its variants are the ones queued
+            if not counted(state, key):
+                continue  # ConcurrentAdmission's parent (its variants are queued), or refused for DRA reasons
             if key in moved:
                 order = effective_order(state.workloads[key], state)
             entries.append(((0 if key == sticky else 1, usage, order), key, lq_name))
@@ -112,18 +113,37 @@ def pending_in_local_queue(
     ]
 
 
+def counted(state: ClusterState, key: str) -> bool:
+    """Whether the queued workload ``key`` counts as pending, as Kueue's queue manager holds it: not a
+    ConcurrentAdmission parent, which Kueue never queues
+    (:func:`kueue_es.scheduling.concurrent_admission.queued_parent`), nor a workload refused for DRA reasons,
+    which Kueue's workload controller keeps out of the queue manager until its devices are charged
+    (:func:`kueue_es.scheduling.dra.refused`). The admitter still looks at both (it parks the refused one)."""
+    wl = state.workloads.get(key)
+    if wl is None:
+        return True
+    return not ca.queued_parent(wl.workload, state.configuration.feature_gates) and not dra.refused(state, wl.workload)
+
+
 def queued_count(state: ClusterState, queue: tuple[str, str]) -> int:
-    """The workloads queued in LocalQueue ``queue`` (namespace, name) that count as pending: all but
-    ConcurrentAdmission's parents, which Kueue never queues
-    (:func:`kueue_es.scheduling.concurrent_admission.queued_parent`); whether or not its ClusterQueue exists."""
+    """The workloads queued in LocalQueue ``queue`` (namespace, name) that count as pending (:func:`counted`,
+    inlined: the queues' status counts every queued workload at each write), whether or not its ClusterQueue
+    exists."""
     queued = state.queued.get(queue, ())
-    gates = state.configuration.feature_gates
-    if not ca.enabled(gates):
-        return len(queued)
+    parents = ca.enabled(state.configuration.feature_gates)
+    devices = bool(state.device_classes)
     workloads = state.workloads
-    return sum(
-        1 for order in queued if (wl := workloads.get(order[-1])) is None or not ca.queued_parent(wl.workload, gates)
-    )
+    count = 0
+    for order in queued:
+        wl = workloads.get(order[-1])
+        if wl is not None:
+            workload = wl.workload
+            if parents and ca.is_parent(workload):
+                continue
+            if (devices or any(ps.resource_claims for ps in workload.spec.pod_sets)) and dra.refused(state, workload):
+                continue
+        count += 1
+    return count
 
 
 def pending_count_in_local_queue(state: ClusterState, namespace: str, name: str) -> int:
@@ -146,7 +166,7 @@ def page(items: list[PendingWorkload], *, offset: int = 0, limit: int = LIMIT_DE
 
 def position_of(state: ClusterState, namespace: str, name: str, *, now_ms: int = 0) -> PendingWorkload | None:
     """Workload ``namespace/name``'s entry among its ClusterQueue's pending workloads; None when it is not
-    queued (admitted, finished, unknown, or its LocalQueue or ClusterQueue missing)."""
+    queued (admitted, finished, unknown, refused for DRA reasons, or its LocalQueue or ClusterQueue missing)."""
     wl = state.workloads.get(f"{namespace}/{name}")
     if wl is None or wl.queued_as is None:
         return None

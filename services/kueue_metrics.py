@@ -33,7 +33,7 @@ from kueue_es.projections import afs, quota
 from kueue_es.projections.cluster import ClusterState, WorkloadState, priority_of
 from kueue_es.projections.kueue_metrics import BY_NAME, FAMILIES, Family, Histogram, cohort_path
 from kueue_es.scheduling import concurrent_admission as ca
-from kueue_es.scheduling import fairsharing, queues, readiness
+from kueue_es.scheduling import fairsharing, queues, readiness, visibility
 
 Labels = tuple[str, ...]
 
@@ -165,9 +165,10 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
     stopped or otherwise inactive; Kueue reportCQPendingWorkloads / reportLQPendingWorkloads count a whole
     inactive ClusterQueue so), else those parked since the latest requeue trigger of its cohort tree
     (Kueue's inadmissible list); ``active``: the rest. A stopped LocalQueue's workloads count nowhere:
-    Kueue takes them out of the queue (manager.go DeleteLocalQueue) and its series stay at 0."""
+    Kueue takes them out of the queue (manager.go DeleteLocalQueue) and its series stay at 0, and so do the
+    workloads :func:`visibility.counted` leaves out (ConcurrentAdmission's parents, workloads refused for DRA
+    reasons: never in Kueue's queue manager)."""
     triggers = queues.requeue_triggers(state, tree)
-    gates = state.configuration.feature_gates
     admitting = {cq_name: readiness.admits(state, tree, cq_name) for cq_name in state.cluster_queues}
     hashing = state.configuration.feature_gates.get(HASHING_GATE, True)
     # per ClusterQueue, the scheduling shapes of its active and of its inadmissible pending workloads
@@ -190,33 +191,18 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
             continue
         target = feeding.spec.cluster_queue
         trigger = triggers.get(target, 0)
-        if admitting[target]:
-            parked = sum(1 for seq, _ in queued.parked.values() if seq >= trigger)
-            parked += sum(1 for seq, _ in queued.requeued.values() if seq >= trigger)
-        else:
-            parked = len(queued)
-        # ConcurrentAdmission's parents are never in Kueue's queues (never parked either: no decision is made on them)
-        parents = (
-            {
-                o[-1]
-                for o in queued
-                if o[-1] in state.workloads and ca.queued_parent(state.workloads[o[-1]].workload, gates)
-            }
-            if ca.enabled(gates)
-            else set()
-        )
-        if not admitting[target]:
-            parked -= len(parents)
-        for status, count in (("active", len(queued) - parked - len(parents)), ("inadmissible", parked)):
-            out.add("kueue_pending_workloads", (target, status), count)
-            out.add("kueue_local_queue_pending_workloads", (lq_name, namespace, status), count)
+        counts = [0, 0]  # active, inadmissible
         for order in queued:
-            wl = state.workloads.get(order[-1])
-            if wl is None or order[-1] in parents:
+            key = order[-1]
+            # ConcurrentAdmission's parents and the workloads refused for DRA reasons are never in Kueue's queues
+            if not visibility.counted(state, key):
+                continue
+            inadmissible = readiness.counts_inadmissible(queued, key, admitting=admitting[target], trigger=trigger)
+            counts[int(inadmissible)] += 1
+            wl = state.workloads.get(key)
+            if wl is None:
                 continue
             if hashing:
-                key = order[-1]
-                inadmissible = readiness.counts_inadmissible(queued, key, admitting=admitting[target], trigger=trigger)
                 shapes[target][int(inadmissible)].add(scheduling_shape(state, wl))
             for pod_set in wl.workload.spec.pod_sets:
                 # the pods its job reported reclaimable are not asked for (Kueue sums Info.TotalRequests, the
@@ -226,6 +212,9 @@ def _pending(state: ClusterState, tree: quota.QuotaTree, out: _Series) -> None:
                     if per_pod:
                         pending = amount(resource, per_pod * count)
                         out.add("kueue_cluster_queue_resource_pending", (target, resource), pending)
+        for status, count in (("active", counts[0]), ("inadmissible", counts[1])):
+            out.add("kueue_pending_workloads", (target, status), count)
+            out.add("kueue_local_queue_pending_workloads", (lq_name, namespace, status), count)
     if hashing:  # Kueue reportPendingSchedulingHashes: unique hashes, an inactive ClusterQueue's all inadmissible
         for cq_name, (active_shapes, parked_shapes) in shapes.items():
             out.set("kueue_pending_scheduling_hashes", (cq_name, "active"), len(active_shapes))

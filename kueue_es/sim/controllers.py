@@ -930,6 +930,44 @@ def running_status(pod: Mapping[str, Any], now: str) -> Object:
     }
 
 
+def succeeded_status(pod: Mapping[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
+    """What a kubelet writes once every container of ``pod`` exited 0: phase Succeeded, the containers
+    terminated with reason Completed, Ready and ContainersReady False with reason PodCompleted, no message."""
+    stamp = store.format_timestamp(now)
+    status = pod.get("status") or {}
+    started = status.get("startTime") or stamp
+    previous = {c.get("name"): c for c in status.get("containerStatuses") or [] if isinstance(c, dict)}
+    container_statuses = []
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        if not isinstance(container, dict):
+            continue
+        before = previous.get(container.get("name")) or {}
+        running = (before.get("state") or {}).get("running") or {}
+        container_statuses.append(
+            {
+                "name": container.get("name", ""),
+                "image": container.get("image", ""),
+                "ready": False,
+                "started": False,
+                "restartCount": before.get("restartCount", 0),
+                "state": {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": running.get("startedAt") or started,
+                        "finishedAt": stamp,
+                    }
+                },
+            }
+        )
+    conditions = []
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") in ("Ready", "ContainersReady"):
+            condition = {**condition, "status": "False", "reason": "PodCompleted", "lastTransitionTime": stamp}
+        conditions.append(condition)
+    return {"phase": "Succeeded", "conditions": conditions, "containerStatuses": container_statuses}
+
+
 # -- the runner -------------------------------------------------------------------------------------
 
 
@@ -1369,15 +1407,16 @@ class SimulatedControllers:
         """The Job controller's pods, for an elastic Job only (``kueue.x-k8s.io/elastic-job: "true"``; the pods
         of other Jobs are made and finished with their run, :mod:`kueue_es.sim.kubelet`): while it is not suspended, pods
         ``<job>-<5 chars>`` from its template up to ``parallelism``, scaling in gated pods first; none while
-        suspended; its pods succeed once it is Complete. A scale-up adds pods and leaves the running ones be."""
+        suspended; its pods succeed once it is Complete (:func:`succeeded_status`: containers terminated,
+        Completed). A scale-up adds pods and leaves the running ones be."""
         meta, spec = job.get("metadata") or {}, job.get("spec") or {}
         if (meta.get("annotations") or {}).get(slices.ELASTIC_JOB_ANNOTATION) != "true":
             return
         pods = [p for p in self._owned("Pod", job) if is_active(p)]
         conditions = (job.get("status") or {}).get("conditions") or []
         if any(c.get("type") == "Complete" and c.get("status") == "True" for c in conditions if isinstance(c, dict)):
-            for pod in pods:
-                await self._write_status("Pod", pod, {**(pod.get("status") or {}), "phase": "Succeeded"})
+            for pod in pods:  # its containers exited 0, as a kubelet writes it (the other Jobs' pods: kubelet.py)
+                await self._write_status("Pod", pod, succeeded_status(pod, now=self._clock()))
             return
         parallelism = spec.get("parallelism")
         wanted = 0 if spec.get("suspend") else (int(parallelism) if isinstance(parallelism, int) else 1)

@@ -66,7 +66,9 @@ The pods are not Kueue's: they carry no ``kueue.x-k8s.io/managed`` label, and
 Kueue's pod webhook and the watcher skip a pod whose controller is a Job
 (:func:`kueue_es.jobframework.pods.is_managed`), so no Workload is made for
 them.  An elastic Job's (``kueue.x-k8s.io/elastic-job: "true"``) pods are made by
-:mod:`kueue_es.sim.controllers`, which scales them with its parallelism.
+:mod:`kueue_es.sim.controllers`, which scales them with its parallelism, counts its Ready ones in its
+``status.ready`` (this module writes its start without a ready count) and writes them Succeeded once it
+completes.
 The Job controller's Events on a Job are recorded as Kubernetes records them (source ``job-controller``;
 :func:`job_event`), so ``kubectl describe job`` lists what Kueue's "Run a Kubernetes Job" page shows:
 ``Suspended`` ("Job suspended") when the Job's ``Suspended`` condition becomes True, ``Resumed`` ("Job
@@ -509,7 +511,7 @@ class SimulatedKubelet:
                 resources.PODS,
                 namespace=namespace,
                 name=name,
-                patch={"status": _pod_succeeded_status(current, now=self._clock())},
+                patch={"status": controllers.succeeded_status(current, now=self._clock())},
                 subresource="status",
             )
         except errors.NotFoundError:
@@ -544,7 +546,13 @@ class SimulatedKubelet:
             ready = len(self._ready_pods.get(_uid(job), ())) if counting else None
             if counting:
                 self._counting[_uid(job)] = (job, (ready or 0, len(self._succeeded_pods.get(_uid(job), ()))))
-            await self._write_status(job, _started_status(job, now=started_at, ready=ready))
+            status = _started_status(job, now=started_at, ready=ready)
+            if not makes_pods(job):
+                # an elastic Job's pods are the simulated controllers': they count its Ready ones as the pods run,
+                # from none, as the Job controller does (a count of all of them here, then none, then all again,
+                # was Kueue's PodsReady Started, WaitForRecovery, Recovered within a moment)
+                del status["ready"]
+            await self._write_status(job, status)
             log.info("sim_job_started", duration_seconds=duration)
         elif counting:
             await self._ready_changed(_uid(job))
@@ -705,7 +713,7 @@ class SimulatedKubelet:
         return min(wait, PENDING_POLL_SECONDS) if waiting else wait
 
     async def _finish_pods(self, job: dict[str, Any], *, ran_for: float | None = None) -> list[dict[str, Any]]:
-        """Write each active pod of ``job`` Succeeded (:func:`_pod_succeeded_status`); with ``ran_for`` (seconds),
+        """Write each active pod of ``job`` Succeeded (:func:`kueue_es.sim.controllers.succeeded_status`); with ``ran_for`` (seconds),
         only the Running ones that started at least that long ago (a Pending pod has not started); returns its
         pods as they are then."""
         out = []
@@ -719,7 +727,7 @@ class SimulatedKubelet:
                         resources.PODS,
                         namespace=metadata.get("namespace"),
                         name=metadata["name"],
-                        patch={"status": _pod_succeeded_status(pod, now=self._clock())},
+                        patch={"status": controllers.succeeded_status(pod, now=self._clock())},
                         subresource="status",
                     )
                 except errors.NotFoundError:
@@ -846,7 +854,7 @@ def pod_killed_status(pod: dict[str, Any], *, now: datetime.datetime) -> dict[st
     """What a kubelet writes once it killed the containers of a deleted running ``pod``: phase Failed, each
     container terminated with exit code 137 and reason Error, Ready and ContainersReady False with reason
     PodFailed."""
-    status = _pod_succeeded_status(pod, now=now)
+    status = controllers.succeeded_status(pod, now=now)
     for container in status["containerStatuses"]:
         container["state"]["terminated"].update(exitCode=137, reason="Error")
     stamp = store.format_timestamp(now)
@@ -1156,41 +1164,3 @@ def completed_indexes(count: int) -> str:
         return ""
     last = count - 1
     return "0" if last == 0 else f"0{',' if last == 1 else '-'}{last}"
-
-
-def _pod_succeeded_status(pod: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
-    """What a kubelet writes once every container of ``pod`` exited 0: phase Succeeded, the containers
-    terminated with reason Completed, Ready and ContainersReady False with reason PodCompleted, no message."""
-    stamp = store.format_timestamp(now)
-    status = pod.get("status") or {}
-    started = status.get("startTime") or stamp
-    previous = {c.get("name"): c for c in status.get("containerStatuses") or [] if isinstance(c, dict)}
-    container_statuses = []
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        if not isinstance(container, dict):
-            continue
-        before = previous.get(container.get("name")) or {}
-        running = (before.get("state") or {}).get("running") or {}
-        container_statuses.append(
-            {
-                "name": container.get("name", ""),
-                "image": container.get("image", ""),
-                "ready": False,
-                "started": False,
-                "restartCount": before.get("restartCount", 0),
-                "state": {
-                    "terminated": {
-                        "exitCode": 0,
-                        "reason": "Completed",
-                        "startedAt": running.get("startedAt") or started,
-                        "finishedAt": stamp,
-                    }
-                },
-            }
-        )
-    conditions = []
-    for condition in status.get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") in ("Ready", "ContainersReady"):
-            condition = {**condition, "status": "False", "reason": "PodCompleted", "lastTransitionTime": stamp}
-        conditions.append(condition)
-    return {"phase": "Succeeded", "conditions": conditions, "containerStatuses": container_statuses}

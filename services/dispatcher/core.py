@@ -950,7 +950,9 @@ def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tup
     """The queues and Cohorts whose status an object event can change: a ClusterQueue or LocalQueue event
     its own and the ClusterQueue's or LocalQueues' behind it (counts, ``Active``); a ResourceFlavor,
     AdmissionCheck or Topology event the ClusterQueues that name it and their LocalQueues (``Active``); a
-    Cohort event every Cohort (a cycle); the Configuration every ClusterQueue and Cohort (fair sharing)."""
+    Cohort event every Cohort (a cycle); the Configuration every ClusterQueue and Cohort (fair sharing); the
+    Configuration and a DRA object's event the queues holding queued workloads (pending counts: a workload
+    refused for DRA reasons counts in none)."""
     match event:
         case types.ClusterQueueObserved(cluster_queue=obj):
             name = obj.metadata.name
@@ -999,11 +1001,33 @@ def _queues_of_object_event(state: ClusterState, event: types.Event) -> list[tup
         case types.CohortObserved() | types.ObjectDeleted(kind="Cohort"):
             return [("Cohort", "", name) for name in state.cohorts]
         case types.ConfigurationObserved():
-            return [("ClusterQueue", "", n) for n in state.cluster_queues] + [("Cohort", "", n) for n in state.cohorts]
+            # fair sharing, and the DRA mappings and gates that decide which workloads count as pending
+            every = [("ClusterQueue", "", n) for n in state.cluster_queues] + [("Cohort", "", n) for n in state.cohorts]
+            return every + _holding_queued(state)
+        case (
+            types.DeviceClassObserved()
+            | types.ResourceClaimTemplateObserved()
+            | types.ResourceSliceObserved()
+            | types.ObjectDeleted(kind="DeviceClass" | "ResourceClaimTemplate" | "ResourceSlice")
+        ):
+            # a workload's devices charged or refused now: it counts as pending, or no longer (visibility.counted)
+            return _holding_queued(state)
         case _:
             return []
     lqs = [("LocalQueue", ns, n) for (ns, n), lq in state.local_queues.items() if lq.spec.cluster_queue == name]
     return [("ClusterQueue", "", name), *lqs]
+
+
+def _holding_queued(state: ClusterState) -> list[tuple[str, str, str]]:
+    """The LocalQueues that hold queued workloads and the ClusterQueues they feed: whose pending counts change
+    when what decides a workload's DRA refusal changes (:func:`kueue_es.scheduling.visibility.counted`)."""
+    out: list[tuple[str, str, str]] = []
+    for namespace, name in state.queued:
+        out.append(("LocalQueue", namespace, name))
+        lq = state.local_queues.get((namespace, name))
+        if lq is not None:
+            out.append(("ClusterQueue", "", lq.spec.cluster_queue))
+    return out
 
 
 def _held_of_object_event(state: ClusterState, event: types.Event) -> list[tuple[str, str, str]]:

@@ -140,6 +140,10 @@ def for_decision(
                 ]
             if _workload_controller_reason(reason, message) or reason == WAITING_FOR_PODS_READY:
                 return []
+            if (wl := state.workloads.get(ref.key)) is not None and status.dra_refusal(state, wl, event) is not None:
+                # refused for DRA reasons: the workload controller's conditions only, no scheduling cycle looks at
+                # it (workload_controller.go handleDRA, markDRAInadmissible)
+                return []
             return [
                 KubeEvent(workload=ref, type="Warning", reason=reason or "Pending", message=truncate(message), at_ms=at)
             ]
@@ -327,7 +331,7 @@ def _workload_controller_reason(reason: str, message: str) -> bool:
     workload no scheduling cycle looks at (workload_controller.go workloadQueueStatus: its LocalQueue or
     ClusterQueue missing or inactive; the queue manager gives no heads of an inactive ClusterQueue), rather
     than the scheduler's, which records a Warning for each head it could not admit (scheduler.go
-    requeueAndUpdate)."""
+    requeueAndUpdate). A DRA refusal is another such outcome, told by the fold (:func:`status.dra_refusal`)."""
     if reason in ("Suspended", "Deactivated"):
         return True  # a pending workload's eviction for deactivation has no Event either (evict.go: no admission)
     if reason == "PendingEvaluation" and message == cycle.PENDING_EVALUATION_MESSAGE:

@@ -77,8 +77,11 @@ class StoredObjects:
     def __init__(self, *, api: KubeApi, limiter: WriteLimiter, field_manager: str) -> None:
         self.api, self.limiter, self.field_manager = api, limiter, field_manager
         self.objects: dict[ObjectKey, objects.StoredObject] = {}
-        # a job's UID (the Workload object's kueue.x-k8s.io/job-uid label) -> its Workload object's UID
+        # a job's UID (the Workload object's kueue.x-k8s.io/job-uid label) -> its Workload object's UID (not an
+        # elastic job's replacement slice's: the first slice's), and a replacement slice's UID on the log -> its
+        # Workload object's UID
         self._by_job_uid: dict[str, str] = {}
+        self._by_slice_uid: dict[str, str] = {}
         self.absent: set[ObjectKey] = set()  # queues the API server does not have (until observed again)
         self.writes = 0
         self.failures = 0
@@ -164,15 +167,22 @@ class StoredObjects:
             meta = objects.meta(stored)
             job_uid = (meta.get("labels") or {}).get(status.JOB_UID_LABEL)
             if job_uid and meta.get("uid"):
-                self._by_job_uid[job_uid] = meta["uid"]
+                annotations = meta.get("annotations") or {}
+                if slices.is_elastic(annotations) and annotations.get(slices.REPLACEMENT_FOR_ANNOTATION):
+                    log_uid = slices.replacement_uid(job_uid=job_uid, name=str(meta.get("name") or ""))
+                    self._by_slice_uid[log_uid] = meta["uid"]
+                else:
+                    self._by_job_uid[job_uid] = meta["uid"]
         return stored
 
     def object_uid(self, log_uid: str) -> str:
         """The Workload object UID of the workload whose UID on the log is ``log_uid``: a workload made from a
         job has its job's UID there (:func:`~kueue_es.jobframework.workloads.new_workload`), so it is the
-        object labelled with that job UID; "" when no such object is known (a Workload created as such has
-        its object's UID on the log already)."""
-        return self._by_job_uid.get(log_uid, "")
+        object labelled with that job UID (an elastic job's first slice); an elastic job's replacement slice
+        has one of its own (:func:`~kueue_es.events.slices.replacement_uid`), so it is the replacement object
+        of that job and name; "" when no such object is known (a Workload created as such has its object's
+        UID on the log already)."""
+        return self._by_job_uid.get(log_uid) or self._by_slice_uid.get(log_uid, "")
 
     def workload_uid(self, namespace: str, name: str) -> str:
         """The UID the server gave Workload ``namespace/name`` ("" if we have not seen it)."""

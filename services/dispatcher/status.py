@@ -29,8 +29,8 @@ Where this differs from Kueue, on purpose:
   ``observedGeneration`` (Kueue stamps the generation of the moment it set each
   one), except Preempted, which Kueue writes without it.
 * No finalizer (quota is accounted on the log, not held by the object).
-  ``resourceRequests`` (:func:`total_requests`) leaves out DRA's logical
-  resources. ``status.admissionChecks`` follows the checks the
+  ``resourceRequests`` (:func:`total_requests`) counts the DRA device charge as
+  Kueue's scheduler does. ``status.admissionChecks`` follows the checks the
   ClusterQueue requires of it, pending or holding quota (and the check states
   reported on the log), rewritten when that ClusterQueue changes, also once
   admitted (:func:`resync_checks`).
@@ -726,15 +726,21 @@ def total_requests(wl: WorkloadState, state: ClusterState) -> tuple[tuple[str, t
     """What Kueue's scheduler writes as ``status.resourceRequests`` of a workload it could not admit (pkg/workload
     workload.go PropagateResourceRequests of Info.TotalRequests, totalRequestsFromPodSets): per pod set, in pod
     set order, each resource's per-pod request (excluded prefixes dropped, transformations applied, negatives as
-    0: SEMANTICS §2.3, §10.4) times the pods left after the reclaimable ones, as amounts (CPU in millicores).
-    Unlike the quota check, no ``pods`` resource and nothing left out as undeclared: the ClusterQueue plays no
-    part. DRA's logical resources are not added."""
+    0: SEMANTICS §2.3, §10.4), with its DRA device charge (the extended resources it replaces dropped, the
+    mapped resources added: Kueue's WithPreprocessedDRAResources, :func:`kueue_es.scheduling.dra.charge_in`),
+    times the pods left after the reclaimable ones, as amounts (CPU in millicores). Unlike the quota check, no
+    ``pods`` resource and nothing left out as undeclared: the ClusterQueue plays no part."""
     config = state.configuration
     if config.resources is not None and config.resources.quota_check_strategy != "BlockUndeclared":
         config = msgspec.structs.replace(
             config, resources=msgspec.structs.replace(config.resources, quota_check_strategy="BlockUndeclared")
         )
-    requests = queues.pod_set_requests(wl.workload, cq=_NO_CLUSTER_QUEUE, config=config, reclaimable=wl.reclaimable)
+    devices = dra.charge_in(state, wl.workload)
+    if devices.problem:  # refused: nothing charged (and no scheduler looks at it to write this)
+        devices = dra.NO_CHARGE
+    requests = queues.pod_set_requests(
+        wl.workload, cq=_NO_CLUSTER_QUEUE, config=config, reclaimable=wl.reclaimable, devices=devices
+    )
     return tuple(
         (ps.name, tuple((resource, amount * ps.count) for resource, amount in sorted(ps.requests.items())))
         for ps in requests

@@ -188,7 +188,7 @@ class JobTracker:
                     continue  # its Workload object stays, finished OwnerNotFound
                 # when it was seen gone: the log's readers (kueue-es explain) tell the deletion's time, not a guess
                 await self.publisher.delete_workload(
-                    wl_key, version=version, uid=objects.uid_of(obj), at_ms=self.clock()
+                    wl_key, version=version, uid=self._log_uid(wl_key, objects.uid_of(obj)), at_ms=self.clock()
                 )
         else:
             for wl_key in self._workload_keys(kind, obj):
@@ -336,7 +336,10 @@ class JobTracker:
                     "unqueued_job_deleted", workload=f"{wl_key[0]}/{wl_key[1]}", job=f"{kind} {objects.name_of(obj)}"
                 )
                 await self.publisher.delete_workload(
-                    wl_key, version=objects.resource_version(obj), uid=objects.uid_of(obj), at_ms=self.clock()
+                    wl_key,
+                    version=objects.resource_version(obj),
+                    uid=self._log_uid(wl_key, objects.uid_of(obj)),
+                    at_ms=self.clock(),
                 )
 
     async def unqueued_jobs_listed(self, kind: str, listed: list[objects.KubeObject], *, version: str) -> None:
@@ -352,7 +355,7 @@ class JobTracker:
                 continue
             del self.unqueued[wl_key]
             if uid not in labelled:
-                await self.publisher.delete_workload(wl_key, version=version, uid=uid)
+                await self.publisher.delete_workload(wl_key, version=version, uid=self._log_uid(wl_key, uid))
         for obj in listed:
             self.queue_label_removed(kind, obj)
 
@@ -951,6 +954,14 @@ class JobTracker:
         if head:
             wl_key = (head[-1].metadata.namespace, head[-1].metadata.name)
             await self.reporter.job_progress(kind, obj, wl_key, version=version, now_ms=now_ms, context=context)
+
+    def _log_uid(self, wl_key: Key, job_uid: str) -> str:
+        """The UID on the log of workload ``wl_key`` of the job of UID ``job_uid``: the job's, but for an elastic
+        job's replacement slice, which has its own (:func:`kueue_es.events.slices.replacement_uid`)."""
+        known = self.publisher.workloads.get(wl_key)
+        if known is not None and known.owner is not None and known.owner.uid == job_uid and known.metadata.uid:
+            return known.metadata.uid
+        return job_uid
 
     def _workload_keys(self, kind: str, obj: objects.KubeObject) -> list[Key]:
         """Every workload of a job: its slices for an elastic Job, else its one workload."""

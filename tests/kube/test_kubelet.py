@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client as k8s_client
 
+from kueue_es.events import slices
 from kueue_es.jobframework.annotations import EVICTED_ANNOTATION, EVICTION_SEQ_ANNOTATION
 from kueue_es.jobframework.pods import SERVING_ANNOTATION
 from kueue_es.services.kube import client, resources
 from kueue_es.services.runtime import cancel_and_wait
+from kueue_es.services.watcher import progress
 from kueue_es.sim import emulator, kubelet
 from kueue_es.sim.controllers import SimulatedControllers
 
@@ -655,3 +657,74 @@ async def test_a_refused_pod_is_the_jobs_failed_create_event(
     assert message.startswith('Error creating: pods "badpc-')
     assert message.endswith('" is forbidden: no PriorityClass with name nope was found')
     assert pods == []
+
+
+@pytest.mark.usefixtures("sim_kubelet")
+async def test_an_elastic_jobs_ready_count_only_grows_and_its_pods_complete_as_a_kubelet_writes_them(
+    api: k8s_client.ApiClient,
+) -> None:
+    """An elastic Job (its pods the simulated controllers') started: its ``status.ready`` grows from none as its
+    pods become Ready, as the Job controller counts them, so Kueue's PodsReady (the watcher's reading of each
+    status) goes WaitForStart -> Started, as for any Job; once Complete, its pods are Succeeded with their
+    containers terminated ``Completed`` and Ready False ``PodCompleted`` (``kubectl get pods``: 0/1 Completed).
+    Before, the kubelet wrote all of them ready at the start and the controllers none a moment later
+    (Started, WaitForRecovery, Recovered within ~50 ms), and the pods of a completed Job kept running
+    containers, Ready True (1/1 Succeeded)."""
+    body = job("elastic", suspend=False, duration=1, parallelism=2, completions=4)
+    body["metadata"]["annotations"][slices.ELASTIC_JOB_ANNOTATION] = "true"
+    seen: list[dict[str, Any]] = []
+
+    async def record() -> None:
+        async for item in client.watch_objects(api, resources.JOBS, namespace="default", timeout_seconds=30):
+            objs = item.objects if isinstance(item, client.Resynced) else (item.object,)
+            seen.extend(o for o in objs if o["metadata"]["name"] == "elastic")
+
+    recorder = asyncio.create_task(record())
+    controllers = asyncio.create_task(SimulatedControllers(api).run())
+    try:
+        await asyncio.sleep(0.3)  # the watch and the controllers listed
+        await client.create_object(api, resources.JOBS, namespace="default", body=body)
+        await wait_for_status(api, "elastic", is_complete)
+        done = await pods_of(
+            api, "elastic", lambda pods: pods and all(p["status"]["phase"] == "Succeeded" for p in pods)
+        )
+    finally:
+        await cancel_and_wait([controllers, recorder])
+
+    running = [o for o in seen if o["spec"].get("suspend") is False and not is_complete(o.get("status") or {})]
+    readies = [int((o.get("status") or {}).get("ready") or 0) for o in running]
+    assert readies == sorted(readies) and readies[-1] == 2, readies
+    pods_ready: list[tuple[bool, str]] = []
+    for obj in running:
+        state = progress.next_pods_ready(
+            pods_ready[-1] if pods_ready else None,
+            started=progress.started("Job", [obj]),
+            ready=progress.job_ready(obj),
+        )
+        if not pods_ready or state != pods_ready[-1]:
+            pods_ready.append(state)
+    assert pods_ready == [(False, "WaitForStart"), (True, "Started")], pods_ready
+    assert len(done) == 2
+    for pod in done:
+        status = pod["status"]
+        assert [c["state"]["terminated"]["reason"] for c in status["containerStatuses"]] == ["Completed"]
+        assert not any(c["ready"] for c in status["containerStatuses"])
+        ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+        assert (ready["status"], ready["reason"]) == ("False", "PodCompleted")
+
+
+async def pods_of(api: k8s_client.ApiClient, owner: str, check: Any, *, timeout: float = 10) -> list[dict[str, Any]]:
+    """Poll until ``check`` holds for the pods whose controller is Job ``default/owner``; return them."""
+    async with asyncio.timeout(timeout):
+        while True:
+            listed, _ = await client.list_objects(api, resources.PODS, namespace="default")
+            pods = [
+                p
+                for p in listed
+                if any(
+                    r.get("name") == owner and r.get("controller") for r in p["metadata"].get("ownerReferences") or []
+                )
+            ]
+            if check(pods):
+                return pods
+            await asyncio.sleep(0.05)

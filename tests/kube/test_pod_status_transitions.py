@@ -18,7 +18,7 @@ import pytest
 from kubernetes_asyncio import client as k8s_client
 
 from kueue_es.services.kube import client, errors, resources
-from kueue_es.sim import kubelet
+from kueue_es.sim import controllers
 from kueue_es.sim.controllers import SimulatedControllers
 
 
@@ -97,7 +97,7 @@ async def test_a_stale_running_write_leaves_a_finished_pod_finished(api: k8s_cli
     )
     seen = copy.deepcopy(created)
     now = datetime.datetime.now(datetime.UTC)
-    await write_status(api, "p", kubelet._pod_succeeded_status(created, now=now))
+    await write_status(api, "p", controllers.succeeded_status(created, now=now))
     sim = SimulatedControllers(api)
     sim.objects["Pod"] = {("default", "p"): seen}
 
