@@ -399,6 +399,8 @@ async def demo_in(
                     await supervising  # until Ctrl-C
                 except CrashLoopError as err:
                     console.print(f"error: {err}", style="bold red", highlight=False)
+                    if err.cause is not None:
+                        console.print(f"the error behind it: {err.cause}", highlight=False, markup=False)
                     console.print("\n".join(f"  {line}" for line in err.tail), highlight=False, markup=False)
             replaying = True
         finally:

@@ -230,6 +230,20 @@ def log_tail(path: Path, *, lines: int = 10) -> list[str]:
         return []
 
 
+EXPLAINING_ERRORS = ("authorization violation", "permissions violation", "address already in use")
+"""Errors (lowercase) that say why a process cannot work, which its last lines may hide behind what followed:
+a client refused its password by nats-server goes on to fail with ``NoServersError``."""
+
+
+def explaining_line(lines: Sequence[str]) -> str | None:
+    """The last of ``lines`` naming one of :data:`EXPLAINING_ERRORS`, or None."""
+    for line in reversed(lines):
+        lowered = line.lower()
+        if any(error in lowered for error in EXPLAINING_ERRORS):
+            return line
+    return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class SupervisorEvent:
     """What :meth:`Supervisor.supervise` reports: a process ``exited`` (restart after ``backoff`` s),
@@ -257,11 +271,17 @@ class SupervisorEvent:
 
 
 class CrashLoopError(Exception):
-    """A supervised process exited more than the policy allows within its window: ``up`` gives up."""
+    """A supervised process exited more than the policy allows within its window: ``up`` gives up.
+
+    ``tail``: the last lines of its log; ``cause``: an earlier line of its last runs that says why
+    (:func:`explaining_line`, e.g. nats-server refusing its password) when the tail does not show it, or None.
+    """
 
     def __init__(self, *, service: str, code: int | None, exits: int, window: float, log_path: Path) -> None:
         self.service, self.code, self.exits, self.window, self.log_path = service, code, exits, window, log_path
         self.tail = log_tail(log_path)
+        cause = explaining_line(log_tail(log_path, lines=200))  # its last runs: what the tail may hide
+        self.cause = cause if cause is not None and cause not in self.tail else None
         super().__init__(
             f"{service} is in a crash loop: {exits} exits within {window:g}s, the last {describe_exit(code)}; "
             f"see {log_path}"
@@ -1122,6 +1142,9 @@ async def run_up(args: argparse.Namespace) -> int:
                 await supervisor.supervise(report)
             except CrashLoopError as err:
                 console.print(f"error: {err}", style="bold red", highlight=False)
+                if err.cause is not None:
+                    console.print(f"the error behind it, in {err.log_path}:", highlight=False)
+                    console.print(f"  {err.cause}", highlight=False, markup=False)
                 if err.tail:
                     console.print(f"last lines of {err.log_path}:", highlight=False)
                     console.print("\n".join(f"  {line}" for line in err.tail), highlight=False, markup=False)
