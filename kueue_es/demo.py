@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -55,8 +56,10 @@ from kueue_es.supervisor import (
     SERVICES,
     VISIBILITY,
     CrashLoopError,
+    RunDirBusy,
     Supervisor,
     SupervisorEvent,
+    hold_run_dir,
     port_changed,
     reader_help,
 )
@@ -225,12 +228,31 @@ class TimelinePrinter:
         return True
 
 
-async def run_demo(
+async def run_demo(*, run_dir: Path | None, **options: Any) -> int:
+    """``kueue-es demo`` in ``run_dir`` (None: a new temporary directory): :func:`demo_in` once it holds it.
+
+    The directory is locked first (:func:`kueue_es.supervisor.hold_run_dir`), as ``up`` locks its own:
+    while another demo or ``up`` holds it, this prints so and returns 2, having written nothing there.
+    ``options``: :func:`demo_in`'s. The lock is released when the demo ends.
+    """
+    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-demo-"))
+    try:
+        lock = hold_run_dir(run_dir)
+    except (RunDirBusy, OSError) as err:
+        Console(soft_wrap=True, stderr=True).print(f"error: {err}", style="bold red", highlight=False)
+        return 2
+    try:
+        return await demo_in(run_dir=run_dir, **options)
+    finally:
+        os.close(lock)
+
+
+async def demo_in(
     *,
     keep: bool,
     jobs: int,
     duration: float,
-    run_dir: Path | None,
+    run_dir: Path,
     preempt: bool = False,
     watcher_args: list[str] | None = None,
     crds: list[dict[str, Any]] | None = None,
@@ -240,7 +262,8 @@ async def run_demo(
     managed_jobs_namespace_selector: models.LabelSelector | None = None,
     feature_gates: Mapping[str, bool] | None = None,
 ) -> int:
-    """Run the demo; returns 0 when every Job finished and replay matched every decision.
+    """Run the demo in ``run_dir``, which this process holds (:func:`run_demo`); returns 0 when every Job
+    finished and replay matched every decision.
 
     ``managed_kinds``: the job kinds of the integrations ``--config`` enables (None: every one), for the
     emulated API server's Kueue webhooks (a job of another kind is not suspended: it runs unmanaged).
@@ -258,7 +281,6 @@ async def run_demo(
     """
     console = Console(soft_wrap=True)
     cancel_on_stop_signals()
-    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-demo-"))
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     log_file = (run_dir / "logs" / "demo.log").open("a")
     configure_logging(service="demo", file=log_file)
@@ -377,6 +399,8 @@ async def run_demo(
                     await supervising  # until Ctrl-C
                 except CrashLoopError as err:
                     console.print(f"error: {err}", style="bold red", highlight=False)
+                    if err.cause is not None:
+                        console.print(f"the error behind it: {err.cause}", highlight=False, markup=False)
                     console.print("\n".join(f"  {line}" for line in err.tail), highlight=False, markup=False)
             replaying = True
         finally:

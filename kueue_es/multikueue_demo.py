@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ from kueue_es.sim.autoscaler import FakeAutoscaler
 from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.supervisor import CREDS_DIR, MULTIKUEUE_EDGE, SERVICES, Supervisor
+from kueue_es.supervisor import CREDS_DIR, MULTIKUEUE_EDGE, SERVICES, RunDirBusy, Supervisor, hold_run_dir
 
 SETUP = "multikueue-setup.yaml"
 WORKERS = ("multikueue-test-worker1", "multikueue-test-worker2")
@@ -397,21 +398,35 @@ async def start_system(
         await kube.apply_manifest(manager.api, doc)
 
 
-async def run_multikueue_demo(
+async def run_multikueue_demo(*, run_dir: Path | None, **options: Any) -> int:
+    """``kueue-es demo --multikueue`` in ``run_dir`` (None: a new temporary directory), once this process holds
+    it (:func:`kueue_es.supervisor.hold_run_dir`, as the demo and ``up`` do): 2, writing nothing there, while
+    another process does. ``options``: :func:`multikueue_demo_in`'s."""
+    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-mk-demo-"))
+    try:
+        lock = hold_run_dir(run_dir)
+    except (RunDirBusy, OSError) as err:
+        Console(soft_wrap=True, stderr=True).print(f"error: {err}", style="bold red", highlight=False)
+        return 2
+    try:
+        return await multikueue_demo_in(run_dir=run_dir, **options)
+    finally:
+        os.close(lock)
+
+
+async def multikueue_demo_in(
     *,
     keep: bool,
     jobs: int,
     duration: float,
-    run_dir: Path | None,
+    run_dir: Path,
     setup_path: Path,
     worker_lost_timeout: str = "5s",
 ) -> int:
-    """Run the MultiKueue demo; 0 when every Job finished on the manager, one was re-dispatched after
-    its worker was lost, and the manager's replay matched."""
+    """Run the MultiKueue demo in ``run_dir``; 0 when every Job finished on the manager, one was re-dispatched
+    after its worker was lost, and the manager's replay matched."""
     console = Console(soft_wrap=True)
     cancel_on_stop_signals()
-    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-mk-demo-"))
-    run_dir.mkdir(parents=True, exist_ok=True)
     log_file = (run_dir / "demo.log").open("a")
     configure_logging(service="demo", file=log_file)
     console.print(

@@ -31,6 +31,11 @@ The nats-server ``up`` starts requires a user: every user of
 ``admin``, and each service connects as its own user, told through its
 environment (``KUEUE_ES_NATS_USER``, ``KUEUE_ES_NATS_PASSWORD_FILE``: never the
 password in argv). ``up`` prints how to connect as the read-only ``reader``.
+
+A run directory belongs to one ``up`` or ``demo`` at a time (:func:`hold_run_dir`): before either writes
+anything into it (passwords, kubeconfig, logs, the store) it takes an exclusive lock on ``<dir>/run.lock``,
+held until the process ends (the kernel drops it then, a SIGKILL included); a second one on the same
+directory is refused at once, naming the directory and the holder's PID, and writes nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import fcntl
 import functools
 import os
 import signal
@@ -88,6 +94,45 @@ MULTIKUEUE_EDGE = (
 #: as kueue_es.events.bus.nats reads them (not imported here: nats-py would slow down every command's start)
 USER_ENV, PASSWORD_FILE_ENV = "KUEUE_ES_NATS_USER", "KUEUE_ES_NATS_PASSWORD_FILE"
 CREDS_DIR = "creds"
+RUN_LOCK = "run.lock"
+"""The file in a run directory that ``up`` and ``demo`` lock (:func:`hold_run_dir`); it holds the holder's PID."""
+
+
+class RunDirBusy(Exception):
+    """Another process (``pid``, None when it has not written it yet) holds the run directory ``run_dir``."""
+
+    def __init__(self, run_dir: Path, pid: int | None) -> None:
+        self.run_dir, self.pid = run_dir, pid
+        holder = f"process {pid}" if pid is not None else "another process"
+        super().__init__(
+            f"{run_dir} is in use by {holder} (a kueue-es up or demo; lock {run_dir / RUN_LOCK}): "
+            "stop it first, or give this one a --dir of its own"
+        )
+
+
+def hold_run_dir(run_dir: Path) -> int:
+    """Lock the run directory ``run_dir`` (made if missing) for this process; returns the lock's file descriptor.
+
+    An exclusive ``flock`` on ``<run_dir>/run.lock``, which then holds this process's PID: keep the
+    descriptor open as long as the directory is used (closing it releases the lock; so does the process's
+    end, however it ends, so a killed holder leaves no stale lock). The descriptor is not inherited by
+    the processes started later. Raises :class:`RunDirBusy` without changing anything in the directory
+    when another process holds it.
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / RUN_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        written = os.read(fd, 32).decode(errors="replace").strip()
+        os.close(fd)
+        raise RunDirBusy(run_dir, int(written) if written.isdigit() else None) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
 
 
 def reader_help(nats_url: str, auth: LocalAuth) -> str:
@@ -185,6 +230,20 @@ def log_tail(path: Path, *, lines: int = 10) -> list[str]:
         return []
 
 
+EXPLAINING_ERRORS = ("authorization violation", "permissions violation", "address already in use")
+"""Errors (lowercase) that say why a process cannot work, which its last lines may hide behind what followed:
+a client refused its password by nats-server goes on to fail with ``NoServersError``."""
+
+
+def explaining_line(lines: Sequence[str]) -> str | None:
+    """The last of ``lines`` naming one of :data:`EXPLAINING_ERRORS`, or None."""
+    for line in reversed(lines):
+        lowered = line.lower()
+        if any(error in lowered for error in EXPLAINING_ERRORS):
+            return line
+    return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class SupervisorEvent:
     """What :meth:`Supervisor.supervise` reports: a process ``exited`` (restart after ``backoff`` s),
@@ -212,11 +271,17 @@ class SupervisorEvent:
 
 
 class CrashLoopError(Exception):
-    """A supervised process exited more than the policy allows within its window: ``up`` gives up."""
+    """A supervised process exited more than the policy allows within its window: ``up`` gives up.
+
+    ``tail``: the last lines of its log; ``cause``: an earlier line of its last runs that says why
+    (:func:`explaining_line`, e.g. nats-server refusing its password) when the tail does not show it, or None.
+    """
 
     def __init__(self, *, service: str, code: int | None, exits: int, window: float, log_path: Path) -> None:
         self.service, self.code, self.exits, self.window, self.log_path = service, code, exits, window, log_path
         self.tail = log_tail(log_path)
+        cause = explaining_line(log_tail(log_path, lines=200))  # its last runs: what the tail may hide
+        self.cause = cause if cause is not None and cause not in self.tail else None
         super().__init__(
             f"{service} is in a crash loop: {exits} exits within {window:g}s, the last {describe_exit(code)}; "
             f"see {log_path}"
@@ -897,7 +962,8 @@ async def run_up(args: argparse.Namespace) -> int:
     A service (or the nats-server ``up`` started) that exits on its own is restarted
     (:meth:`Supervisor.supervise`, ``--crash-loop-restarts N --crash-loop-window MINUTES``).
     Returns 2 when there is no cluster to run against (no ``--kubeconfig`` nor
-    ``--emulator``), it lacks the CRDs, or a port of the --health-port block is taken; 1 when a
+    ``--emulator``), it lacks the CRDs, another ``up`` or ``demo`` holds ``--dir`` (:func:`hold_run_dir`:
+    nothing is written there then), or a port of the --health-port block is taken; 1 when a
     process is in a crash loop (it names the process, its log and the log's last lines);
     and 130 after Ctrl-C or SIGTERM (every process started is stopped first). The
     supervisor's own JSON log is ``<dir>/logs/up.log``.
@@ -945,11 +1011,16 @@ async def run_up(args: argparse.Namespace) -> int:
         return 2
     if args.leader_elect:
         kube_args.append("--leader-elect")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:  # before anything is written there: another up or demo on the directory would lose its passwords
+        lock = hold_run_dir(run_dir)
+    except (RunDirBusy, OSError) as err:
+        console.print(f"error: {err}", style="bold red", highlight=False)
+        return 2
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
     up_log = (run_dir / "logs" / "up.log").open("a")
     configure_logging(service="kueue-es up", file=up_log, cache=False)
     async with contextlib.AsyncExitStack() as stack:
+        stack.callback(os.close, lock)  # the last thing closed: after nats-server and every service stopped
         stack.callback(up_log.close)
         nats_url = args.nats
         auth: LocalAuth | None = None
@@ -1071,6 +1142,9 @@ async def run_up(args: argparse.Namespace) -> int:
                 await supervisor.supervise(report)
             except CrashLoopError as err:
                 console.print(f"error: {err}", style="bold red", highlight=False)
+                if err.cause is not None:
+                    console.print(f"the error behind it, in {err.log_path}:", highlight=False)
+                    console.print(f"  {err.cause}", highlight=False, markup=False)
                 if err.tail:
                     console.print(f"last lines of {err.log_path}:", highlight=False)
                     console.print("\n".join(f"  {line}" for line in err.tail), highlight=False, markup=False)

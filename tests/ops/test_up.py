@@ -465,3 +465,85 @@ async def test_up_gives_up_on_a_crash_loop_naming_the_service_and_its_log(tmp_pa
     assert f"last lines of {log}:" in text or f"{log} is empty" in text
     stopped = re.search(r"stopped: watcher -?\d+, admitter (-?\d+), preemptor", text)  # the others may be
     assert stopped is not None and stopped.group(1) == "-9", text  # SIGTERMed while still importing: -15
+
+
+def run_dir_files(home: Path) -> dict[str, bytes]:
+    """What a second ``up`` used to rewrite in a running one's directory: the passwords and the kubeconfig."""
+    files = {path.name: path.read_bytes() for path in sorted((home / "creds").glob("*.password"))}
+    return files | {"kubeconfig": (home / "kubeconfig").read_bytes()}
+
+
+async def wait_up(up: asyncio.subprocess.Process, out: Path) -> None:
+    async def started() -> bool:
+        assert up.returncode is None, out.read_text()
+        return "kueue-es is up" in out.read_text()
+
+    await until(started, timeout=90, what="kueue-es up", log=out)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_a_second_up_or_demo_on_a_running_dir_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    """Ops trial: a second ``up`` on a running one's --dir rewrote every password and the kubeconfig before
+    it was refused (or, without --health-port, ran a second nats-server on the same store), and the first
+    crash-looped on ``Authorization Violation``. Now the directory's lock refuses it before it writes."""
+    home = tmp_path / "home"
+    out = tmp_path / "up.out"
+    port = free_ports(len(SERVICES) + 6)
+    up = await start_up("--emulator", "--dir", str(home), "--health-port", str(port), log=out)
+    try:
+        await wait_up(up, out)
+        before = run_dir_files(home)
+        assert len(before) > 2
+        for second in (
+            ["up", "--emulator", "--dir", str(home), "--health-port", str(port)],  # its ports taken too
+            ["up", "--emulator", "--dir", str(home)],  # nothing else would stop it
+            ["demo", "--jobs", "0", "--dir", str(home)],
+        ):
+            other = tmp_path / "second.out"
+            with other.open("wb") as sink:
+                process = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "kueue_es.cli", *second, stdout=sink, stderr=sink
+                )
+            code = await asyncio.wait_for(process.wait(), timeout=60)
+            text = " ".join(other.read_text().split())
+            assert run_dir_files(home) == before, second  # byte for byte: kubectl and the services go on
+            assert code == 2, (second, text)
+            assert f"error: {home} is in use by process {up.pid}" in text, text
+            assert "kueue-es is up" not in text and "emulated cluster" not in text, text
+        assert up.returncode is None, out.read_text()
+        assert "; restarting it in" not in out.read_text()
+        assert (home / "run.lock").read_text().strip() == str(up.pid)
+    finally:
+        if up.returncode is None:
+            up.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(up.wait(), timeout=60)
+    assert code == 130, out.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_up_takes_over_a_dir_whose_holder_was_killed(tmp_path: Path) -> None:
+    """A SIGKILLed ``up`` leaves no stale lock: the kernel drops it with the process (and its children
+    die with it), so ``up`` again on the directory starts and resumes the log."""
+    home = tmp_path / "home"
+    out = tmp_path / "up.out"
+    first = await start_up("--emulator", "--dir", str(home), log=out)
+    try:
+        await wait_up(first, out)
+    finally:
+        first.kill()
+        await asyncio.wait_for(first.wait(), timeout=30)
+    assert (home / "run.lock").read_text().strip() == str(first.pid)  # its PID still written: no matter
+    again = tmp_path / "again.out"
+    up = await start_up("--emulator", "--dir", str(home), log=again)
+    try:
+        await wait_up(up, again)
+        assert (home / "run.lock").read_text().strip() == str(up.pid)
+    finally:
+        if up.returncode is None:
+            up.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(up.wait(), timeout=60)
+    text = " ".join(again.read_text().split())
+    assert code == 130, text
+    assert "in use by" not in text

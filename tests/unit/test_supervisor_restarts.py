@@ -32,6 +32,10 @@ FAKE_SERVICE = """
 import os, sys, time
 print(f"fake {sys.argv[2]} started pid {os.getpid()}", flush=True)
 code = os.environ.get("FAKE_EXIT")
+if os.environ.get("FAKE_REFUSED"):  # as a service whose password nats-server no longer takes
+    print("[warning  ] nats connection error  error=nats: Authorization Violation", flush=True)
+    for _ in range(12):
+        print("nats.errors.NoServersError: nats: no servers available", flush=True)
 if code is not None:
     print(f"fake {sys.argv[2]} giving up with {code}", flush=True)
     sys.exit(int(code))
@@ -170,6 +174,39 @@ async def test_a_service_that_keeps_exiting_backs_off_then_is_a_crash_loop(
     assert err.tail[-1] == "fake tas-placer giving up with 3"
     assert metric(supervisor, "kueue_es_service_restarts_total", "tas-placer") == 4.0
     assert metric(supervisor, "kueue_es_service_crash_loop", "tas-placer") == 1.0
+
+
+async def test_a_crash_loop_names_the_error_its_last_lines_hide(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ops trial: the crash-loop summary showed only ``NoServersError`` lines, hiding the ``Authorization
+    Violation`` before them (another ``up`` had rewritten the passwords)."""
+    monkeypatch.setenv("FAKE_EXIT", "1")
+    monkeypatch.setenv("FAKE_REFUSED", "1")
+    supervisor = fake_supervisor(tmp_path, RestartPolicy(backoff_initial=0.01, backoff_max=0.02, crash_loop_restarts=1))
+    await supervisor.start(("admitter",))
+    try:
+        with pytest.raises(CrashLoopError) as raised:
+            await asyncio.wait_for(supervisor.supervise(lambda _event: None), timeout=30)
+    finally:
+        await supervisor.stop()
+    err = raised.value
+    assert not any("Authorization Violation" in line for line in err.tail), err.tail
+    assert err.cause is not None and "Authorization Violation" in err.cause
+
+
+async def test_a_crash_loop_whose_tail_says_why_names_nothing_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_EXIT", "3")
+    supervisor = fake_supervisor(tmp_path, RestartPolicy(backoff_initial=0.01, backoff_max=0.02, crash_loop_restarts=1))
+    await supervisor.start(("admitter",))
+    try:
+        with pytest.raises(CrashLoopError) as raised:
+            await asyncio.wait_for(supervisor.supervise(lambda _event: None), timeout=30)
+    finally:
+        await supervisor.stop()
+    assert raised.value.cause is None
 
 
 async def test_the_backoff_resets_on_the_supervisors_clock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
