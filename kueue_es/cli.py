@@ -1403,6 +1403,7 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                     namespace=args.multikueue_namespace or leader.default_namespace(),
                     stop=service_stop,
                     connect=probe.connect,
+                    start=await _snapshot_start(args.nats, "multikueue-edge") if args.snapshots else None,
                 )
                 return
             if args.name == "watcher":

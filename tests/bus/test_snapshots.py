@@ -547,3 +547,34 @@ async def test_the_publisher_starts_on_a_log_purged_past_what_kq_pub_published(
     await exact._resume()
     assert publisher_core.resume_point(await bus.last_public()) == (cut, cut)
     assert exact.position == cut and exact.published_through == cut
+
+
+async def test_the_multikueue_edge_starts_from_the_snapshot_of_a_purged_log(bus: nats_bus.NatsBus) -> None:
+    """Found by a new user's trial: after `kueue-es compact` the MultiKueue edge read the purged log from what
+    was left with an empty state, so every later decision was orphaned (``wrong_partition ... x-unrouted``)
+    and no admission reached a worker. It starts from the snapshot as the other services do, and refuses a
+    purged log without one."""
+    from kueue_es.services.multikueue_edge.service import Edge
+
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    with pytest.raises(
+        LogPurgedError, match=f"the multikueue edge cannot fold the log from the start: stream KQ_LOG starts at #{cut}"
+    ):
+        await Edge(bus=bus, api=None, namespace="kueue-system")._follow_log()  # type: ignore[arg-type]
+
+    loaded = await snapshots.newest(bus, warn=pytest.fail)
+    assert loaded is not None
+    edge = Edge(bus=bus, api=None, namespace="kueue-system", start=loaded.start_point("multikueue-edge"))  # type: ignore[arg-type]
+    following = asyncio.create_task(edge._follow_log())
+    try:
+        async with asyncio.timeout(20):
+            while not (edge.caught_up and edge.state.last_seq >= len(messages)):
+                await asyncio.sleep(0.05)
+    finally:
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
+    whole = _fold(messages)
+    assert edge.state.cluster_queues.keys() == whole.cluster_queues.keys() != set()  # type: ignore[attr-defined]
+    assert checkpoints.state_digest(edge.state) == checkpoints.state_digest(whole)  # type: ignore[arg-type]
