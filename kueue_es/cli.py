@@ -224,7 +224,7 @@ def _parser(prog: str = "kueue-es") -> argparse.ArgumentParser:
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
         default=False,
-        help="watcher and dispatcher take a Lease before working (default off: one copy of each runs)",
+        help="watcher, dispatcher and multikueue-edge take a Lease before working (default off: one copy of each runs)",
     )
     up.add_argument(
         "--checkpoints",
@@ -655,7 +655,7 @@ def _ops_options(parser: argparse.ArgumentParser) -> None:
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
         default=False,
-        help="watcher, dispatcher: work only while holding a coordination.k8s.io Lease (default off)",
+        help="watcher, dispatcher, multikueue-edge: work only while holding a coordination.k8s.io Lease (default off)",
     )
     group.add_argument("--leader-elect-lease-name", default=None, help="the Lease (default kueue-es-NAME)")
     group.add_argument(
@@ -1248,10 +1248,11 @@ def _run_service(args: argparse.Namespace) -> int:
         if isinstance(args.manager_config, str):
             print(f"error: {args.manager_config}", file=sys.stderr)
             return 2
-    if args.leader_elect and args.name not in ("watcher", "dispatcher"):
+    if args.leader_elect and args.name not in ("watcher", "dispatcher", "multikueue-edge"):
         print(
             f"error: {args.name} takes no Kubernetes Lease: its replicas take turns through the NATS lease"
-            " (--standby-lease, on by default); --leader-elect is for the watcher and the dispatcher",
+            " (--standby-lease, on by default); --leader-elect is for the watcher, the dispatcher and the"
+            " multikueue-edge",
             file=sys.stderr,
         )
         return 2
@@ -1403,6 +1404,7 @@ async def _serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
                     namespace=args.multikueue_namespace or leader.default_namespace(),
                     stop=service_stop,
                     connect=probe.connect,
+                    start=await _snapshot_start(args.nats, "multikueue-edge") if args.snapshots else None,
                 )
                 return
             if args.name == "watcher":

@@ -168,9 +168,33 @@ class TimelinePrinter:
         ]
         return ", ".join(parts)
 
+    async def _start_seq(self) -> int:
+        """Where the timeline starts: #1, or, on a log purged below a snapshot (a ``--dir`` compacted by
+        ``kueue-es compact``), after its oldest snapshot, whose state the fold takes (as ``kueue-es replay``
+        does): folded from what is left with an empty state, every decision after it was refused as of an
+        unknown partition. With no snapshot covering the log's start (said), from the first message left."""
+        first = await self.bus.first_seq()
+        if first <= 1:
+            return 1
+        from kueue_es import snapshots
+
+        def warn(text: str) -> None:
+            self.console.print(f"[yellow]warning: {escape(text)}[/yellow]", highlight=False)
+
+        oldest = await snapshots.newest(self.bus, warn=warn, oldest_first=True)
+        if oldest is None:
+            warn(f"the log starts at #{first} (purged) and no snapshot covers it: the timeline starts there")
+            return first
+        self.state = oldest.state
+        self.console.print(
+            f"[dim]the log starts at #{first}: the timeline folds on from snapshot {oldest.name} (#{oldest.seq})[/dim]",
+            highlight=False,
+        )
+        return oldest.seq + 1
+
     async def follow(self) -> None:
         """Print events forever (cancel to stop)."""
-        async for message in self.bus.read(subjects=("kq.>",), start_seq=1):
+        async for message in self.bus.read(subjects=("kq.>",), start_seq=await self._start_seq()):
             event: types.Event | None
             try:
                 event = codec.decode(message.data)

@@ -385,7 +385,7 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
 class Supervisor:
     """Starts, restarts and stops the services; ``log_dir`` receives ``<service>.log`` files.
 
-    ``kube_args`` go to the watcher and dispatcher (``--kube-server`` or
+    ``kube_args`` go to the watcher, dispatcher and MultiKueue edge (``--kube-server`` or
     ``--kubeconfig``, ``--leader-elect``), ``watcher_args`` to the watcher only
     (``--config FILE``, ``--feature-gates``), ``decider_args`` to the others.
     ``health_port``: the first service (in ``SERVICES`` order) serves /healthz,
@@ -509,7 +509,7 @@ class Supervisor:
             port = self.port(name, ports.HTTP)
             return ["dashboard", "--nats", self.nats_url, "--host", "127.0.0.1", "--port", str(port)]
         elif name == MULTIKUEUE_EDGE:
-            args += [a for a in self.kube_args if not a.startswith("--leader-elect")] + self.multikueue_args
+            args += self.kube_args + self.multikueue_args  # --leader-elect too: one edge writes to the workers
         elif name in ("watcher", "dispatcher"):
             args += self.kube_args
             if name == "watcher":

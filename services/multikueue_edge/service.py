@@ -12,7 +12,8 @@ This runner, as NATS user ``multikueue-edge``:
   tried again after 5 s·2^(n−1) (7 steps, :func:`remote.reconnect_delay_seconds`);
 - watches, on each connected worker, the Workloads with its origin label and publishes each change
   as RemoteWorkloadObserved (``kq.in.remote.<cluster>.<ns>.<name>``);
-- folds the log (:class:`~kueue_es.projections.cluster.ClusterState`, the verified decisions only)
+- folds the log (:class:`~kueue_es.projections.cluster.ClusterState`, the verified decisions only;
+  from the newest verified snapshot when there is one, :meth:`Edge.adopt`, and never from a purged #1)
   and writes what :func:`core.plan` says: remote Workload copies on the nominated workers
   (WorkersNominated), the job on the winner and no copy elsewhere (RemoteAdmissionChosen), nothing
   left for a workload that finished, was evicted or deleted, and, every ``gcInterval``, no copy of
@@ -195,11 +196,20 @@ class Edge:
     """Folds the manager's log and keeps the workers in line with it (the module's docstring).
 
     ``bus``: the log, as NATS user ``multikueue-edge``; ``api``: the manager's API server;
-    ``namespace``: where the kubeconfig Secrets are (kueue-es's namespace, Kueue's ``kueue-system``).
+    ``namespace``: where the kubeconfig Secrets are (kueue-es's namespace, Kueue's ``kueue-system``);
+    ``start``: a snapshot's start point (:mod:`kueue_es.snapshots`) to fold on from, used when it is of this log.
     """
 
-    def __init__(self, *, bus: Bus, api: k8s_client.ApiClient, namespace: str, clock: Any = None) -> None:
-        self.bus, self.api, self.namespace = bus, api, namespace
+    def __init__(
+        self,
+        *,
+        bus: Bus,
+        api: k8s_client.ApiClient,
+        namespace: str,
+        clock: Any = None,
+        start: runtime.StartPoint | None = None,
+    ) -> None:
+        self.bus, self.api, self.namespace, self.start = bus, api, namespace, start
         self.clock = clock or runtime.wall_clock_ms
         self.state = ClusterState()
         self.decided: dict[str, Decided] = {}
@@ -274,6 +284,27 @@ class Edge:
             case _:
                 pass
 
+    def adopt(self, state: ClusterState, seq: int) -> None:
+        """Take ``state``, the fold of the log through ``seq`` (a snapshot's), as the edge's own, with the
+        MultiKueue decisions it holds: each workload's nominated workers and winner (their log sequences are
+        not in the fold: ``seq`` stands for both, so a result published for them is named after the snapshot),
+        and the evicted workloads with a MultiKueue check that still hold quota (:attr:`stopping`)."""
+        self.state = state
+        self.decided.clear()
+        self.stopping.clear()
+        mk = state.multikueue
+        for key, nomination in mk.nominations.items():
+            self.decided[key] = Decided(nominated=tuple(nomination.clusters), nominated_seq=seq, check=nomination.check)
+        for key, cluster in mk.cluster_names.items():
+            d = self.decided.setdefault(key, Decided())
+            d.chosen, d.chosen_seq = cluster, seq
+            if not d.check:
+                wl = state.workloads.get(key)
+                d.check = next((c for c in (wl.checks if wl else ()) if c in mk.checks), "")
+        for key, wl in state.workloads.items():
+            if wl.eviction is not None and wl.reservation is not None and any(c in mk.checks for c in wl.checks):
+                self.stopping.add(key)
+
     def _reset(self, key: str) -> None:
         """The nomination of ``key`` ends: every copy it has now, seen or just created, is stale."""
         uids = {w.copies[key].uid for w in self.workers.values() if key in w.copies and w.copies[key].uid}
@@ -343,9 +374,27 @@ class Edge:
                     with contextlib.suppress(Exception):
                         await worker.api.close()
 
+    async def _resume(self) -> int:
+        """Where the fold of the log starts: after the start point when it is of this log (:meth:`adopt`), else
+        at #1; raises :class:`~kueue_es.services.runtime.LogPurgedError` when #1 was purged (a fold from what
+        is left would miss every ClusterQueue and decision before it, and orphan every decision after)."""
+        start, self.start = self.start, None
+        if start is not None:
+            problem = await runtime.log_mismatch(self.bus, start)
+            if problem is None:
+                self.adopt(start.state, start.seq)
+                self.bus.folded_through(start.seq)
+                log.info("started_from_checkpoint", checkpoint=start.origin, seq=start.seq)
+                with contextlib.suppress(Exception):  # nothing follows the snapshot: caught up at once
+                    self.caught_up = self.caught_up or await self.bus.last_seq() <= start.seq
+                return start.seq + 1
+            log.warning("checkpoint_not_used", checkpoint=start.origin, seq=start.seq, reason=problem)
+        await runtime.require_from_start(self.bus, "multikueue edge")
+        return 1
+
     async def _follow_log(self) -> None:
         filters = [subjects.FACTS, subjects.DISPATCH, subjects.DECISIONS]
-        async for message in self.bus.read(subjects=filters, start_seq=1):
+        async for message in self.bus.read(subjects=filters, start_seq=await self._resume()):
             self.take(message)
 
     async def _follow_clusters(self) -> None:
@@ -940,12 +989,19 @@ def _job(wl: WorkloadState | None) -> core.JobRef | None:
 
 
 async def serve_multikueue_edge(
-    *, nats_url: str, api: k8s_client.ApiClient, namespace: str, stop: asyncio.Event, connect: Any
+    *,
+    nats_url: str,
+    api: k8s_client.ApiClient,
+    namespace: str,
+    stop: asyncio.Event,
+    connect: Any,
+    start: runtime.StartPoint | None = None,
 ) -> None:
-    """Run the edge against ``nats_url`` and the manager ``api`` until ``stop`` is set."""
+    """Run the edge against ``nats_url`` and the manager ``api`` until ``stop`` is set (``start``: the newest
+    snapshot's start point, see :meth:`Edge._resume`)."""
     bus = await connect(nats_url)
     try:
-        edge = Edge(bus=bus, api=api, namespace=namespace)
+        edge = Edge(bus=bus, api=api, namespace=namespace, start=start)
         log.info("service_started", role=USER, namespace=namespace)
         try:
             await runtime.run_until_stopped(stop, edge.run())

@@ -547,3 +547,63 @@ async def test_the_publisher_starts_on_a_log_purged_past_what_kq_pub_published(
     await exact._resume()
     assert publisher_core.resume_point(await bus.last_public()) == (cut, cut)
     assert exact.position == cut and exact.published_through == cut
+
+
+async def test_the_multikueue_edge_starts_from_the_snapshot_of_a_purged_log(bus: nats_bus.NatsBus) -> None:
+    """Found by a new user's trial: after `kueue-es compact` the MultiKueue edge read the purged log from what
+    was left with an empty state, so every later decision was orphaned (``wrong_partition ... x-unrouted``)
+    and no admission reached a worker. It starts from the snapshot as the other services do, and refuses a
+    purged log without one."""
+    from kueue_es.services.multikueue_edge.service import Edge
+
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    with pytest.raises(
+        LogPurgedError, match=f"the multikueue edge cannot fold the log from the start: stream KQ_LOG starts at #{cut}"
+    ):
+        await Edge(bus=bus, api=None, namespace="kueue-system")._follow_log()  # type: ignore[arg-type]
+
+    loaded = await snapshots.newest(bus, warn=pytest.fail)
+    assert loaded is not None
+    edge = Edge(bus=bus, api=None, namespace="kueue-system", start=loaded.start_point("multikueue-edge"))  # type: ignore[arg-type]
+    following = asyncio.create_task(edge._follow_log())
+    try:
+        async with asyncio.timeout(20):
+            while not (edge.caught_up and edge.state.last_seq >= len(messages)):
+                await asyncio.sleep(0.05)
+    finally:
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
+    whole = _fold(messages)
+    assert edge.state.cluster_queues.keys() == whole.cluster_queues.keys() != set()  # type: ignore[attr-defined]
+    assert checkpoints.state_digest(edge.state) == checkpoints.state_digest(whole)  # type: ignore[arg-type]
+
+
+async def test_the_demos_timeline_of_a_purged_log_folds_on_from_its_snapshot(bus: nats_bus.NatsBus) -> None:
+    """Found by a new user's trial: `demo --keep --jobs 0 --dir D` on a compacted D printed every decision after
+    the purge as ``refused ... is in partition x-unrouted`` and nothing admitted (its fold started empty at the
+    first message left), where `kueue-es replay --store` matched them all."""
+    import io
+
+    from rich.console import Console
+
+    from kueue_es.demo import TimelinePrinter
+
+    messages = golden()
+    cut = await _purged_at_split(bus, messages)
+    out = io.StringIO()
+    printer = TimelinePrinter(bus=bus, console=Console(file=out, width=250, color_system=None))
+    following = asyncio.create_task(printer.follow())
+    try:
+        assert await printer.wait_until(lambda: printer.state.last_seq >= len(messages), timeout=20)
+    finally:
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith(f"folds on from snapshot {snapshots.object_name(cut)} (#{cut})"), lines[0]
+    assert not any("refused" in line for line in lines), lines
+    assert any(" admitted " in line for line in lines), lines
+    assert all(int(line.split("#")[1].split()[0]) > cut for line in lines[1:]), lines
+    assert checkpoints.state_digest(printer.state) == checkpoints.state_digest(_fold(messages))  # type: ignore[arg-type]

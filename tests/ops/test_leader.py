@@ -3,7 +3,7 @@
 Against the emulated API server over HTTP, with kubernetes-asyncio's leader election:
 in-process replicas (intervals of work never overlap; a clean stop hands over at
 once; a leader that loses its lease stops working and raises), then two
-``kueue-es service dispatcher --leader-elect`` processes on a real nats-server.
+``kueue-es service dispatcher --leader-elect`` (and ``multikueue-edge``) processes on a real nats-server.
 """
 
 from __future__ import annotations
@@ -140,15 +140,19 @@ async def probe(session: aiohttp.ClientSession, port: int) -> dict:
 
 
 @pytest.mark.slow
-async def test_two_dispatcher_processes_one_acts_and_the_other_takes_over(tmp_path: Path) -> None:
+@pytest.mark.parametrize("service", ["dispatcher", "multikueue-edge"])
+async def test_two_service_processes_one_acts_and_the_other_takes_over(tmp_path: Path, service: str) -> None:
+    """Two ``service NAME --leader-elect`` processes: one works, the other stands by and takes over. The
+    MultiKueue edge too: `up --leader-elect` gave it no lease and two instances both wrote to the workers
+    (found by a new user's ops trial)."""
     async with NatsServer(store_dir=tmp_path / "nats") as server, serve_emulator() as emulator:
         ports = [free_port(), free_port()]
         processes = []
         for port in ports:
-            args = ["service", "dispatcher", "--nats", server.url, "--kube-server", emulator.url, "--leader-elect"]
+            args = ["service", service, "--nats", server.url, "--kube-server", emulator.url, "--leader-elect"]
             args += ["--leader-elect-namespace", "default", "--health-port", str(port), "--health-host", "127.0.0.1"]
             args += [f"--leader-elect-{key.replace('_', '-')}={value}" for key, value in FAST.items()]
-            with (tmp_path / f"dispatcher-{port}.log").open("wb") as sink:
+            with (tmp_path / f"{service}-{port}.log").open("wb") as sink:
                 processes.append(
                     await asyncio.create_subprocess_exec(
                         sys.executable, "-m", "kueue_es.cli", *args, stdout=sink, stderr=sink, env=dict(os.environ)
@@ -169,8 +173,8 @@ async def test_two_dispatcher_processes_one_acts_and_the_other_takes_over(tmp_pa
                 assert "nats_connected" not in states[1 - lead]  # ... the standby does not even connect
                 async with session.get(f"http://127.0.0.1:{ports[1 - lead]}/metrics") as response:
                     metrics = await response.text()
-                assert 'kueue_es_nats_connected{service="dispatcher"} 0.0' in metrics
-                assert 'kueue_es_leader{service="dispatcher"} 0.0' in metrics
+                assert f'kueue_es_nats_connected{{service="{service}"}} 0.0' in metrics
+                assert f'kueue_es_leader{{service="{service}"}} 0.0' in metrics
 
                 processes[lead].send_signal(signal.SIGTERM)
                 assert await asyncio.wait_for(processes[lead].wait(), timeout=15) == 0
@@ -182,10 +186,11 @@ async def test_two_dispatcher_processes_one_acts_and_the_other_takes_over(tmp_pa
                 assert state["nats_connected"] is True
             api = await kube.make_api_client(server=emulator.url)
             try:
-                lease = await kube.get_object(api, resources.LEASES, namespace="default", name=LEASE)
+                name = f"kueue-es-{service}"
+                lease = await kube.get_object(api, resources.LEASES, namespace="default", name=name)
             finally:
                 await api.close()
-            log = (tmp_path / f"dispatcher-{ports[1 - lead]}.log").read_text()
+            log = (tmp_path / f"{service}-{ports[1 - lead]}.log").read_text()
             assert lease["spec"]["holderIdentity"] in log  # the survivor's identity holds it
         finally:
             for process in processes:

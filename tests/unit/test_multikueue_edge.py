@@ -1179,3 +1179,42 @@ async def test_an_evicted_workloads_manager_job_is_shown_stopped_until_its_quota
     wl.reservation = None  # QuotaReleased folded: the eviction is done
     await edge._stop_evicted()
     assert edge.stopping == set() and len(patches) == 2
+
+
+def test_an_edge_started_from_a_snapshot_knows_the_multikueue_decisions_in_it():
+    """Edge.adopt (the start from a snapshot): the nominations and winners the fold holds become the edge's
+    decisions, standing at the snapshot's position, with the winner's MultiKueue check (so its group), and an
+    evicted MultiKueue workload still holding quota waits for its copies to go (:attr:`Edge.stopping`)."""
+    from types import SimpleNamespace
+
+    from kueue_es.events import models
+    from kueue_es.projections import multikueue
+    from kueue_es.projections.cluster import ClusterState
+    from kueue_es.services.multikueue_edge.service import Edge
+
+    state = ClusterState()
+    mk = state.multikueue
+    mk.checks["ac"] = msgspec.convert(
+        {"metadata": {"name": "ac"}, "spec": {"controllerName": models.MULTIKUEUE_CONTROLLER}}, models.AdmissionCheck
+    )
+    mk.nominations["default/nominated"] = multikueue.Nomination(check="ac", clusters=["w1", "w2"], step=0, at_ms=1)
+    mk.cluster_names["default/won"] = "w2"
+
+    def workload(*, evicted: bool) -> object:
+        return SimpleNamespace(
+            checks={"ac": object(), "other": object()}, reservation=object(), eviction=object() if evicted else None
+        )
+
+    state.workloads = {"default/won": workload(evicted=False), "default/evicted": workload(evicted=True)}  # type: ignore[dict-item]
+    edge = Edge(bus=None, api=None, namespace="kueue-system")  # type: ignore[arg-type]
+    edge.adopt(state, 40)
+    assert edge.state is state
+    nominated, won = edge.decided["default/nominated"], edge.decided["default/won"]
+    assert (nominated.nominated, nominated.nominated_seq, nominated.check, nominated.chosen) == (
+        ("w1", "w2"),
+        40,
+        "ac",
+        "",
+    )
+    assert (won.chosen, won.chosen_seq, won.check) == ("w2", 40, "ac")
+    assert edge.decided.keys() == {"default/nominated", "default/won"} and edge.stopping == {"default/evicted"}

@@ -189,8 +189,8 @@ def test_the_demos_health_list_names_every_process_it_starts(tmp_path: Path) -> 
 
 def test_the_multikueue_edge_gets_the_kubernetes_arguments_and_its_namespace(tmp_path: Path) -> None:
     """``up`` runs the MultiKueue edge after the publisher (health port PORT+9), against the API server the
-    edges use (no ``--leader-elect``: it takes no Kubernetes lease), with its own arguments, as NATS user
-    multikueue-edge."""
+    edges use (``--leader-elect`` too: a second ``up --leader-elect`` waits instead of writing to the workers
+    twice), with its own arguments, as NATS user multikueue-edge."""
     import argparse
 
     from kueue_es.supervisor import MULTIKUEUE_EDGE, _processes
@@ -205,7 +205,7 @@ def test_the_multikueue_edge_gets_the_kubernetes_arguments_and_its_namespace(tmp
     )
     args = supervisor.service_args(MULTIKUEUE_EDGE)
     assert args[:4] == ["service", "multikueue-edge", "--nats", "nats://127.0.0.1:4222"]
-    assert args[args.index("--kube-server") + 1] == "http://127.0.0.1:1" and "--leader-elect" not in args
+    assert args[args.index("--kube-server") + 1] == "http://127.0.0.1:1" and "--leader-elect" in args
     assert args[args.index("--multikueue-namespace") + 1] == "kueue-system" and "--partitions" not in args
     assert args[args.index("--health-port") + 1] == str(9000 + len(SERVICES) + 4)
     assert _processes(argparse.Namespace(compact=None))[-1] == MULTIKUEUE_EDGE
