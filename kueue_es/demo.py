@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -56,10 +55,9 @@ from kueue_es.supervisor import (
     SERVICES,
     VISIBILITY,
     CrashLoopError,
-    RunDirBusy,
     Supervisor,
     SupervisorEvent,
-    hold_run_dir,
+    in_held_run_dir,
     port_changed,
     reader_help,
 )
@@ -259,16 +257,8 @@ async def run_demo(*, run_dir: Path | None, **options: Any) -> int:
     while another demo or ``up`` holds it, this prints so and returns 2, having written nothing there.
     ``options``: :func:`demo_in`'s. The lock is released when the demo ends.
     """
-    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-demo-"))
-    try:
-        lock = hold_run_dir(run_dir)
-    except (RunDirBusy, OSError) as err:
-        Console(soft_wrap=True, stderr=True).print(f"error: {err}", style="bold red", highlight=False)
-        return 2
-    try:
-        return await demo_in(run_dir=run_dir, **options)
-    finally:
-        os.close(lock)
+    held = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-demo-"))
+    return await in_held_run_dir(held, lambda: demo_in(run_dir=held, **options))
 
 
 async def demo_in(

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -49,7 +48,7 @@ from kueue_es.sim.autoscaler import FakeAutoscaler
 from kueue_es.sim.controllers import SimulatedControllers
 from kueue_es.sim.emulator import serve_emulator
 from kueue_es.sim.kubelet import SimulatedKubelet
-from kueue_es.supervisor import CREDS_DIR, MULTIKUEUE_EDGE, SERVICES, RunDirBusy, Supervisor, hold_run_dir
+from kueue_es.supervisor import CREDS_DIR, MULTIKUEUE_EDGE, SERVICES, Supervisor, in_held_run_dir
 
 SETUP = "multikueue-setup.yaml"
 WORKERS = ("multikueue-test-worker1", "multikueue-test-worker2")
@@ -402,16 +401,8 @@ async def run_multikueue_demo(*, run_dir: Path | None, **options: Any) -> int:
     """``kueue-es demo --multikueue`` in ``run_dir`` (None: a new temporary directory), once this process holds
     it (:func:`kueue_es.supervisor.hold_run_dir`, as the demo and ``up`` do): 2, writing nothing there, while
     another process does. ``options``: :func:`multikueue_demo_in`'s."""
-    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-mk-demo-"))
-    try:
-        lock = hold_run_dir(run_dir)
-    except (RunDirBusy, OSError) as err:
-        Console(soft_wrap=True, stderr=True).print(f"error: {err}", style="bold red", highlight=False)
-        return 2
-    try:
-        return await multikueue_demo_in(run_dir=run_dir, **options)
-    finally:
-        os.close(lock)
+    held = run_dir or Path(tempfile.mkdtemp(prefix="kueue-es-mk-demo-"))
+    return await in_held_run_dir(held, lambda: multikueue_demo_in(run_dir=held, **options))
 
 
 async def multikueue_demo_in(

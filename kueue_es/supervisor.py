@@ -135,6 +135,23 @@ def hold_run_dir(run_dir: Path) -> int:
     return fd
 
 
+async def in_held_run_dir(run_dir: Path, body: Callable[[], Awaitable[int]]) -> int:
+    """Run ``body`` (a command's work, returning its exit code) while this process holds ``run_dir``
+    (:func:`hold_run_dir`), and return what it returns; the lock is released after. While another process
+    holds the directory: 2, the reason printed to stderr, nothing written there."""
+    from rich.console import Console  # as up: only the commands print
+
+    try:
+        lock = hold_run_dir(run_dir)
+    except (RunDirBusy, OSError) as err:
+        Console(soft_wrap=True, stderr=True).print(f"error: {err}", style="bold red", highlight=False)
+        return 2
+    try:
+        return await body()
+    finally:
+        os.close(lock)
+
+
 def reader_help(nats_url: str, auth: LocalAuth) -> str:
     """How to connect as the read-only ``reader`` user: what ``up`` and ``demo --keep`` print."""
     reader = auth.credentials("reader")
