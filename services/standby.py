@@ -106,6 +106,12 @@ def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+REREAD_FIRST_S = 0.01
+"""Seconds before a standby reads its key again when the last write passed on is not what it read."""
+REREADS = 8
+"""Rereads at most per write passed on (0.01 s doubling: about 2.5 s in all)."""
+
+
 class DeciderLease:
     """One replica's side of a decider's lease: acquire, renew, take over, step down, release.
 
@@ -321,22 +327,40 @@ class DeciderLease:
 
     async def run(self) -> None:
         """Run rounds forever (cancel to stop; then call :meth:`release`). A standby also wakes on
-        every write to the key, so a release or a renewal is seen as it happens."""
+        every write to the key, so a release or a renewal is seen as it happens.
+
+        The server passes a write on to subscribers before the bucket may serve it to a read (the
+        stream stores it after), so a standby woken by a write whose record its read did not show
+        reads again soon (:data:`REREAD_FIRST_S`, doubling, :data:`REREADS` times at most: a refused
+        compare-and-set is passed on too, and is never read), not a retry period later."""
         wake = asyncio.Event()
+        passed: list[leases.LeaseRecord] = []  # the last write passed on, if any
+
+        def on_write(record: leases.LeaseRecord) -> None:
+            passed[:] = [record]
+            wake.set()
+
         unsubscribe = None
         try:
-            unsubscribe = await self.store.subscribe(self.key, wake.set)
+            unsubscribe = await self.store.subscribe(self.key, on_write)
         except BusError as err:
             log.warning("lease_not_followed", lease=self.key, error=str(err))
         failing = False
+        rereads = 0
         try:
             while True:
+                if wake.is_set():
+                    rereads = 0  # a new write: its own rereads
                 wake.clear()
                 failing = await attempt_noting_reachability(self.attempt, key=self.key, failing=failing)
                 delay = self.next_delay()
                 if self.revision is not None:
                     await asyncio.sleep(delay)  # our own renewals wake us too: the holder keeps its pace
                     continue
+                unread = bool(passed) and (self.observed is None or self.observed.record != passed[0])
+                if unread and rereads < REREADS:
+                    delay = min(delay, REREAD_FIRST_S * 2**rereads)
+                    rereads += 1
                 try:
                     async with asyncio.timeout(delay):
                         await wake.wait()
@@ -636,11 +660,7 @@ class SlotLeases:
         return seen.at if seen is not None and seen.record == entry.record else None
 
     def _seen(self, key: str, data: bytes) -> None:
-        try:
-            record = leases._DECODER.decode(data) if data else leases.LeaseRecord()
-        except Exception:  # noqa: BLE001 - a value that does not decode counts as held by someone
-            record = leases.LeaseRecord(holder=leases.UNDECODABLE_HOLDER)
-        self.seen[key] = Seen(record, self.clock())
+        self.seen[key] = Seen(leases.decode_record(data), self.clock())
 
     async def seed(self) -> None:
         """Read every key once (who holds what at start). Raises BusError."""

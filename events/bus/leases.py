@@ -77,6 +77,17 @@ class LeaseEntry:
     record: LeaseRecord
 
 
+def decode_record(data: bytes) -> LeaseRecord:
+    """The record of a write as passed on: an empty value (a deleted or purged key) reads as released, one
+    that does not decode as held by ``<undecodable>``."""
+    if not data:
+        return LeaseRecord()
+    try:
+        return _DECODER.decode(data)
+    except msgspec.DecodeError:
+        return LeaseRecord(holder=UNDECODABLE_HOLDER)
+
+
 def key_for(user: str, partition: str) -> str:
     """The key of decider ``user``'s lease in ``partition``: ``<user>.<partition>``."""
     return f"{user}.{partition}"
@@ -164,13 +175,14 @@ class LeaseStore:
         except (nats.errors.Error, OSError) as err:
             raise base.BusError(f"Writing the lease {key} failed: {type(err).__name__}: {err}") from err
 
-    async def subscribe(self, key: str, wake: Callable[[], None]) -> Callable[[], Any]:
-        """Call ``wake()`` on every write to ``key`` as the server passes it on (a hint to read it
-        again: a refused compare-and-set is passed on too); returns the unsubscribe coroutine function.
-        Raises BusError."""
+    async def subscribe(self, key: str, wake: Callable[[LeaseRecord], None]) -> Callable[[], Any]:
+        """Call ``wake(record)`` with the record of every write to ``key`` as the server passes it on
+        (:func:`decode_record`). A hint to read the key again, no more: a refused compare-and-set is passed
+        on too, and a write may be passed on before the bucket serves it to a read. Returns the
+        unsubscribe coroutine function. Raises BusError."""
 
-        async def on_message(_: Any) -> None:
-            wake()
+        async def on_message(msg: Any) -> None:
+            wake(decode_record(msg.data))
 
         try:
             sub = await self.nc.subscribe(f"{SUBJECT_PREFIX}{key}", cb=on_message)

@@ -197,6 +197,53 @@ async def test_a_standby_wakes_on_a_release(store: leases.LeaseStore) -> None:
         await asyncio.gather(*runs, return_exceptions=True)
 
 
+class LaggingStore(leases.LeaseStore):
+    """A bucket that serves a write to reads only some time after passing it on (the server passes a
+    write on to subscribers before the stream stores it): once armed, reads keep answering with the
+    key as it stood for ``lag`` seconds."""
+
+    def __init__(self, store: leases.LeaseStore, *, lag: float) -> None:
+        super().__init__(nc=store.nc, kv=store.kv)
+        self.lag = lag
+        self.frozen: tuple[float, leases.LeaseEntry | None] | None = None
+        self.reads = 0
+
+    async def arm(self, key: str) -> None:
+        self.frozen = (asyncio.get_running_loop().time() + self.lag, await super().get(key))
+
+    async def get(self, key: str) -> leases.LeaseEntry | None:
+        self.reads += 1
+        if self.frozen is not None and asyncio.get_running_loop().time() < self.frozen[0]:
+            return self.frozen[1]
+        return await super().get(key)
+
+
+async def test_a_standby_reads_again_a_release_the_bucket_did_not_serve_yet(store: leases.LeaseStore) -> None:
+    """The release is passed on before a read shows it (CI saw this: the standby read the old holder,
+    and waited for its next poll, 19 s on). It reads again soon until it sees the write it was told of."""
+    slow = standby.StandbySettings(lease_duration=60.0, renew_deadline=40.0, retry_period=20.0)
+    lagging = LaggingStore(store, lag=0.3)
+    a = standby.DeciderLease(store, key=KEY, identity="a", settings=slow)
+    b = standby.DeciderLease(lagging, key=KEY, identity="b", settings=slow)
+    assert await a.attempt() is True
+    run = asyncio.create_task(b.run())
+    try:
+        async with asyncio.timeout(5):
+            while b.observed is None:
+                await asyncio.sleep(0.01)
+        assert not b.active()
+        await lagging.arm(KEY)
+        reads = lagging.reads
+        await a.release()
+        async with asyncio.timeout(10.0):  # its next poll is 20 s away
+            while not b.active():
+                await asyncio.sleep(0.005)
+        assert lagging.reads - reads >= 2  # the stale read, then the one that showed the release
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+
+
 async def test_the_metrics_and_readiness_follow_the_lease(store: leases.LeaseStore) -> None:
     clock = Clock()
     probe = health.Health(service="admitter")
@@ -249,7 +296,7 @@ async def test_each_decider_holds_only_its_own_lease(secured: server.NatsServer,
         clock = Clock()
         mine = standby.DeciderLease(store, key="admitter.p0", identity="x", settings=SETTINGS, clock=clock)
         woke = asyncio.Event()
-        unsubscribe = await store.subscribe("admitter.p0", woke.set)
+        unsubscribe = await store.subscribe("admitter.p0", lambda _: woke.set())
         assert await mine.attempt() is True
         async with asyncio.timeout(2):
             await woke.wait()  # it may follow its own key
