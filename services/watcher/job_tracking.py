@@ -25,6 +25,7 @@ from kueue_es.jobframework import integrations, jobs, pods, prebuilt, workloads
 from kueue_es.jobframework import slices as job_slices
 from kueue_es.jobframework.annotations import DISPATCHER_FIELD_MANAGER, IS_GROUP_WORKLOAD_ANNOTATION, PODSET_LABEL
 from kueue_es.jobframework.integrations import ray, serving
+from kueue_es.services.kube import errors as kube_errors
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import prebuilt_tracking
 from kueue_es.services.watcher.inputs import ConversionInputs
@@ -71,11 +72,15 @@ class JobTracker:
         reporter: ProgressReporter,
         clock: Callable[[], int],
         read_workload: Callable[[str, str], Awaitable[objects.KubeObject | None]] | None = None,
+        read_job: Callable[[str, str, str], Awaitable[objects.KubeObject | None]] | None = None,
     ) -> None:
         self.publisher, self.inputs, self.reporter, self.clock = publisher, inputs, reporter, clock
         # the Workload object (namespace, name) as the API server holds it now, None when there is none: a list of
         # jobs that no longer has a job tells by it whether its Workload outlived it (:meth:`_left_orphaned`)
         self.read_workload = read_workload
+        # the job (kind, namespace, name) as the API server holds it now: a Workload object deleted while the
+        # watched job is not marked for deletion may be the garbage collector's, ahead of the job's MODIFIED
+        self.read_job = read_job
         self.objects: dict[str, dict[Key, objects.KubeObject]] = {kind: {} for kind in JOB_KINDS}
         # the kinds listed since this tracker started: until StatefulSets are, a workload the log holds on hold
         # (its pods all gone) cannot be told from one whose StatefulSet went while no watcher ran
@@ -1167,6 +1172,17 @@ class JobTracker:
         job = self.objects[kind].get((key[0], owner.name)) if kind else None
         if job is None or objects.uid_of(job) != owner.uid or self._elastic(kind, job):
             return
+        if not objects.meta(job).get("deletionTimestamp") and self.read_job is not None:
+            # the Job and Workload watches tell in no set order: kubectl delete --cascade=foreground marks the job
+            # before the garbage collector deletes its Workload, and the job's MODIFIED (or DELETED) may come second
+            try:
+                current = await self.read_job(kind, key[0], owner.name)
+            except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+                log.warning("job_read_failed", job=f"{kind} {key[0]}/{owner.name}", error=str(err))
+            else:
+                if current is None or objects.uid_of(current) != owner.uid:
+                    return  # the job is gone: its deletion, on its way, takes the workload
+                job = current
         version = objects.resource_version(obj)
         if object_uid:
             self._seen_deleted(object_uid)

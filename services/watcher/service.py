@@ -188,6 +188,7 @@ class Watcher:
             reporter=self.reporter,
             clock=_now_ms,
             read_workload=self._read_workload,
+            read_job=self._read_job,
         )
         self.kueue = KueueTracker(
             publisher=self.publisher, inputs=self.inputs, reconvert=self.jobs.reconvert, clock=_now_ms
@@ -466,11 +467,22 @@ class Watcher:
         """The Workload object ``namespace/name`` as the API server holds it now, None when there is none or it
         cannot be read (logged: the caller then does as when it is gone). A LIST by field selector, the watcher's
         seam being lists and watches (:class:`KubeReader`)."""
+        return await self._read(resources.WORKLOADS, namespace, name)
+
+    async def _read_job(self, kind: str, namespace: str, name: str) -> objects.KubeObject | None:
+        """The job of ``kind`` (one of ``kinds.JOB_KINDS``) ``namespace/name`` as the API server holds it now; None
+        when there is none. Raises ``kube_errors.ApiError`` or ``ConnectionFailedError`` when it cannot be read."""
+        fields = f"metadata.namespace={namespace},metadata.name={name}"
+        ref = resources.ref_for(watched.API_VERSIONS[kind], kind)
+        listed, _ = await self.reader.list(ref, field_selector=fields)
+        return listed[0] if listed else None
+
+    async def _read(self, ref: resources.ResourceRef, namespace: str, name: str) -> objects.KubeObject | None:
         fields = f"metadata.namespace={namespace},metadata.name={name}"
         try:
-            listed, _ = await self.reader.list(resources.WORKLOADS, field_selector=fields)
+            listed, _ = await self.reader.list(ref, field_selector=fields)
         except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
-            log.warning("workload_read_failed", workload=f"{namespace}/{name}", error=str(err))
+            log.warning("object_read_failed", kind=ref.kind, object=f"{namespace}/{name}", error=str(err))
             return None
         return listed[0] if listed else None
 

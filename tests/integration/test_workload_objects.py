@@ -33,7 +33,7 @@ from kueue_es.services.dispatcher.service import FIELD_MANAGER, Dispatcher, bind
 from kueue_es.services.dispatcher.write_budget import WriteClass
 from kueue_es.services.kube import client as kube
 from kueue_es.services.kube import resources
-from kueue_es.services.runtime import DeciderLoop
+from kueue_es.services.runtime import DeciderLoop, cancel_and_wait
 from kueue_es.services.watcher.kinds import KUEUE_KINDS, WORKLOAD_KIND
 from kueue_es.services.watcher.service import Watcher
 from kueue_es.sim.emulator import ClusterEmulator
@@ -2217,6 +2217,40 @@ async def test_jobs_deleted_in_the_foreground_take_their_workloads_and_get_no_ne
         job_gone = next(rv for rv, t, o in jobs_seen if t == "DELETED" and o["metadata"]["name"] == name)
         wl_gone = next(rv for rv, t, o in workloads_seen if t == "DELETED" and o["metadata"]["name"] == wl)
         assert wl_gone < job_gone, name
+
+
+async def test_a_foreground_deletion_seen_before_the_jobs_own_change_gets_no_new_workload(api, bus: MemoryBus) -> None:
+    """The Job and Workload watches tell in no set order: with the Job's watch held back, the watcher sees the
+    garbage collector delete the Workload of a Job it still holds unmarked. It reads the Job before taking that
+    for a deletion by hand, finds it marked, and neither stops it nor gives it a new Workload. Before, the Job
+    got a new Workload, and its Workload was deleted twice (a CI run saw this: two ObjectDeleted for one name)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    watcher = Watcher(bus=bus, api=api)
+    kueue_watches = [watcher.watch(kind) for kind in KUEUE_KINDS]
+    async with running(*kueue_watches, watcher.watch(WORKLOAD_KIND), admitter(bus).run(), dispatcher.fold_forever()):
+        async with running(dispatcher.consume(consumer)):
+            job_watch = asyncio.create_task(watcher.watch("Job"))
+            try:
+                await set_up(api, cpu=1)
+                await kube.apply_manifest(api, job("waiting", parallelism=2))
+                [waiting] = await wait_for(bus, types.WorkloadInadmissible)
+                await eventually(
+                    api, resources.WORKLOADS, namespace="default", name=waiting.workload.name, check=has_kueue_finalizer
+                )
+            finally:
+                await cancel_and_wait([job_watch])
+            await kube.delete_object(
+                api, JOBS, namespace="default", name="waiting", options={"propagationPolicy": "Foreground"}
+            )
+            [deleted] = await wait_for(bus, types.ObjectDeleted, kind="Workload")
+            await gone(api, JOBS, namespace="default", name="waiting")
+            async with running(watcher.watch("Job")):  # the Job's watch again: it lists the Job gone
+                await asyncio.sleep(0.5)
+    assert deleted.name == waiting.workload.name
+    assert len(await events_of(bus, types.ObjectDeleted)) == 1
+    assert len(await events_of(bus, types.WorkloadObserved)) == 1  # no new Workload
+    listed, _ = await kube.list_objects(api, resources.WORKLOADS, namespace="default")
+    assert listed == []
 
 
 HOLD = "example.com/hold"
