@@ -747,8 +747,9 @@ class SlotLeases:
 
     async def run(self) -> None:
         """Run rounds every retry period until cancelled, sooner when another replica's key comes due
-        (:meth:`next_delay`) or a write to any of the user's keys changes its holder; then call
-        :meth:`release`."""
+        (:meth:`next_delay`), a write to any of the user's keys changes its holder, or a release passed on
+        was not read yet (:meth:`unread_release`: after :data:`REREAD_FIRST_S`, doubling, :data:`REREADS`
+        times at most); then call :meth:`release`."""
         wake = asyncio.Event()
         sub = None
 
@@ -763,11 +764,17 @@ class SlotLeases:
         try:
             with contextlib.suppress(BusError):
                 await self.seed()
+            rereads = 0
             while True:
+                if wake.is_set():
+                    rereads = 0  # a new write: its own rereads
                 wake.clear()
                 began = self.clock()
                 failing = await attempt_noting_reachability(self.attempt, key=self.key, failing=failing)
                 delay = self.next_delay(began)
+                if rereads < REREADS and self.unread_release():
+                    delay = min(delay, REREAD_FIRST_S * 2**rereads)
+                    rereads += 1
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(delay):
                         await wake.wait()
@@ -775,6 +782,19 @@ class SlotLeases:
             if sub is not None:
                 with contextlib.suppress(Exception):
                     await sub.unsubscribe()
+
+    def unread_release(self) -> bool:
+        """Whether a slot's release was passed on that this replica, short of its share, read still held: the
+        server passes a write on before the bucket serves it to a read, so :meth:`run` reads again soon
+        (as :meth:`DeciderLease.run` does), not a retry period later."""
+        if len(self.held()) >= self.share():
+            return False
+        for lease in self.slots:
+            seen = self.seen.get(lease.key)
+            if lease.revision is None and seen is not None and not seen.holder and lease.observed is not None:
+                if lease.observed.record != seen.record:
+                    return True
+        return False
 
     def _on_write(self, msg: Any, wake: asyncio.Event) -> None:
         key = msg.subject.removeprefix(leases.SUBJECT_PREFIX)

@@ -199,22 +199,23 @@ async def test_a_standby_wakes_on_a_release(store: leases.LeaseStore) -> None:
 
 class LaggingStore(leases.LeaseStore):
     """A bucket that serves a write to reads only some time after passing it on (the server passes a
-    write on to subscribers before the stream stores it): once armed, reads keep answering with the
-    key as it stood for ``lag`` seconds."""
+    write on to subscribers before the stream stores it): once a key is armed, reads of it keep answering
+    with the key as it stood for ``lag`` seconds."""
 
     def __init__(self, store: leases.LeaseStore, *, lag: float) -> None:
         super().__init__(nc=store.nc, kv=store.kv)
         self.lag = lag
-        self.frozen: tuple[float, leases.LeaseEntry | None] | None = None
+        self.frozen: dict[str, tuple[float, leases.LeaseEntry | None]] = {}
         self.reads = 0
 
     async def arm(self, key: str) -> None:
-        self.frozen = (asyncio.get_running_loop().time() + self.lag, await super().get(key))
+        self.frozen[key] = (asyncio.get_running_loop().time() + self.lag, await super().get(key))
 
     async def get(self, key: str) -> leases.LeaseEntry | None:
         self.reads += 1
-        if self.frozen is not None and asyncio.get_running_loop().time() < self.frozen[0]:
-            return self.frozen[1]
+        until, entry = self.frozen.get(key, (0.0, None))
+        if asyncio.get_running_loop().time() < until:
+            return entry
         return await super().get(key)
 
 
@@ -242,6 +243,36 @@ async def test_a_standby_reads_again_a_release_the_bucket_did_not_serve_yet(stor
     finally:
         run.cancel()
         await asyncio.gather(run, return_exceptions=True)
+
+
+async def test_a_slot_release_the_bucket_did_not_serve_yet_is_read_again(store: leases.LeaseStore) -> None:
+    """The same for slot leases: b, short of its share once a releases its slot and member key, reads a's slot
+    still held (the release passed on, not served yet) and reads it again soon, not a retry period (20 s) on."""
+    slow = standby.StandbySettings(lease_duration=60.0, renew_deadline=40.0, retry_period=20.0)
+    user = KEY.split(".")[0]
+    lagging = LaggingStore(store, lag=0.3)
+    a = standby.SlotLeases(store, user=user, slots=2, identity="a", settings=slow)
+    b = standby.SlotLeases(lagging, user=user, slots=2, identity="b", settings=slow)
+    runs = [asyncio.create_task(a.run())]
+    try:
+        async with asyncio.timeout(5):
+            while a.held() != [0, 1]:
+                await asyncio.sleep(0.01)
+        runs.append(asyncio.create_task(b.run()))
+        async with asyncio.timeout(5):  # a hands b its share: one slot each
+            while a.held() != [0] or b.held() != [1]:
+                await asyncio.sleep(0.01)
+        runs[0].cancel()
+        await asyncio.gather(runs[0], return_exceptions=True)
+        await lagging.arm(f"{user}.s0")
+        await a.release()
+        async with asyncio.timeout(10.0):  # its next round is 20 s away
+            while b.held() != [0, 1]:
+                await asyncio.sleep(0.005)
+    finally:
+        for task in runs:
+            task.cancel()
+        await asyncio.gather(*runs, return_exceptions=True)
 
 
 async def test_the_metrics_and_readiness_follow_the_lease(store: leases.LeaseStore) -> None:
