@@ -284,14 +284,14 @@ def _key(obj: Mapping[str, Any]) -> str:
 
 
 def _evicted(wl: Mapping[str, Any]) -> bool:
-    """Evicted and not reserved again since (Kueue clears Evicted when it reserves quota anew)."""
-    evicted = rules.condition(wl, "Evicted")
-    if evicted is None or evicted.get("status") != "True":
-        return False
-    reserved = rules.condition(wl, "QuotaReserved")
-    if reserved is None or reserved.get("status") != "True":
-        return True
-    return str(reserved.get("lastTransitionTime", "")) < str(evicted.get("lastTransitionTime", ""))
+    """Whether ``wl``'s Evicted condition is True, as Kueue's controller asks (evict.IsEvicted): the eviction's
+    status write reset every check, and the dispatcher sets Evicted False again once the workload reserves quota
+    anew (SetQuotaReservation's resetActiveCondition), so nothing is written until then.
+
+    Not a comparison of QuotaReserved's and Evicted's lastTransitionTimes: both have seconds precision, and an
+    eviction in the second its workload reserved quota read as "reserved again since", so the check's state
+    (the Rejected the eviction had just reset) was written back over the reset, for good."""
+    return rules.is_true(wl, "Evicted")
 
 
 async def serve(
