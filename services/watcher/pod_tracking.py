@@ -179,14 +179,38 @@ class PodGroups:
             live = self.pods.get((wl_key[0], objects.name_of(pod)))
             members = [live] if live is not None else []
         now_ms = self.clock()
+        known = self.publisher.workloads.get(wl_key)
+        if wl_key in self.publisher.known["Workload"] and members:
+            # its PodsReady before its stop: an evicted workload's WaitForStart (its pods marked) is then on the log
+            # before the WorkloadStopped, so before the quota release that makes it not admitted
+            await self._report_pods_ready(wl_key, pod, members, group=group, known=known, version=version)
         # a group's members being deleted past their grace period no longer run (IsActive): the stop is reported
         running = pods.is_running(members, now_ms=now_ms if group else None)
         await self.reporter.report_mark_stopped(wl_key, [pod, *members], running=running, now_ms=now_ms)
         if wl_key not in self.publisher.known["Workload"] or not members:
             return
+        if group and known is not None:  # a finished group's report is not taken by the fold
+            reclaimable = pods.group_reclaimable_pods(members)
+            ref = self.publisher.workload_ref(wl_key)
+            await self.reporter.reclaimable_changed(ref, known, reclaimable, version=version)
+
+    async def _report_pods_ready(
+        self,
+        wl_key: Key,
+        pod: objects.KubeObject,
+        members: list[objects.KubeObject],
+        *,
+        group: str,
+        known: models.Workload | None,
+        version: str,
+    ) -> None:
+        """The PodsReady of a Pod workload (a single pod: PodReady; a group: every pod of the counted total ready),
+        reported unless it finished."""
         # a finished pod or group: Kueue's job reconciler returns before it writes PodsReady (reconciler.go step 3
         # before step 5), so a single pod that succeeded keeps PodsReady True rather than WaitForRecovery
         finished = pods.group_has_finished(members) if group else pods.is_terminated(members[0])
+        if finished:
+            return
         if group:
             total = workloads.parse_int(
                 workloads.job_ref(pod, kind="Pod", api_version=pods.POD_API).annotations.get(
@@ -196,16 +220,11 @@ class PodGroups:
             ready = progress.group_ready([m for m in members if not pods.is_terminated(m)] or members, total=total)
         else:
             ready = progress.pod_ready(members[0])
-        known = self.publisher.workloads.get(wl_key)
-        # a held workload (its StatefulSet scaled to zero) is not admitted: Kueue's generatePodsReadyCondition
-        # says WaitForStart whatever its going pods still report, so the scale-up's pods are Started, not Recovered
+        # not admitted (evicted, its pods marked; or a held workload: its StatefulSet scaled to zero): Kueue's
+        # generatePodsReadyCondition says WaitForStart whatever its going pods still report, so the pods of a new
+        # admission are Started, not Recovered
         started = progress.started("Pod", members) and not (known is not None and known.on_hold)
-        if not finished:
-            await self.reporter.report_pods_ready(wl_key, started=started, ready=ready, version=version)
-        if group and known is not None:  # a finished group's report is not taken by the fold
-            reclaimable = pods.group_reclaimable_pods(members)
-            ref = self.publisher.workload_ref(wl_key)
-            await self.reporter.reclaimable_changed(ref, known, reclaimable, version=version)
+        await self.reporter.report_pods_ready(wl_key, started=started, ready=ready, version=version)
 
 
 def _newly_parented(known: models.Workload | None, workload: models.Workload) -> bool:

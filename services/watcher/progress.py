@@ -74,9 +74,14 @@ def group_ready(members: Sequence[Mapping[str, Any]], *, total: int) -> bool:
 
 
 def started(kind: str, objs: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether the job was started by Kueue: a Job or JobSet not suspended, a pod no longer gated."""
+    """Whether the job was started by Kueue: a Job or JobSet not suspended, a pod no longer gated.
+
+    A pod the dispatcher marked evicted (:func:`eviction_mark`) was stopped, not started: a start takes the mark
+    off, so a Pod workload or pod group whose pods all carry it is evicted and not admitted again, and Kueue's
+    generatePodsReadyCondition writes ``WaitForStart`` for it whatever its pods still report."""
     if kind == "Pod":
-        return bool(objs) and not any(pods.is_gated(p) for p in objs)
+        live = [p for p in objs if eviction_mark([p]) is None]
+        return bool(live) and not any(pods.is_gated(p) for p in live)
     integration = integrations.by_kind(kind) if kind != "Job" else None
     if integration is not None:
         return bool(objs) and not any(integrations.suspended(integration, o) for o in objs)

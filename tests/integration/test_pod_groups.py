@@ -707,3 +707,69 @@ async def test_a_groups_workload_conditions_are_never_older_than_the_workload(ap
     for event in about:
         for field in ("eventTime", "firstTimestamp", "lastTimestamp"):
             assert manifests.parse_time_ms(event[field]) >= manifests.parse_time_ms(created), (created, event)
+
+
+async def conditions_until(api: Any, name: str, check: Callable[[dict[str, dict[str, Any]]], bool]) -> dict[str, Any]:
+    """Poll Workload ``default/name`` until its conditions (by type) satisfy ``check``; returns them."""
+    conditions: dict[str, dict[str, Any]] = {}
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(10):
+            while True:
+                wl = await kube.get_object(api, resources.WORKLOADS, namespace="default", name=name)
+                conditions = {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or []}
+                if check(conditions):
+                    break
+                await asyncio.sleep(0.05)
+    return conditions
+
+
+def _state(conditions: dict[str, dict[str, Any]], kind: str) -> tuple[str, str]:
+    condition = conditions.get(kind) or {}
+    return condition.get("status", ""), condition.get("reason", "")
+
+
+async def test_a_deactivated_groups_pods_ready_waits_for_start(api, bus: MemoryBus) -> None:
+    """A pod group that ran ready, then deactivated (spec.active false): once its pods stopped and its quota went,
+    the Workload shows PodsReady False ``WaitForStart`` "Not all pods are ready or succeeded", as Kueue's
+    generatePodsReadyCondition writes for a workload not admitted; activated again and admitted, its new pods
+    not ready yet keep ``WaitForStart`` and, once ready, turn True ``Started``. Before, it kept PodsReady False
+    ``WaitForRecovery`` next to Admitted False, also after the new admission (found on the demo)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    ready = {"type": "Ready", "status": "True"}
+    async with running(*services(bus, api, dispatcher, consumer)):
+        await running_group(api, bus, "dg", ("d-a", "d-b"))
+        for name in ("d-a", "d-b"):
+            await kube.patch_object(
+                api, resources.PODS, namespace="default", name=name,
+                patch={"status": {"phase": "Running", "conditions": [ready]}}, subresource="status",
+            )  # fmt: skip
+        started = await conditions_until(api, "dg", lambda c: _state(c, "PodsReady") == ("True", "Started"))
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name="dg", patch={"spec": {"active": False}}
+        )
+        await wait_for(bus, types.QuotaReleased, timeout=10)
+        stopped = await conditions_until(
+            api,
+            "dg",
+            lambda c: _state(c, "Admitted")[0] == "False" and _state(c, "PodsReady") == ("False", "WaitForStart"),
+        )
+        for name in ("d-c", "d-d"):  # the group's replacements (its stopped pods are still being deleted)
+            await kube.apply_manifest(api, member(name, "dg", total=2))
+        await kube.patch_object(
+            api, resources.WORKLOADS, namespace="default", name="dg", patch={"spec": {"active": True}}
+        )
+        await wait_for(bus, types.WorkloadAdmitted, count=2, timeout=10)
+        await pods_until(api, lambda pods: ungated(pods) == {"d-c", "d-d"})
+        readmitted = await conditions_until(api, "dg", lambda c: _state(c, "Admitted")[0] == "True")
+        for name in ("d-c", "d-d"):
+            await kube.patch_object(
+                api, resources.PODS, namespace="default", name=name,
+                patch={"status": {"phase": "Running", "conditions": [ready]}}, subresource="status",
+            )  # fmt: skip
+        again = await conditions_until(api, "dg", lambda c: _state(c, "PodsReady") == ("True", "Started"))
+    assert _state(started, "PodsReady") == ("True", "Started")
+    assert _state(stopped, "Admitted")[0] == "False"
+    assert _state(stopped, "PodsReady") == ("False", "WaitForStart")
+    assert stopped["PodsReady"]["message"] == "Not all pods are ready or succeeded"
+    assert _state(readmitted, "PodsReady") == ("False", "WaitForStart")
+    assert _state(again, "PodsReady") == ("True", "Started")
