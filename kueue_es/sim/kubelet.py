@@ -34,8 +34,9 @@ watches batch/v1 Jobs, makes their pods as Kubernetes' Job controller does
   Job, ``active`` 0, conditions
   ``SuccessCriteriaMet`` and ``Complete`` True (reason CompletionsReached).  With
   more completions than parallelism the pods run in waves of ``parallelism``, the
-  duration shared out over them; the Job's status counts are written only at the
-  start and the end, as before;
+  duration shared out over them; as each wave ends, ``succeeded`` counts the pods that
+  succeeded and ``active`` (and, without Nodes, ``ready``) those of the next wave, as the
+  Job controller keeps them current (so Kueue's reclaimablePods frees the pods no longer needed);
 * a suspended Job (at creation, or suspended while running, as the
   dispatcher does to evict it) has its run cancelled, its active pods deleted, and
   gets ``active`` 0, ``ready`` 0, no ``startTime``, ``Suspended`` True and no
@@ -566,6 +567,7 @@ class SimulatedKubelet:
             share = max(0.0, remaining / waves)
             while True:
                 pods = await self._create_pods(current, pods)
+                await self._write_counts(current, pods, all_ready=False)
                 await self._sleep(self._next_due(pods, share))
                 still = await self._still_running(current, log=log)
                 if still is None:
@@ -576,6 +578,7 @@ class SimulatedKubelet:
                     break
         while not counting:
             pods = await self._create_pods(current, pods)
+            await self._write_counts(current, pods, all_ready=True)
             remaining = duration - (self._clock() - started_at).total_seconds()
             await self._sleep(max(0.0, remaining / waves))
             still = await self._still_running(current, log=log)
@@ -590,6 +593,23 @@ class SimulatedKubelet:
         await self._record(current, "Completed", "Job completed")
         await self._write_status(current, _succeeded_status(current, started_at=started_at, now=self._clock()))
         log.info("sim_job_completed", duration_seconds=duration)
+
+    async def _write_counts(self, job: dict[str, Any], pods: list[dict[str, Any]], *, all_ready: bool) -> None:
+        """Write the running ``job``'s ``status.succeeded`` and ``status.active`` from its ``pods`` once one of them
+        succeeded and either differs from its status (read when its last wave ended), as the Job controller
+        keeps them current while its pods finish (job_controller.go syncJob), so Kueue's reclaimablePods frees the
+        quota of the pods no longer needed. ``all_ready`` (a cluster without Nodes, every pod counted ready from
+        its start): ``status.ready`` is the active count too; otherwise :meth:`_ready_changed` counts it."""
+        succeeded = len(_succeeded(pods))
+        if not succeeded:
+            return  # its start wrote the counts
+        active = sum(1 for pod in pods if controllers.is_active(pod))
+        counts: dict[str, Any] = {"succeeded": succeeded, "active": active or None}
+        if all_ready:
+            counts["ready"] = active
+        status = job.get("status") or {}
+        if any(status.get(key) != value for key, value in counts.items()):
+            await self._write_status(job, counts)
 
     async def _still_running(self, job: dict[str, Any], *, log: Any) -> dict[str, Any] | None:
         """The Job as it is now, or None when it is gone, replaced, suspended or finished (or unreadable)."""

@@ -728,3 +728,22 @@ async def pods_of(api: k8s_client.ApiClient, owner: str, check: Any, *, timeout:
             if check(pods):
                 return pods
             await asyncio.sleep(0.05)
+
+
+async def test_a_job_in_waves_counts_its_succeeded_pods_as_each_wave_ends(
+    api: k8s_client.ApiClient, sim_kubelet: kubelet.SimulatedKubelet
+) -> None:
+    """A Job of parallelism 3 and completions 4 runs a wave of 3 pods then one of 1: once the first wave
+    succeeded its status says ``succeeded`` 3, ``active`` 1, ``ready`` 1 before it completes, as the Job
+    controller keeps them current (so Kueue's reclaimablePods of its workload is 2, job_controller.go
+    ReclaimablePods). Before, the counts stayed at the start's (active 3, no succeeded) until the Job completed
+    (found on the demo: ``kubectl get job`` said COMPLETIONS 0/4 with 3 pods Completed)."""
+    body = job("waves", suspend=False, duration=2, parallelism=3, completions=4)
+    await client.create_object(api, resources.JOBS, namespace="default", body=body)
+    second = await wait_for_status(api, "waves", lambda s: s.get("succeeded") == 3 or is_complete(s))
+    done = await wait_for_status(api, "waves", is_complete)
+    assert not is_complete(second)
+    assert (second.get("active"), second.get("ready")) == (1, 1)
+    assert done["succeeded"] == 4 and "active" not in done
+    current = await client.get_object(api, resources.JOBS, namespace="default", name="waves")
+    assert progress.reclaimable_pods("Job", {**current, "status": second}) == {"main": 2}
