@@ -464,6 +464,11 @@ class Workload(_Model, frozen=True, kw_only=True):
     # closed, as a gate with no status entry is (Kueue workload.go HasClosedPreemptionGate). Left out when
     # empty, as ``on_hold``.
     open_preemption_gates: list[str] = []
+    # A pod group's Workload whose group lacks pods against its pod sets (members Failed, or deleted before they
+    # got a node, not yet replaced): Kueue's WaitingForReplacementPods condition True, which IsAdmissible refuses
+    # (pkg/workload/workload.go), so it is not queued until its pods are back. The watcher sets it from the
+    # group's pods (:func:`kueue_es.jobframework.pods.absent_pods`). Left out when false, as ``on_hold``.
+    waiting_for_replacement_pods: bool = False
 
     @property
     def key(self) -> str:

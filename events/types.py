@@ -21,7 +21,7 @@ import msgspec
 
 from kueue_es.events import models
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 """The version of the event payloads' JSON Schema (``codec.json_schema``, the ``Kq-Schema`` header,
 ``DecisionRecord.schema_version``). 1: the first published schema; 2: ``WorkloadAdmitted`` carries
 its ``podSetAssignments``; 3: DRA (DeviceClassObserved, ResourceClaimTemplateObserved, a pod set's
@@ -47,10 +47,12 @@ workloads' ``WorkloadObserved`` and ``WorkloadFinished`` facts in one message (i
 ``DecisionRecord.decisions``, a cycle's per-workload decisions carried in its record instead of as a
 message each (issue 18); 18: ``Node.progressingWorkloads``, the workloads with pods still running on a node
 that may count as failed (TAS placer logic 11); 19: ``Configuration.enableClusterQueueResources`` (the admitter
-exports the ClusterQueue resource gauges only with it, as Kueue).
+exports the ClusterQueue resource gauges only with it, as Kueue); 20: ``Workload.waitingForReplacementPods`` (a pod
+group lacking pods against its Workload's pod sets, Kueue's WaitingForReplacementPods True: not queued, admitter
+logic 57).
 docs/events.md holds the history and the stability policy."""
 
-EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
+EARLIER_SCHEMA_VERSIONS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 """Schema versions whose payloads this kueue-es still decodes (tests/fixtures/events/v1)."""
 
 

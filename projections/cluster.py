@@ -603,7 +603,11 @@ def apply(
             state.partitions.on_record(state, event.partition, event.basis_seq)
             kueue_metrics.on_record(state, event, seq=seq, admitter=event.role == ADMITTER_ROLE)
             if event.role == ADMITTER_ROLE and event.logic_version > state.admit_logic:
+                crossed = state.admit_logic < REPLACEMENT_PODS_LOGIC <= event.logic_version
                 state.admit_logic = event.logic_version
+                if crossed:  # the pod groups already waiting for replacement pods leave their queues now
+                    for key in [k for k, w in state.workloads.items() if w.workload.waiting_for_replacement_pods]:
+                        _reindex(state, key)
             if event.role == ADMITTER_ROLE and event.decided and seq > state.admit_cycle_seq:
                 state.admit_cycles += 1  # once per record, however often it is folded
                 state.admit_cycle_seq = seq
@@ -857,6 +861,11 @@ def _apply_workload_fact(
                 current.backoff = False
             if current.on_hold and not event.workload.on_hold:
                 current.on_hold = False  # its job cleared the hold (statefulset_reconciler.go clearOnHold)
+            if current.workload.waiting_for_replacement_pods and not event.workload.waiting_for_replacement_pods:
+                # its pod group has its pods again: Kueue's queue manager takes it back into its queue's heap
+                # (AddOrUpdateWorkload), not its inadmissible list
+                if waits_for_replacement_logic(state):
+                    current.parked_seq = 0
             current.workload = compact_workload(event.workload)
             current.observed_seq = seq
             if current.reservation is not None and _elastic(state, event.workload):
@@ -1010,6 +1019,22 @@ def _apply_workload_status_fact(
         kueue_metrics.on_pods_ready(state, current, event)
         current.pods_ready = event  # reported for this admission; forgotten when the quota goes
     _reindex(state, event.workload.key)
+
+
+REPLACEMENT_PODS_LOGIC = 57
+"""The admitter logic from which a pod group's workload whose group lacks pods (``Workload.
+waiting_for_replacement_pods``, the watcher's fact: Kueue's WaitingForReplacementPods True) is kept out of its
+queue, neither pending nor tried, until its pods are back (:func:`waits_for_replacement_logic`); a log whose
+admitter is older folds it as it did (queued, so admitted again with no pods), so it replays as decided."""
+
+
+def waits_for_replacement_logic(state: ClusterState) -> bool:
+    """Whether the fold keeps a workload waiting for replacement pods out of its queue, as Kueue's IsAdmissible
+    (pkg/workload/workload.go) keeps one whose WaitingForReplacementPods condition is True: on a log whose
+    admitter is logic 57 or later (``state.admit_logic``; :data:`REPLACEMENT_PODS_LOGIC`). Such a workload holds
+    no place in ``pending`` or ``queued``, so it is neither admitted, nor a head, nor counted pending in its
+    queues' status and visibility (Kueue's queue manager never holds it)."""
+    return state.admit_logic >= REPLACEMENT_PODS_LOGIC
 
 
 LATE_RETRY_RESET_LOGIC = 54
@@ -1294,7 +1319,10 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
         ended = wl.finished is not None or wl.deleted_seq > 0
         active = wl.active and not wl.backoff
         reserved = wl.reservation is not None
-        waiting = not reserved and not ended and not wl.on_hold
+        unreserved = not reserved and not ended and not wl.on_hold
+        # a pod group waiting for replacement pods is not queued (Kueue's IsAdmissible), though it may be
+        # active again (its Requeued ``Reactivated``, :attr:`ClusterState.activation_due`)
+        waiting = unreserved and not (wl.workload.waiting_for_replacement_pods and waits_for_replacement_logic(state))
         releasing = reserved and (
             ended or not wl.workload.spec.active or wl.stopped_seq > 0 or bool(wl.workload.on_hold)
         )
@@ -1316,8 +1344,8 @@ def _reindex(state: ClusterState, key: str, *, gone: WorkloadState | None = None
     else:
         state.releasable.pop(key, None)
     if (
-        waiting
-        and wl is not None
+        wl is not None
+        and unreserved
         and (wl.workload.spec.active == (wl.pending_reason == DEACTIVATED_REASON) or _admission_gate_cleared(wl))
     ):
         state.activation_due.setdefault(key)

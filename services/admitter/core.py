@@ -25,7 +25,7 @@ from kueue_es.projections import partitions, quota
 from kueue_es.projections.cluster import ClusterState
 from kueue_es.scheduling import cycle, queues, slices
 
-LOGIC_VERSION = 56
+LOGIC_VERSION = 57
 ROLE = "admit"
 EARLIER_LOGIC_VERSIONS = (
     9,
@@ -75,8 +75,14 @@ EARLIER_LOGIC_VERSIONS = (
     53,
     54,
     55,
+    56,
 )
-"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 55 and earlier reset no
+"""Logic versions :func:`decide_as` still re-runs, so replay re-checks their logs too. 56 and earlier queued a pod
+group's workload whose group lacks pods (the watcher's ``Workload.waiting_for_replacement_pods``, Kueue's
+WaitingForReplacementPods True), so one evicted or deactivated and active again was admitted with no pods and held
+its quota; from the first record of logic 57 on the log, the fold keeps it out of its queue until its pods are back,
+as Kueue's IsAdmissible (:func:`kueue_es.projections.cluster.waits_for_replacement_logic`): ``decide`` itself is
+unchanged, a log of 56 and earlier folds and replays as it did. 55 and earlier reset no
 admission check when a reservation deactivated by hand before it was admitted was released (one QuotaReleased
 ``Deactivated`` standing for Kueue's eviction), so a check Ready beside one still Pending stayed Ready and admitted
 the workload, active again, once it reserved quota; from the first record of logic 56 on the log, the fold resets
@@ -413,6 +419,9 @@ def answered_by_others(state: ClusterState) -> Collection[str]:
 def decide_as(version: int) -> Callable[..., list[types.Output]]:
     """The ``decide`` of logic ``version`` (one of :data:`EARLIER_LOGIC_VERSIONS`), for replay.
 
+    Versions 9 to 56 decide as 57: what 57 changed is the fold's, keyed on the log's admitter logic (a pod group
+    waiting for replacement pods kept out of its queue, :func:`kueue_es.projections.cluster.waits_for_replacement_logic`);
+    so do 9 to 55 as 56 (:func:`kueue_es.projections.cluster.resets_checks_on_release`).
     Versions 9 to 54 stopped at a flavor's first resource that did not fit and took the least severe reason of every
     problem of a NoFit pod set's failing resource group (``kueue_no_fit`` False).
     Versions 9 to 53 decide as 54: what 54 changed is the fold's, keyed on the log's admitter logic (a check reported

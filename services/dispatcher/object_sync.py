@@ -667,8 +667,9 @@ class WorkloadSync:
         """``wanted`` (a pod group's Workload status) with Kueue's WaitingForReplacementPods condition, which its
         pod reconciler keeps from the group's pods (:func:`kueue_es.jobframework.pods.replacement_condition`):
         True while the group lacks pods against its pod sets, False once they are replaced, from the condition
-        the object has (``stored``). Not on the log: the dispatcher's view of the group's pods decides it, as
-        Kueue's pod reconciler's does; no change for another workload or while no pod of the group is watched.
+        the object has (``stored``). The dispatcher's view of the group's pods decides it, as Kueue's pod
+        reconciler's does (the watcher's view puts the same on the log, ``Workload.waiting_for_replacement_pods``,
+        for the admitter); no change for another workload or while no pod of the group is watched.
         A group on a prebuilt Workload (:func:`kueue_es.jobframework.prebuilt.group_on_prebuilt`: a StatefulSet's,
         a LeaderWorkerSet's, one adopted) lacks none: Kueue counts absent pods in FindMatchingWorkloads only,
         which its prebuilt path skips, so it never gets the condition (one it has turns False)."""

@@ -13,11 +13,13 @@ jobs (:mod:`kueue_es.services.watcher.job_tracking`), which owns the pods kept.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
+import msgspec
+
 from kueue_es.events import job_owners, models, types
-from kueue_es.jobframework import pods, workloads
+from kueue_es.jobframework import pods, prebuilt, workloads
 from kueue_es.services.kube import objects
 from kueue_es.services.watcher import progress
 from kueue_es.services.watcher.inputs import ConversionInputs
@@ -111,9 +113,23 @@ class PodGroups:
             log_rejection(conflict)
             await self.publisher.publish(conflict, version=version, source="Pod")
             return
-        fact = pods.group_facts(self._with_gone(group_key, managed), now_ms=self.clock(), context=context)
+        counted = self._with_gone(group_key, managed)
+        fact = pods.group_facts(counted, now_ms=self.clock(), context=context)
         if isinstance(fact, types.WorkloadFinished):
             self.succeeded_gone.pop(group_key, None)
+        if fact is None and holder is not None and self.publisher.sources.get(group_key) == "Pod":
+            # its Workload stays while the group is short of pods (Kueue keeps it): it waits for replacements
+            if waits_for_replacement(counted, holder) and not holder.waiting_for_replacement_pods:
+                waiting_fact = types.WorkloadObserved(
+                    workload=msgspec.structs.replace(holder, waiting_for_replacement_pods=True)
+                )
+                await self.publisher.publish(waiting_fact, version=version, source="Pod")
+            return
+        if isinstance(fact, types.WorkloadObserved):
+            lacking = waits_for_replacement(counted, fact.workload)
+            if lacking != fact.workload.waiting_for_replacement_pods:
+                workload = msgspec.structs.replace(fact.workload, waiting_for_replacement_pods=lacking)
+                fact = types.WorkloadObserved(workload=workload)
         if fact is None:
             # Kueue's Warning while the group is short of pods and has no Workload; once per first pod and
             # problem (the publisher drops a rejection it published already)
@@ -126,6 +142,7 @@ class PodGroups:
             and group_key in self.publisher.known["Workload"]
             and pods.is_running(managed)
             and not _newly_parented(holder, fact.workload)
+            and (holder is None or holder.waiting_for_replacement_pods == fact.workload.waiting_for_replacement_pods)
         ):
             return
         log_rejection(fact)
@@ -225,6 +242,23 @@ class PodGroups:
         # admission are Started, not Recovered
         started = progress.started("Pod", members) and not (known is not None and known.on_hold)
         await self.reporter.report_pods_ready(wl_key, started=started, ready=ready, version=version)
+
+
+def waits_for_replacement(members: Sequence[Mapping[str, Any]], workload: models.Workload) -> bool:
+    """Whether the pod group of ``members`` (its managed pods seen, with the succeeded ones it keeps counting)
+    lacks pods against its ``workload``'s pod sets (:func:`kueue_es.jobframework.pods.absent_pods`; with fast
+    admission a role with none): Kueue's WaitingForReplacementPods True (pod_controller.go countAbsentPods), which
+    keeps the Workload out of its queue (workload.go IsAdmissible). Never for a group on a prebuilt Workload (a
+    StatefulSet's, a LeaderWorkerSet's, one adopted: Kueue counts absent pods only in FindMatchingWorkloads,
+    which its prebuilt path skips) nor for a Workload the pod group framework did not make."""
+    if not members or not pods.is_group_workload(workload) or prebuilt.group_on_prebuilt(workload):
+        return False
+    first = pods.oldest_first(members)[0]
+    fast = workloads.as_mapping(workloads.as_mapping(first.get("metadata")).get("annotations")).get(
+        pods.FAST_ADMISSION_ANNOTATION
+    )
+    pod_sets = [(pod_set.name, pod_set.count) for pod_set in workload.spec.pod_sets]
+    return pods.absent_pods(members, pod_sets, fast=fast == "true") > 0
 
 
 def _newly_parented(known: models.Workload | None, workload: models.Workload) -> bool:

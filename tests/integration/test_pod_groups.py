@@ -773,3 +773,87 @@ async def test_a_deactivated_groups_pods_ready_waits_for_start(api, bus: MemoryB
     assert stopped["PodsReady"]["message"] == "Not all pods are ready or succeeded"
     assert _state(readmitted, "PodsReady") == ("False", "WaitForStart")
     assert _state(again, "PodsReady") == ("True", "Started")
+
+
+async def reservations(bus: MemoryBus, ref: types.WorkloadRef) -> int:
+    """How many times the log reserved quota for workload ``ref`` (a QuotaReserved, or an admission alone)."""
+    reserved = [e for e in await events_of(bus, types.QuotaReserved) if e.workload == ref]
+    admitted = [e for e in await events_of(bus, types.WorkloadAdmitted) if e.workload == ref]
+    return max(len(reserved), len(admitted))
+
+
+async def queues_status(api: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``status`` of ClusterQueue cluster-queue and of LocalQueue default/user-queue."""
+    cq = await kube.get_object(api, resources.CLUSTER_QUEUES, name="cluster-queue")
+    lq = await kube.get_object(api, resources.LOCAL_QUEUES, namespace="default", name="user-queue")
+    return cq.get("status") or {}, lq.get("status") or {}
+
+
+async def test_a_reactivated_group_without_pods_waits_for_its_replacements(api, bus: MemoryBus) -> None:
+    """Kueue #12656 (PR #12768): a running group deactivated by hand (``spec.active: false``) is evicted, its pods
+    stopped and kept (Failed, Terminating) with WaitingForReplacementPods True; set active again it is not queued
+    (Kueue's IsAdmissible refuses a Workload with that condition True): no quota reserved, none counted in the
+    ClusterQueue, none pending in the LocalQueue. Replacement pods make it admissible: it is admitted again and
+    they are started. Before, it was admitted again at once with no pods and held 2 CPU (admitter logic 56)."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    async with running(*services(bus, api, dispatcher, consumer)):
+        admitted = await running_group(api, bus, "g5", ("g5-a", "g5-b"))
+        wl_api = {"namespace": "default", "name": "g5"}
+        await kube.patch_object(api, resources.WORKLOADS, **wl_api, patch={"spec": {"active": False}})
+        await wait_for(bus, types.QuotaReleased, workload=admitted.workload, timeout=10)
+        waiting = await replacement_condition(api, "g5", "True")
+        await asyncio.sleep(0.5)
+        await kube.patch_object(api, resources.WORKLOADS, **wl_api, patch={"spec": {"active": True}})
+        await asyncio.sleep(1.5)
+        reserved_while_waiting = await reservations(bus, admitted.workload)
+        held = await kube.get_object(api, resources.WORKLOADS, **wl_api)
+        cq_status, lq_status = await queues_status(api)
+        for name in ("g5-c", "g5-d"):
+            await kube.apply_manifest(api, member(name, "g5", total=2))
+        started = await pods_until(api, lambda pods: {"g5-c", "g5-d"} <= ungated(pods))
+        replaced = await replacement_condition(api, "g5", "False")
+        reserved_after = await reservations(bus, admitted.workload)
+    assert waiting["status"] == "True"
+    assert reserved_while_waiting == 1  # only the first admission
+    conditions = {c["type"]: c for c in held["status"]["conditions"]}
+    assert conditions["QuotaReserved"]["status"] == "False"
+    assert "Admitted" not in conditions or conditions["Admitted"]["status"] == "False"
+    assert not held["status"].get("admission")
+    assert cq_status.get("reservingWorkloads", 0) == 0 and cq_status.get("pendingWorkloads", 0) == 0
+    assert lq_status.get("pendingWorkloads", 0) == 0
+    assert reserved_after == 2
+    assert {"g5-c", "g5-d"} <= set(started)
+    assert (replaced["reason"], replaced["message"]) == ("PodsReady", "No pods need replacement")
+
+
+async def test_a_preempted_group_is_not_admitted_again_without_pods(api, bus: MemoryBus) -> None:
+    """Kueue #12656: a running group (2 x 1 CPU) preempted by a pod of a higher PriorityClass (2 CPU) in a 2 CPU
+    ClusterQueue; once the preemptor finishes, the group, its pods stopped and not replaced, is not admitted again
+    (WaitingForReplacementPods True: Kueue's IsAdmissible). Before, it was admitted with no pods and held the
+    ClusterQueue's 2 CPU until the waitForPodsReady timeout."""
+    dispatcher, consumer = await dispatcher_with_consumer(bus, api)
+    preemptor_loop = DeciderLoop(bus=bus, decider=deciders.PREEMPTOR, wakeup=0.05)
+    async with running(*services(bus, api, dispatcher, consumer), preemptor_loop.run()):
+        await set_up_queues(api, cpu=2)
+        queue = cluster_queue("cluster-queue", flavor_name="spot", cpu=2)
+        queue["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+        await kube.apply_manifest(api, queue)
+        high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}}
+        await kube.apply_manifest(api, {**high, "value": 1000})
+        for name in ("g9-a", "g9-b"):
+            await kube.apply_manifest(api, member(name, "g9", total=2))
+        [admitted] = await wait_for(bus, types.WorkloadAdmitted, timeout=10)
+        await pods_until(api, lambda pods: ungated(pods) == {"g9-a", "g9-b"})
+        boss = member("boss", "", total=1, cpu="2")
+        boss["spec"]["priorityClassName"] = "high"
+        await kube.apply_manifest(api, boss)
+        await wait_for(bus, types.QuotaReleased, workload=admitted.workload, timeout=10)
+        await replacement_condition(api, "g9", "True")
+        await pods_until(api, lambda pods: "boss" in ungated(pods))
+        await succeed(api, "boss")
+        await wait_for(bus, types.WorkloadFinished, timeout=10)
+        await asyncio.sleep(1.5)
+        reserved = await reservations(bus, admitted.workload)
+        cq_status, _ = await queues_status(api)
+    assert reserved == 1  # only the first admission
+    assert cq_status.get("reservingWorkloads", 0) == 0
