@@ -116,8 +116,9 @@ WIRE: dict[str, dict[str, dict[str, Any] | None]] = {
         "template": preserved("The pod template of the pods of this pod set (a core/v1 PodTemplateSpec)."),
     },
     # metadata.ownerReferences on the wire; onHold: what the watcher reads from the job (a StatefulSet scaled
-    # to zero), not a field of Kueue's Workload; openPreemptionGates: status.preemptionGates' Open ones
-    "Workload": {"owner": DROP, "onHold": DROP, "openPreemptionGates": DROP},
+    # to zero), not a field of Kueue's Workload; openPreemptionGates: status.preemptionGates' Open ones;
+    # waitingForReplacementPods: what the watcher reads from a pod group's pods (status.conditions on the wire)
+    "Workload": {"owner": DROP, "onHold": DROP, "openPreemptionGates": DROP, "waitingForReplacementPods": DROP},
     "AdmissionCheck": {"active": DROP},  # status.conditions Active on the wire
     "MultiKueueCluster": {"status": DROP},  # the status subresource: Kueue's schema (kueue_status.json)
     # optional, as Kueue's, but a name when given: the model reads an absent one as "" (its pattern admits "",
