@@ -465,25 +465,23 @@ class Watcher:
 
     async def _read_workload(self, namespace: str, name: str) -> objects.KubeObject | None:
         """The Workload object ``namespace/name`` as the API server holds it now, None when there is none or it
-        cannot be read (logged: the caller then does as when it is gone). A LIST by field selector, the watcher's
-        seam being lists and watches (:class:`KubeReader`)."""
-        return await self._read(resources.WORKLOADS, namespace, name)
+        cannot be read (logged: the caller then does as when it is gone)."""
+        try:
+            return await self._read_one(resources.WORKLOADS, namespace, name)
+        except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
+            log.warning("workload_read_failed", workload=f"{namespace}/{name}", error=str(err))
+            return None
 
     async def _read_job(self, kind: str, namespace: str, name: str) -> objects.KubeObject | None:
         """The job of ``kind`` (one of ``kinds.JOB_KINDS``) ``namespace/name`` as the API server holds it now; None
         when there is none. Raises ``kube_errors.ApiError`` or ``ConnectionFailedError`` when it cannot be read."""
-        fields = f"metadata.namespace={namespace},metadata.name={name}"
-        ref = resources.ref_for(watched.API_VERSIONS[kind], kind)
-        listed, _ = await self.reader.list(ref, field_selector=fields)
-        return listed[0] if listed else None
+        return await self._read_one(resources.ref_for(watched.API_VERSIONS[kind], kind), namespace, name)
 
-    async def _read(self, ref: resources.ResourceRef, namespace: str, name: str) -> objects.KubeObject | None:
+    async def _read_one(self, ref: resources.ResourceRef, namespace: str, name: str) -> objects.KubeObject | None:
+        """One object as the API server holds it now, None when there is none: a LIST by field selector, the
+        watcher's seam being lists and watches (:class:`KubeReader`). Raises what the list raises."""
         fields = f"metadata.namespace={namespace},metadata.name={name}"
-        try:
-            listed, _ = await self.reader.list(ref, field_selector=fields)
-        except (kube_errors.ApiError, kube_errors.ConnectionFailedError) as err:
-            log.warning("object_read_failed", kind=ref.kind, object=f"{namespace}/{name}", error=str(err))
-            return None
+        listed, _ = await self.reader.list(ref, field_selector=fields)
         return listed[0] if listed else None
 
     async def _resynced(self, kind: str, listed: list[objects.KubeObject], *, resource_version: str = "") -> None:
