@@ -25,6 +25,7 @@ import pytest
 from kueue_es.events.bus import leases, permissions, server
 from kueue_es.events.bus.base import BusError, NotFoundError
 from kueue_es.services import health, standby
+from kueue_es.services.runtime import cancel_and_wait
 
 SETTINGS = standby.StandbySettings(lease_duration=1.5, renew_deadline=1.0, retry_period=0.5)
 KEY = leases.key_for("admitter", "p0")
@@ -181,9 +182,7 @@ async def test_a_standby_wakes_on_a_release(store: leases.LeaseStore) -> None:
         runs.append(asyncio.create_task(b.run()))
         await asyncio.sleep(1.0)
         assert a.active() and not b.active()
-        runs[0].cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await runs[0]
+        await cancel_and_wait(runs[:1])
         released = asyncio.get_running_loop().time()
         await a.release()
         async with asyncio.timeout(10.0):  # woken by the write: its next poll is 19 s away
@@ -192,9 +191,7 @@ async def test_a_standby_wakes_on_a_release(store: leases.LeaseStore) -> None:
         took = asyncio.get_running_loop().time() - released
         print(f"standby took over {took * 1000:.0f} ms after the release")
     finally:
-        for task in runs:
-            task.cancel()
-        await asyncio.gather(*runs, return_exceptions=True)
+        await cancel_and_wait(runs)
 
 
 class LaggingStore(leases.LeaseStore):
@@ -241,8 +238,7 @@ async def test_a_standby_reads_again_a_release_the_bucket_did_not_serve_yet(stor
                 await asyncio.sleep(0.005)
         assert lagging.reads - reads >= 2  # the stale read, then the one that showed the release
     finally:
-        run.cancel()
-        await asyncio.gather(run, return_exceptions=True)
+        await cancel_and_wait([run])
 
 
 async def test_a_slot_release_the_bucket_did_not_serve_yet_is_read_again(store: leases.LeaseStore) -> None:
@@ -262,17 +258,14 @@ async def test_a_slot_release_the_bucket_did_not_serve_yet_is_read_again(store: 
         async with asyncio.timeout(5):  # a hands b its share: one slot each
             while a.held() != [0] or b.held() != [1]:
                 await asyncio.sleep(0.01)
-        runs[0].cancel()
-        await asyncio.gather(runs[0], return_exceptions=True)
+        await cancel_and_wait(runs[:1])
         await lagging.arm(f"{user}.s0")
         await a.release()
         async with asyncio.timeout(10.0):  # its next round is 20 s away
             while b.held() != [0, 1]:
                 await asyncio.sleep(0.005)
     finally:
-        for task in runs:
-            task.cancel()
-        await asyncio.gather(*runs, return_exceptions=True)
+        await cancel_and_wait(runs)
 
 
 async def test_the_metrics_and_readiness_follow_the_lease(store: leases.LeaseStore) -> None:
